@@ -1,0 +1,85 @@
+//! Fixed window: one counter per window index `floor(t / W)`, windows aligned
+//! to the clock's zero (the Unix epoch for the system clock).
+//!
+//! Cheap (two numbers per key) but leaky at the edges: up to 2L requests can
+//! pass within one window length that straddles a boundary.
+
+use super::{sat64, wait, RateAlgorithm};
+use crate::{Rate, RetryAfter};
+
+/// Allowed iff the current window's count + cost <= L.
+#[derive(Clone, Copy, Debug)]
+pub struct FixedWindow {
+    limit: u64,
+    window: u64,
+}
+
+/// The current window's index and how much cost it has taken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FixedWindowState {
+    /// `floor(t / W)` of the window `count` belongs to.
+    pub index: u64,
+    /// Cost admitted in that window.
+    pub count: u64,
+}
+
+impl FixedWindow {
+    /// A fixed window for `rate`.
+    pub fn new(rate: Rate) -> FixedWindow {
+        FixedWindow {
+            limit: rate.limit(),
+            window: rate.window_nanos(),
+        }
+    }
+
+    /// Nanoseconds from `now` to the end of the state's window.
+    fn until_window_end(&self, state: &FixedWindowState, now: u64) -> u128 {
+        (u128::from(state.index) + 1) * u128::from(self.window) - u128::from(now)
+    }
+}
+
+impl RateAlgorithm for FixedWindow {
+    type State = FixedWindowState;
+
+    fn advance(&self, state: &mut FixedWindowState, now: u64) -> u64 {
+        let index = now / self.window;
+        if index > state.index {
+            *state = FixedWindowState { index, count: 0 };
+            now
+        } else if index < state.index {
+            state.index * self.window
+        } else {
+            now
+        }
+    }
+
+    fn check(&self, state: &FixedWindowState, now: u64, cost: u64) -> Result<(), RetryAfter> {
+        if cost > self.limit {
+            return Err(RetryAfter::Never);
+        }
+        if state.count + cost <= self.limit {
+            return Ok(());
+        }
+        wait(self.until_window_end(state, now))
+    }
+
+    fn record(&self, state: &mut FixedWindowState, _: u64, cost: u64) {
+        state.count += cost;
+    }
+
+    fn remaining(&self, state: &FixedWindowState, _: u64) -> u64 {
+        self.limit - state.count
+    }
+
+    fn reset_after(&self, state: &FixedWindowState, now: u64) -> u64 {
+        if state.count == 0 {
+            0
+        } else {
+            sat64(self.until_window_end(state, now))
+        }
+    }
+
+    fn capacity(&self) -> u64 {
+        self.limit
+    }
+}

@@ -1,0 +1,102 @@
+//! Leaky bucket as a queue, nginx-style: requests leave one unit every
+//! T = W / L. Each unit of an admitted request takes the next departure slot,
+//! `d = max(t, previous departure + T)`, and a request departs with its last
+//! unit. It is admitted iff `departure - t <= burst * T`; it must then be held
+//! for `departure - t` (its delay) before being served. An idle bucket hit by
+//! a burst at one instant admits burst + 1: one leaves at once, burst wait.
+//!
+//! Times are kept multiplied by L, so that T is the integer W and departures
+//! are exact rationals; delays and waits are rounded up to the nanosecond.
+
+use super::{ceil_div, sat64, wait, RateAlgorithm, ScaledTime};
+use crate::{Rate, RetryAfter};
+
+/// A queue draining at L per W that holds at most `burst` waiting units.
+#[derive(Clone, Copy, Debug)]
+pub struct LeakyBucket {
+    limit: u64,
+    window: u64,
+    burst: u64,
+}
+
+/// Per-key state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LeakyBucketState {
+    /// The earliest departure of the next unit: nanoseconds times L. Zero when never used (the next unit leaves at once).
+    pub next_slot: ScaledTime,
+}
+
+impl LeakyBucket {
+    /// A leaky bucket draining at `rate` with room for `burst` waiting units
+    /// (nginx's `burst`; the usual choice is the rate's limit).
+    pub fn new(rate: Rate, burst: u64) -> LeakyBucket {
+        LeakyBucket {
+            limit: rate.limit(),
+            window: rate.window_nanos(),
+            burst: burst.min(crate::MAX_LIMIT),
+        }
+    }
+
+    fn now_scaled(&self, now: u64) -> u128 {
+        u128::from(now) * u128::from(self.limit)
+    }
+
+    /// How long (ns times L) after `now` a request of `cost` would depart.
+    fn departure_wait(&self, s: &LeakyBucketState, now: u64, cost: u64) -> u128 {
+        let now = self.now_scaled(now);
+        s.next_slot.get().max(now) + u128::from(cost - 1) * u128::from(self.window) - now
+    }
+}
+
+impl RateAlgorithm for LeakyBucket {
+    type State = LeakyBucketState;
+
+    fn advance(&self, _: &mut LeakyBucketState, now: u64) -> u64 {
+        now
+    }
+
+    fn check(&self, s: &LeakyBucketState, now: u64, cost: u64) -> Result<(), RetryAfter> {
+        if cost > self.capacity() {
+            return Err(RetryAfter::Never);
+        }
+        let most = u128::from(self.burst) * u128::from(self.window);
+        let departs = self.departure_wait(s, now, cost.max(1));
+        if departs <= most {
+            return Ok(());
+        }
+        wait(ceil_div(departs - most, u128::from(self.limit)))
+    }
+
+    fn record(&self, s: &mut LeakyBucketState, now: u64, cost: u64) {
+        if cost > 0 {
+            let departs = self.departure_wait(s, now, cost);
+            let next = self.now_scaled(now) + departs + u128::from(self.window);
+            s.next_slot.set(next);
+        }
+    }
+
+    fn delay(&self, s: &LeakyBucketState, now: u64, cost: u64) -> u64 {
+        if cost == 0 {
+            return 0;
+        }
+        sat64(ceil_div(
+            self.departure_wait(s, now, cost),
+            u128::from(self.limit),
+        ))
+    }
+
+    fn remaining(&self, s: &LeakyBucketState, now: u64) -> u64 {
+        let queued = s.next_slot.get().saturating_sub(self.now_scaled(now));
+        let slots = ceil_div(queued, u128::from(self.window));
+        self.capacity().saturating_sub(sat64(slots))
+    }
+
+    fn reset_after(&self, s: &LeakyBucketState, now: u64) -> u64 {
+        let queued = s.next_slot.get().saturating_sub(self.now_scaled(now));
+        sat64(ceil_div(queued, u128::from(self.limit)))
+    }
+
+    fn capacity(&self) -> u64 {
+        self.burst + 1
+    }
+}

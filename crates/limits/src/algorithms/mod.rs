@@ -1,0 +1,118 @@
+//! The limiting algorithms, one file each, as pure functions of
+//! (state, now, cost) for a single rate.
+//!
+//! Each algorithm splits a check into steps, so that a rule with several rates
+//! can ask every rate before any of them records (all-or-nothing):
+//! [`advance`](RateAlgorithm::advance) brings the state up to `now` without
+//! changing any future decision, [`check`](RateAlgorithm::check) answers
+//! "would this cost pass?", and [`record`](RateAlgorithm::record) takes it.
+//! Only integer arithmetic is used, with `u128` for products; rates are bounded
+//! (see [`MAX_LIMIT`](crate::MAX_LIMIT)) so that nothing overflows.
+
+mod fixed_window;
+mod leaky_bucket;
+mod none;
+mod sliding_log;
+mod sliding_window;
+mod token_bucket;
+
+pub use fixed_window::FixedWindow;
+pub use leaky_bucket::LeakyBucket;
+pub use none::NoLimit;
+pub use sliding_log::SlidingLog;
+pub use sliding_window::SlidingWindow;
+pub use token_bucket::TokenBucket;
+
+use crate::RetryAfter;
+
+/// One algorithm applied to one rate.
+pub trait RateAlgorithm: Send + Sync {
+    /// What the algorithm keeps per key. `Default` is a key never seen.
+    type State: Default + Clone + Send + Sync + std::fmt::Debug;
+
+    /// Brings `state` up to `now` (drops expired log entries, rolls windows)
+    /// without changing any decision, and returns the time to decide at: `now`,
+    /// or the key's latest recorded time if `now` is earlier (time never runs
+    /// backwards for one key).
+    fn advance(&self, state: &mut Self::State, now: u64) -> u64;
+
+    /// `Ok` if a request of `cost` would pass now; otherwise the exact wait
+    /// after which it would, if nothing else arrives.
+    fn check(&self, state: &Self::State, now: u64, cost: u64) -> Result<(), RetryAfter>;
+
+    /// Records an admitted request of `cost`.
+    fn record(&self, state: &mut Self::State, now: u64, cost: u64);
+
+    /// How long (ns) an admitted request of `cost` must be held before it is
+    /// served: zero but for the leaky bucket, which shapes traffic.
+    fn delay(&self, _state: &Self::State, _now: u64, _cost: u64) -> u64 {
+        0
+    }
+
+    /// How many cost-1 requests would pass now.
+    fn remaining(&self, state: &Self::State, now: u64) -> u64;
+
+    /// Nanoseconds until the state is back to full, if nothing arrives.
+    fn reset_after(&self, state: &Self::State, now: u64) -> u64;
+
+    /// The largest cost that can ever pass: the limit, or for the leaky
+    /// bucket its burst + 1.
+    fn capacity(&self) -> u64;
+
+    /// Heap bytes held by `state`, beyond its inline size.
+    fn heap_bytes(_state: &Self::State) -> usize {
+        0
+    }
+
+    /// Nanoseconds until more quota frees: the wait of a request costing one
+    /// more than `remaining`; zero when full.
+    fn refill_after(&self, state: &Self::State, now: u64, remaining: u64) -> u64 {
+        if remaining >= self.capacity() {
+            return 0;
+        }
+        match self.check(state, now, remaining + 1) {
+            Err(RetryAfter::After(d)) => crate::duration::nanos_of(d),
+            _ => 0,
+        }
+    }
+
+    /// Whether the state can no longer affect any decision at or after `now`,
+    /// so that dropping it is lossless.
+    fn is_idle(&self, state: &mut Self::State, now: u64) -> bool {
+        let now = self.advance(state, now);
+        self.reset_after(state, now) == 0
+    }
+}
+
+/// `ceil(a / b)` for `b > 0`.
+pub(crate) fn ceil_div(a: u128, b: u128) -> u128 {
+    a.div_ceil(b)
+}
+
+/// `x` as `u64`, saturating.
+pub(crate) fn sat64(x: u128) -> u64 {
+    u64::try_from(x).unwrap_or(u64::MAX)
+}
+
+/// `Err(wait)` for a wait in nanoseconds.
+pub(crate) fn wait(nanos: u128) -> Result<(), RetryAfter> {
+    Err(RetryAfter::from_nanos(sat64(nanos)))
+}
+
+/// A time in nanoseconds multiplied by a rate's limit L, so that steps of
+/// W / L are the integer W: how the buckets stay exact. Two `u64` halves keep
+/// the state 8-byte aligned (a `u128` field would pad it to 16).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ScaledTime(pub [u64; 2]);
+
+impl ScaledTime {
+    /// The value as one integer.
+    pub fn get(self) -> u128 {
+        (u128::from(self.0[0]) << 64) | u128::from(self.0[1])
+    }
+
+    /// Stores `v`.
+    pub fn set(&mut self, v: u128) {
+        self.0 = [(v >> 64) as u64, v as u64];
+    }
+}

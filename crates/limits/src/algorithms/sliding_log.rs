@@ -1,0 +1,95 @@
+//! Sliding log: the exact limiter. Per key, the timestamps of admitted
+//! requests (one per unit of cost) in the window (t - W, t].
+//!
+//! An entry expires when `entry <= t - W`, as in the seed chapter's code.
+//! Memory is bounded by L entries of 8 bytes: a denied request records
+//! nothing, and the buffer never grows beyond L.
+
+use super::{wait, RateAlgorithm};
+use crate::{Rate, RetryAfter};
+use std::collections::VecDeque;
+
+/// Allowed iff count + cost <= L; a denied request waits until the k-th
+/// oldest entry expires, k = count + cost - L.
+#[derive(Clone, Copy, Debug)]
+pub struct SlidingLog {
+    limit: u64,
+    window: u64,
+}
+
+/// The admitted timestamps still in the window, oldest first.
+pub type SlidingLogState = VecDeque<u64>;
+
+impl SlidingLog {
+    /// An exact sliding log for `rate`.
+    pub fn new(rate: Rate) -> SlidingLog {
+        SlidingLog {
+            limit: rate.limit(),
+            window: rate.window_nanos(),
+        }
+    }
+
+    /// Nanoseconds from `now` until `entry` expires.
+    fn until_expired(&self, entry: u64, now: u64) -> u128 {
+        (u128::from(entry) + u128::from(self.window)).saturating_sub(u128::from(now))
+    }
+}
+
+impl RateAlgorithm for SlidingLog {
+    type State = SlidingLogState;
+
+    fn advance(&self, log: &mut SlidingLogState, now: u64) -> u64 {
+        let now = log.back().map_or(now, |&newest| now.max(newest));
+        if let Some(horizon) = now.checked_sub(self.window) {
+            while log.front().is_some_and(|&e| e <= horizon) {
+                log.pop_front();
+            }
+        }
+        // Give memory back when the log has shrunk to a quarter of it.
+        if log.capacity() > 16 && log.len() < log.capacity() / 4 {
+            log.shrink_to(log.len() * 2);
+        }
+        now
+    }
+
+    fn check(&self, log: &SlidingLogState, now: u64, cost: u64) -> Result<(), RetryAfter> {
+        if cost > self.limit {
+            return Err(RetryAfter::Never);
+        }
+        let count = log.len() as u64;
+        if count + cost <= self.limit {
+            return Ok(());
+        }
+        // 1 <= k <= count, because cost <= limit < count + cost.
+        let k = (count + cost - self.limit) as usize;
+        wait(self.until_expired(log[k - 1], now))
+    }
+
+    fn record(&self, log: &mut SlidingLogState, now: u64, cost: u64) {
+        let needed = log.len() + cost as usize;
+        if needed > log.capacity() {
+            // Grow by doubling, but never past L entries.
+            let target = needed.max(log.capacity() * 2).max(4);
+            let target = target.min(self.limit as usize).max(needed);
+            log.reserve_exact(target - log.len());
+        }
+        log.extend(std::iter::repeat_n(now, cost as usize));
+    }
+
+    fn remaining(&self, log: &SlidingLogState, _: u64) -> u64 {
+        self.limit - log.len() as u64
+    }
+
+    fn reset_after(&self, log: &SlidingLogState, now: u64) -> u64 {
+        log.back()
+            .map_or(0, |&newest| super::sat64(self.until_expired(newest, now)))
+    }
+
+    fn capacity(&self) -> u64 {
+        self.limit
+    }
+
+    fn heap_bytes(log: &SlidingLogState) -> usize {
+        log.capacity() * std::mem::size_of::<u64>()
+    }
+}

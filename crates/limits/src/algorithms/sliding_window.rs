@@ -1,0 +1,135 @@
+//! Sliding window counter: the cheap approximation of the sliding log.
+//!
+//! Two counts per key, the previous fixed window's and the current one's; the
+//! previous count is weighed by how much of it still overlaps the last W:
+//! `estimate = prev * (W - e) / W + curr`, with `e` the time elapsed in the
+//! current window. Decided exactly, multiplied through by W; unlike PyPI
+//! `limits`, the estimate is not floored before comparing (stricter, exact).
+
+use super::{sat64, RateAlgorithm};
+use crate::{Rate, RetryAfter};
+
+/// Allowed iff `prev * (W - e) + (curr + cost) * W <= L * W`.
+#[derive(Clone, Copy, Debug)]
+pub struct SlidingWindow {
+    limit: u64,
+    window: u64,
+}
+
+/// The current window's index and the counts of it and of the one before.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlidingWindowState {
+    /// `floor(t / W)` of the current window.
+    pub index: u64,
+    /// Cost admitted in the previous window.
+    pub previous: u64,
+    /// Cost admitted in the current window.
+    pub current: u64,
+}
+
+impl SlidingWindow {
+    /// A sliding window counter for `rate`.
+    pub fn new(rate: Rate) -> SlidingWindow {
+        SlidingWindow {
+            limit: rate.limit(),
+            window: rate.window_nanos(),
+        }
+    }
+
+    fn start(&self, index: u64) -> u128 {
+        u128::from(index) * u128::from(self.window)
+    }
+
+    /// The estimate times W, at `now` inside the state's current window.
+    fn scaled_estimate(&self, s: &SlidingWindowState, now: u64) -> u128 {
+        let w = u128::from(self.window);
+        let elapsed = u128::from(now) - self.start(s.index);
+        u128::from(s.previous) * (w - elapsed) + u128::from(s.current) * w
+    }
+
+    /// The smallest elapsed time `e` in a window with counts (prev, curr) at
+    /// which `prev * (W - e) + (curr + cost) * W <= L * W`, or `None` if no
+    /// `e < W` will do.
+    fn first_fit(&self, prev: u64, curr: u64, cost: u64) -> Option<u128> {
+        let w = u128::from(self.window);
+        let room = u128::from(self.limit).checked_sub(u128::from(curr) + u128::from(cost))?;
+        if prev == 0 {
+            return Some(0);
+        }
+        // prev * (W - e) <= room * W  <=>  W - e <= floor(room * W / prev)
+        let slack = (room * w / u128::from(prev)).min(w);
+        let e = w - slack;
+        (e < w).then_some(e)
+    }
+}
+
+impl RateAlgorithm for SlidingWindow {
+    type State = SlidingWindowState;
+
+    fn advance(&self, s: &mut SlidingWindowState, now: u64) -> u64 {
+        let index = now / self.window;
+        if index == s.index.saturating_add(1) {
+            *s = SlidingWindowState {
+                index,
+                previous: s.current,
+                current: 0,
+            };
+        } else if index > s.index {
+            *s = SlidingWindowState {
+                index,
+                previous: 0,
+                current: 0,
+            };
+        } else if index < s.index {
+            return s.index * self.window;
+        }
+        now
+    }
+
+    fn check(&self, s: &SlidingWindowState, now: u64, cost: u64) -> Result<(), RetryAfter> {
+        if cost > self.limit {
+            return Err(RetryAfter::Never);
+        }
+        let w = u128::from(self.window);
+        let est = self.scaled_estimate(s, now);
+        if est + u128::from(cost) * w <= u128::from(self.limit) * w {
+            return Ok(());
+        }
+        let now = u128::from(now);
+        // Later in this window, as the previous window's weight fades...
+        if let Some(e) = self.first_fit(s.previous, s.current, cost) {
+            return super::wait(self.start(s.index) + e - now);
+        }
+        // ...or in the next one, where the current count becomes the previous.
+        // cost <= L, so some e <= W fits there (e = W is the window after).
+        let next = self.start(s.index) + w;
+        let e = self.first_fit(s.current, 0, cost).unwrap_or(w);
+        super::wait(next + e - now)
+    }
+
+    fn record(&self, s: &mut SlidingWindowState, _: u64, cost: u64) {
+        s.current += cost;
+    }
+
+    fn remaining(&self, s: &SlidingWindowState, now: u64) -> u64 {
+        let w = u128::from(self.window);
+        let room = (u128::from(self.limit) * w).saturating_sub(self.scaled_estimate(s, now));
+        sat64(room / w)
+    }
+
+    fn reset_after(&self, s: &SlidingWindowState, now: u64) -> u64 {
+        let w = u128::from(self.window);
+        let end = if s.current > 0 {
+            self.start(s.index) + 2 * w
+        } else if s.previous > 0 {
+            self.start(s.index) + w
+        } else {
+            return 0;
+        };
+        sat64(end - u128::from(now))
+    }
+
+    fn capacity(&self) -> u64 {
+        self.limit
+    }
+}

@@ -1,0 +1,81 @@
+//! Token bucket: capacity L, refilled at L per W continuously, full at a key's
+//! first request. Burst-friendly: up to L at once, then L per W.
+//!
+//! Kept exact as GCRA: the theoretical arrival time (when the bucket would be
+//! full again) is stored multiplied by L, so that adding `cost * W / L` is the
+//! integer `cost * W` and nothing drifts when W is not divisible by L.
+
+use super::{ceil_div, sat64, wait, RateAlgorithm, ScaledTime};
+use crate::{Rate, RetryAfter};
+
+/// Allowed iff tokens >= cost; a denied request waits `(cost - tokens) * W / L`,
+/// rounded up to the nanosecond.
+#[derive(Clone, Copy, Debug)]
+pub struct TokenBucket {
+    limit: u64,
+    window: u64,
+}
+
+/// Per-key state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TokenBucketState {
+    /// When the bucket is full again: nanoseconds times L. Zero for a key never seen (full).
+    pub full_at: ScaledTime,
+}
+
+impl TokenBucket {
+    /// A token bucket for `rate`.
+    pub fn new(rate: Rate) -> TokenBucket {
+        TokenBucket {
+            limit: rate.limit(),
+            window: rate.window_nanos(),
+        }
+    }
+
+    /// How far the bucket is below full at `now`, in ns times L; tokens are
+    /// `L - debt / W`.
+    fn debt(&self, s: &TokenBucketState, now: u64) -> u128 {
+        s.full_at
+            .get()
+            .saturating_sub(u128::from(now) * u128::from(self.limit))
+    }
+}
+
+impl RateAlgorithm for TokenBucket {
+    type State = TokenBucketState;
+
+    fn advance(&self, _: &mut TokenBucketState, now: u64) -> u64 {
+        now
+    }
+
+    fn check(&self, s: &TokenBucketState, now: u64, cost: u64) -> Result<(), RetryAfter> {
+        if cost > self.limit {
+            return Err(RetryAfter::Never);
+        }
+        let allowed_debt = u128::from(self.limit - cost) * u128::from(self.window);
+        let debt = self.debt(s, now);
+        if debt <= allowed_debt {
+            return Ok(());
+        }
+        wait(ceil_div(debt - allowed_debt, u128::from(self.limit)))
+    }
+
+    fn record(&self, s: &mut TokenBucketState, now: u64, cost: u64) {
+        let now_scaled = u128::from(now) * u128::from(self.limit);
+        s.full_at
+            .set(s.full_at.get().max(now_scaled) + u128::from(cost) * u128::from(self.window));
+    }
+
+    fn remaining(&self, s: &TokenBucketState, now: u64) -> u64 {
+        let missing = ceil_div(self.debt(s, now), u128::from(self.window));
+        self.limit.saturating_sub(sat64(missing))
+    }
+
+    fn reset_after(&self, s: &TokenBucketState, now: u64) -> u64 {
+        sat64(ceil_div(self.debt(s, now), u128::from(self.limit)))
+    }
+
+    fn capacity(&self) -> u64 {
+        self.limit
+    }
+}

@@ -1,0 +1,153 @@
+//! What every check returns.
+
+use std::fmt;
+use std::time::Duration;
+
+/// How long a denied request must wait before the same request would be
+/// allowed, if nothing else arrives.
+///
+/// `Never` is the answer for a request whose cost exceeds what the limiter can
+/// ever hold. The order is the order of waiting: any `After` is less than
+/// `Never`, so the longest wait over several rates is their maximum.
+///
+/// ```
+/// use limits::RetryAfter;
+/// use std::time::Duration;
+/// let soon = RetryAfter::After(Duration::from_millis(5));
+/// assert!(soon < RetryAfter::Never);
+/// assert_eq!(soon.max(RetryAfter::ZERO), soon);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RetryAfter {
+    /// Allowed once this much time has passed.
+    After(Duration),
+    /// Never allowed: the cost is larger than the limit.
+    Never,
+}
+
+impl RetryAfter {
+    /// No wait at all: what an allowed request carries.
+    pub const ZERO: RetryAfter = RetryAfter::After(Duration::ZERO);
+
+    /// The wait, or `None` for never.
+    pub fn duration(self) -> Option<Duration> {
+        match self {
+            RetryAfter::After(d) => Some(d),
+            RetryAfter::Never => None,
+        }
+    }
+
+    /// Whether the request can never pass.
+    pub fn is_never(self) -> bool {
+        self == RetryAfter::Never
+    }
+
+    pub(crate) fn from_nanos(nanos: u64) -> RetryAfter {
+        RetryAfter::After(Duration::from_nanos(nanos))
+    }
+}
+
+impl fmt::Display for RetryAfter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RetryAfter::After(d) => write!(f, "{d:?}"),
+            RetryAfter::Never => f.write_str("never"),
+        }
+    }
+}
+
+/// The outcome of one check of one key.
+///
+/// For a rule with several rates this is their combination: allowed only if
+/// every rate allows; `remaining` is the minimum over the rates, `retry_after`,
+/// `reset_after` and `delay` the maximum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Decision {
+    /// Whether the request passes (and was recorded, unless this was a peek).
+    pub allowed: bool,
+    /// How many further cost-1 requests would pass at this same instant, after
+    /// this decision.
+    pub remaining: u64,
+    /// Zero when allowed; otherwise the exact earliest wait after which the
+    /// same request would be allowed if nothing else arrives.
+    pub retry_after: RetryAfter,
+    /// Time until the key is back to its full limit if nothing else arrives.
+    pub reset_after: Duration,
+    /// Time an admitted request must be held before it is served: non-zero
+    /// only for the leaky bucket, which shapes traffic as a queue.
+    pub delay: Duration,
+    /// When more quota frees up (the RateLimit header's `t`): the wait of a
+    /// cost-1 request when `remaining` is 0, otherwise the time until
+    /// `remaining` next grows; zero when the limit is full.
+    pub refill_after: Duration,
+}
+
+impl Decision {
+    /// A decision that allows with `remaining` left and nothing to wait for.
+    pub fn allow(remaining: u64) -> Decision {
+        Decision {
+            allowed: true,
+            remaining,
+            retry_after: RetryAfter::ZERO,
+            reset_after: Duration::ZERO,
+            delay: Duration::ZERO,
+            refill_after: Duration::ZERO,
+        }
+    }
+
+    /// Folds `other` (the decision of another rate of the same rule) into
+    /// `self`, as the combined decision of both.
+    pub fn combine(self, other: Decision) -> Decision {
+        use std::cmp::Ordering::*;
+        let refill_after = match self.remaining.cmp(&other.remaining) {
+            Less => self.refill_after,
+            Greater => other.refill_after,
+            // A rate at its full limit (refill zero) caps the combined
+            // remaining for good: it will not grow.
+            Equal if self.refill_after.is_zero() || other.refill_after.is_zero() => Duration::ZERO,
+            Equal => self.refill_after.max(other.refill_after),
+        };
+        Decision {
+            allowed: self.allowed && other.allowed,
+            remaining: self.remaining.min(other.remaining),
+            retry_after: self.retry_after.max(other.retry_after),
+            reset_after: self.reset_after.max(other.reset_after),
+            delay: self.delay.max(other.delay),
+            refill_after,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combining_takes_the_tightest_rate() {
+        let ms = Duration::from_millis;
+        let a = Decision {
+            allowed: true,
+            remaining: 3,
+            retry_after: RetryAfter::ZERO,
+            reset_after: ms(10),
+            delay: ms(0),
+            refill_after: ms(4),
+        };
+        let b = Decision {
+            allowed: false,
+            remaining: 0,
+            retry_after: RetryAfter::After(ms(7)),
+            reset_after: ms(5),
+            delay: ms(1),
+            refill_after: ms(7),
+        };
+        let c = a.combine(b);
+        assert!(!c.allowed);
+        assert_eq!(c.remaining, 0);
+        assert_eq!(c.retry_after, RetryAfter::After(ms(7)));
+        assert_eq!(c.reset_after, ms(10));
+        assert_eq!(c.delay, ms(1));
+        // The combined remaining grows when the tightest rate's does.
+        assert_eq!(c.refill_after, ms(7));
+    }
+}

@@ -1,0 +1,297 @@
+//! The keyed limiter: one rule, a state per key, safe to share between threads.
+//!
+//! Keys are spread over shards by hash, each behind its own mutex, so threads
+//! working on different keys rarely meet. Memory stays bounded under a flood of
+//! distinct keys in two ways:
+//!
+//! - a key whose state can no longer affect any decision (its log has expired,
+//!   its bucket is full again) is dropped losslessly: every operation moves a
+//!   shard's CLOCK hand over a couple of slots and drops what is idle, without
+//!   needing traffic on those keys; [`KeyedLimiter::sweep`] drops them all;
+//! - with [`Options::max_keys`], a full shard evicts a key not used since the
+//!   hand last passed (CLOCK, an approximation of least-recently-used that
+//!   costs one flag per key). Eviction is the one case that forgets state, and
+//!   it is counted: [`KeyedLimiter::evictions`].
+
+mod shard;
+
+use crate::{Clock, Decision, KeyState, Mode, Rule, SystemClock};
+use foldhash::fast::RandomState;
+use shard::Shard;
+use std::borrow::Borrow;
+use std::hash::{BuildHasher, Hash};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Slots each operation's amortized sweep looks at.
+const SWEEP_PER_OPERATION: usize = 2;
+
+/// How a [`KeyedLimiter`] is laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The most keys held at once; beyond it, least-recently-used keys (by
+    /// CLOCK, per shard) are evicted. `None`: no cap but memory.
+    pub max_keys: Option<usize>,
+    /// The number of shards, rounded up to a power of two. Defaults to four
+    /// per available core.
+    pub shards: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
+        Options {
+            max_keys: None,
+            shards: (cores * 4).next_power_of_two(),
+        }
+    }
+}
+
+/// Memory held by a keyed limiter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryReport {
+    /// Keys tracked.
+    pub keys: usize,
+    /// Bytes held by the tables, the slots (keys inline) and the states' heap.
+    /// A key's own heap memory (a `String`'s text) is not counted.
+    pub bytes: usize,
+}
+
+impl MemoryReport {
+    /// Bytes per key, rounded down; zero with no keys.
+    pub fn bytes_per_key(&self) -> usize {
+        self.bytes.checked_div(self.keys).unwrap_or(0)
+    }
+}
+
+/// A mutex on its own cache lines, so that shards do not false-share.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+/// A thread-safe limiter with a state per key.
+///
+/// ```
+/// use limits::{Algorithm, KeyedLimiter, ManualClock, Rule};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new(0);
+/// let rule = Rule::new(Algorithm::SlidingLog, "3/s".parse().unwrap());
+/// let limiter: KeyedLimiter<String, _> = KeyedLimiter::with_clock(rule, clock.clone());
+///
+/// for _ in 0..3 {
+///     assert!(limiter.check("alice", 1).allowed);
+/// }
+/// let denied = limiter.check("alice", 1);
+/// assert!(!denied.allowed);
+/// assert!(limiter.check("bob", 1).allowed); // keys are independent
+///
+/// clock.advance(denied.retry_after.duration().unwrap());
+/// assert!(limiter.check("alice", 1).allowed);
+/// ```
+pub struct KeyedLimiter<K, C = SystemClock> {
+    rule: Rule,
+    clock: C,
+    hasher: RandomState,
+    shards: Box<[Padded<Mutex<Shard<K>>>]>,
+    shard_shift: u32,
+    per_shard_cap: usize,
+    evictions: AtomicU64,
+}
+
+impl<K: Hash + Eq + Send> KeyedLimiter<K, SystemClock> {
+    /// A limiter for `rule` on the system clock, with default options.
+    pub fn new(rule: Rule) -> Self {
+        Self::with_options(rule, SystemClock::new(), Options::default())
+    }
+}
+
+impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
+    /// A limiter for `rule` reading time from `clock`.
+    pub fn with_clock(rule: Rule, clock: C) -> Self {
+        Self::with_options(rule, clock, Options::default())
+    }
+
+    /// A limiter for `rule` on `clock`, laid out as `options` say.
+    pub fn with_options(rule: Rule, clock: C, options: Options) -> Self {
+        let mut shards = options.shards.clamp(1, 1 << 16).next_power_of_two();
+        if let Some(cap) = options.max_keys {
+            // Every shard must hold at least one key, and the shards' caps
+            // must add up to no more than the total cap.
+            while shards > 1 && shards > cap {
+                shards /= 2;
+            }
+        }
+        let per_shard_cap = options
+            .max_keys
+            .map_or(usize::MAX, |cap| (cap / shards).max(1));
+        KeyedLimiter {
+            rule,
+            clock,
+            hasher: RandomState::default(),
+            shards: (0..shards)
+                .map(|_| Padded(Mutex::new(Shard::new())))
+                .collect(),
+            shard_shift: 64 - shards.trailing_zeros(),
+            per_shard_cap,
+            evictions: AtomicU64::new(0),
+        }
+    }
+
+    /// The rule applied to every key.
+    pub fn rule(&self) -> &Rule {
+        &self.rule
+    }
+
+    /// The clock the limiter reads.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// Checks a request of `cost` for `key` now, recording it if allowed.
+    pub fn check<Q>(&self, key: &Q, cost: u64) -> Decision
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.decide(key, None, cost, Mode::Record, |_| {})
+    }
+
+    /// Checks a request of `cost` for `key` at `now` (nanoseconds on the
+    /// limiter's time scale), recording it if allowed.
+    pub fn check_at<Q>(&self, key: &Q, now: u64, cost: u64) -> Decision
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.decide(key, Some(now), cost, Mode::Record, |_| {})
+    }
+
+    /// What a check would answer now, without recording anything.
+    pub fn peek<Q>(&self, key: &Q, cost: u64) -> Decision
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.decide(key, None, cost, Mode::Peek, |_| {})
+    }
+
+    /// What a check at `now` would answer, without recording anything.
+    pub fn peek_at<Q>(&self, key: &Q, now: u64, cost: u64) -> Decision
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.decide(key, Some(now), cost, Mode::Peek, |_| {})
+    }
+
+    /// The general form: decides at `now` (the clock's reading when `None`,
+    /// taken under the shard's lock so that one key's times never run
+    /// backwards), calling `each` with every rate's own decision.
+    pub fn decide<Q>(
+        &self,
+        key: &Q,
+        now: Option<u64>,
+        cost: u64,
+        mode: Mode,
+        each: impl FnMut(Decision),
+    ) -> Decision
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let hash = self.hasher.hash_one(key);
+        let mut shard = self.shard(hash);
+        let now = now.unwrap_or_else(|| self.clock.now());
+        let decision = match shard.find(hash, key) {
+            Some(idx) => {
+                let slot = &mut shard.slots[idx];
+                slot.referenced = true;
+                let d = self.rule.decide(&mut slot.state, now, cost, mode, each);
+                if self.rule.is_idle(&mut slot.state, now) {
+                    shard.remove(idx);
+                }
+                d
+            }
+            None => {
+                let mut state = self.rule.new_state();
+                let d = self.rule.decide(&mut state, now, cost, mode, each);
+                if mode == Mode::Record && !self.rule.is_idle(&mut state, now) {
+                    self.insert(&mut shard, hash, key.to_owned(), state, now);
+                }
+                d
+            }
+        };
+        shard.sweep(&self.rule, now, SWEEP_PER_OPERATION);
+        decision
+    }
+
+    fn insert(&self, shard: &mut Shard<K>, hash: u64, key: K, state: KeyState, now: u64) {
+        while shard.slots.len() >= self.per_shard_cap {
+            let freed = shard.make_room(&self.rule, now);
+            if freed.evicted > 0 {
+                self.evictions
+                    .fetch_add(freed.evicted as u64, Ordering::Relaxed);
+            }
+            if freed.idle + freed.evicted == 0 {
+                break;
+            }
+        }
+        shard.insert(hash, key, state);
+    }
+
+    fn shard(&self, hash: u64) -> MutexGuard<'_, Shard<K>> {
+        // The top bits pick the shard; the table inside uses the low ones.
+        let idx = if self.shards.len() == 1 {
+            0
+        } else {
+            (hash >> self.shard_shift) as usize
+        };
+        lock(&self.shards[idx].0)
+    }
+
+    /// Drops every key that can no longer affect a decision; returns how many.
+    pub fn sweep(&self) -> usize {
+        self.sweep_at(self.clock.now())
+    }
+
+    /// [`sweep`](Self::sweep) as of `now`.
+    pub fn sweep_at(&self, now: u64) -> usize {
+        self.shards
+            .iter()
+            .map(|s| lock(&s.0).sweep_all(&self.rule, now))
+            .sum()
+    }
+
+    /// Keys tracked now.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| lock(&s.0).slots.len()).sum()
+    }
+
+    /// Whether no key is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keys evicted by the `max_keys` cap so far (each forgot its state).
+    pub fn evictions(&self) -> u64 {
+        self.evictions.load(Ordering::Relaxed)
+    }
+
+    /// The memory held, and by how many keys.
+    pub fn memory(&self) -> MemoryReport {
+        let mut report = MemoryReport { keys: 0, bytes: 0 };
+        for s in self.shards.iter() {
+            let shard = lock(&s.0);
+            report.keys += shard.slots.len();
+            report.bytes += shard.bytes(&self.rule);
+        }
+        report
+    }
+}
+
+/// Locks a shard. A panic while holding a shard's lock cannot leave a state
+/// half-updated in a way that breaks the next decision, so a poisoned lock is
+/// used as it is rather than taking the limiter down.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

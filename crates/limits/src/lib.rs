@@ -1,0 +1,52 @@
+//! Exact rate limiters: a sliding log and its peers, keyed per client.
+//!
+//! Every decision is a pure function of (state, now, cost) in integer
+//! nanoseconds, with no floating point: the same trace gives the same
+//! decisions, retry times included, on every machine and every backend.
+//!
+//! - [`Rate`] / [`Rates`]: "10/second; 1000/hour", parsed by one parser.
+//! - [`Algorithm`]: none, fixed-window, sliding-log, token-bucket,
+//!   sliding-window, leaky-bucket.
+//! - [`Rule`]: an algorithm with its rates, the decision function for one key.
+//! - [`KeyedLimiter`]: a rule applied per key, thread-safe and sharded, with
+//!   bounded memory.
+//! - [`Decision`]: allowed, remaining, retry_after, reset_after, delay.
+//!
+//! ```
+//! use limits::{Algorithm, KeyedLimiter, Rule};
+//!
+//! let rule = Rule::new(Algorithm::SlidingLog, "5 per second".parse()?);
+//! let limiter: KeyedLimiter<String> = KeyedLimiter::new(rule);
+//! let decision = limiter.check("203.0.113.7", 1);
+//! assert!(decision.allowed);
+//! assert_eq!(decision.remaining, 4);
+//! # Ok::<(), limits::ParseError>(())
+//! ```
+//!
+//! This crate does no I/O and needs no async runtime.
+
+#![warn(missing_docs)]
+
+mod algorithm;
+pub mod algorithms;
+mod clock;
+mod decision;
+mod duration;
+mod keyed;
+mod parse;
+mod rate;
+mod rule;
+
+pub use algorithm::{Algorithm, UnknownAlgorithm};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use decision::{Decision, RetryAfter};
+pub use duration::{format_duration, format_seconds, parse_duration};
+pub use keyed::{KeyedLimiter, MemoryReport, Options};
+pub use parse::ParseError;
+pub use rate::{Rate, RateError, Rates, MAX_LIMIT, MAX_WINDOW};
+pub use rule::{KeyState, Mode, Rule};
+
+/// The README's examples, run as doctests so that they cannot go stale.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

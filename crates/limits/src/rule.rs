@@ -1,0 +1,292 @@
+//! A rule: one algorithm, one or more rates, decided all-or-nothing.
+//!
+//! Several rates on one rule ("10/second; 1000/hour") are checked together:
+//! the request is allowed only if every rate allows it, and only then does
+//! every rate record it; a denial records nothing anywhere. Each algorithm's
+//! "allowed if nothing else arrives" only ever turns from no to yes, so the
+//! longest of the rates' waits is the exact wait of the rule.
+
+use crate::algorithms::{
+    FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, TokenBucket,
+};
+use crate::{Algorithm, Decision, Rates, RetryAfter};
+use smallvec::SmallVec;
+use std::time::Duration;
+
+/// Whether a decision records the request (a check) or only looks (a peek).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Record the request if it is allowed.
+    Record,
+    /// Decide without recording anything: for headers and dashboards.
+    Peek,
+}
+
+/// An algorithm with its rates; the pure decision function for one key.
+///
+/// ```
+/// use limits::{Algorithm, Mode, Rule};
+/// let rule = Rule::new(Algorithm::SlidingLog, "2/s".parse().unwrap());
+/// let mut state = rule.new_state();
+/// assert!(rule.check(&mut state, 0, 1).allowed);
+/// assert!(rule.check(&mut state, 1, 1).allowed);
+/// let denied = rule.check(&mut state, 2, 1);
+/// assert!(!denied.allowed);
+/// // The oldest entry (t = 0) leaves the window (t - 1s, t] at t = 1s.
+/// assert_eq!(denied.retry_after.duration().unwrap().as_nanos(), 1_000_000_000 - 2);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Rule {
+    algorithm: Algorithm,
+    rates: Rates,
+    burst: Option<u64>,
+    engines: Engines,
+}
+
+/// The per-rate algorithms of a rule.
+#[derive(Clone, Debug)]
+enum Engines {
+    None(Vec<NoLimit>),
+    Fixed(Vec<FixedWindow>),
+    Log(Vec<SlidingLog>),
+    Token(Vec<TokenBucket>),
+    Window(Vec<SlidingWindow>),
+    Leaky(Vec<LeakyBucket>),
+}
+
+type States<A> = SmallVec<[<A as RateAlgorithm>::State; 1]>;
+
+/// What a rule keeps for one key: one state per rate.
+#[derive(Clone, Debug)]
+pub struct KeyState(StateKind);
+
+#[derive(Clone, Debug)]
+enum StateKind {
+    None(States<NoLimit>),
+    Fixed(States<FixedWindow>),
+    Log(States<SlidingLog>),
+    Token(States<TokenBucket>),
+    Window(States<SlidingWindow>),
+    Leaky(States<LeakyBucket>),
+}
+
+/// Runs `$body` with `$e` bound to the rule's per-rate algorithms and `$s` to
+/// the matching per-rate states; `$other` when the state belongs to another
+/// kind of rule.
+macro_rules! with_engines {
+    ($engines:expr, $state:expr, |$e:ident, $s:ident| $body:expr, $other:expr) => {
+        match ($engines, $state) {
+            (Engines::None($e), StateKind::None($s)) => $body,
+            (Engines::Fixed($e), StateKind::Fixed($s)) => $body,
+            (Engines::Log($e), StateKind::Log($s)) => $body,
+            (Engines::Token($e), StateKind::Token($s)) => $body,
+            (Engines::Window($e), StateKind::Window($s)) => $body,
+            (Engines::Leaky($e), StateKind::Leaky($s)) => $body,
+            #[allow(unreachable_patterns)]
+            _ => $other,
+        }
+    };
+}
+
+impl Rule {
+    /// A rule applying `algorithm` to every one of `rates`.
+    pub fn new(algorithm: Algorithm, rates: Rates) -> Rule {
+        let mut rule = Rule {
+            algorithm,
+            rates,
+            burst: None,
+            engines: Engines::None(Vec::new()),
+        };
+        rule.engines = rule.build_engines();
+        rule
+    }
+
+    /// Sets the leaky bucket's queue capacity (nginx's `burst`) for every
+    /// rate; by default it is each rate's limit. Other algorithms ignore it.
+    ///
+    /// ```
+    /// use limits::{Algorithm, Rule};
+    /// let rule = Rule::new(Algorithm::LeakyBucket, "10/s".parse().unwrap()).with_burst(0);
+    /// let mut state = rule.new_state();
+    /// assert!(rule.check(&mut state, 0, 1).allowed);   // leaves at once
+    /// assert!(!rule.check(&mut state, 0, 1).allowed);  // no room to wait
+    /// ```
+    pub fn with_burst(mut self, burst: u64) -> Rule {
+        self.burst = Some(burst);
+        self.engines = self.build_engines();
+        self
+    }
+
+    fn build_engines(&self) -> Engines {
+        let rates = self.rates.iter().copied();
+        match self.algorithm {
+            Algorithm::None => Engines::None(rates.map(NoLimit::new).collect()),
+            Algorithm::FixedWindow => Engines::Fixed(rates.map(FixedWindow::new).collect()),
+            Algorithm::SlidingLog => Engines::Log(rates.map(SlidingLog::new).collect()),
+            Algorithm::TokenBucket => Engines::Token(rates.map(TokenBucket::new).collect()),
+            Algorithm::SlidingWindow => Engines::Window(rates.map(SlidingWindow::new).collect()),
+            Algorithm::LeakyBucket => Engines::Leaky(
+                rates
+                    .map(|r| LeakyBucket::new(r, self.burst.unwrap_or(r.limit())))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The algorithm.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// The rates, in the order given.
+    pub fn rates(&self) -> &Rates {
+        &self.rates
+    }
+
+    /// The leaky bucket's burst, if one was set.
+    pub fn burst(&self) -> Option<u64> {
+        self.burst
+    }
+
+    /// The largest cost a request can ever pass with: the smallest limit (for
+    /// the leaky bucket, the smallest burst + 1). Larger costs are denied with
+    /// [`RetryAfter::Never`].
+    pub fn max_cost(&self) -> u64 {
+        fn min_capacity<A: RateAlgorithm>(engines: &[A]) -> u64 {
+            engines.iter().map(A::capacity).min().unwrap_or(u64::MAX)
+        }
+        match &self.engines {
+            Engines::None(e) => min_capacity(e),
+            Engines::Fixed(e) => min_capacity(e),
+            Engines::Log(e) => min_capacity(e),
+            Engines::Token(e) => min_capacity(e),
+            Engines::Window(e) => min_capacity(e),
+            Engines::Leaky(e) => min_capacity(e),
+        }
+    }
+
+    /// Whether a request of `cost` can ever pass this rule.
+    pub fn is_valid_cost(&self, cost: u64) -> bool {
+        cost <= self.max_cost()
+    }
+
+    /// The state of a key never seen.
+    pub fn new_state(&self) -> KeyState {
+        fn fresh<A: RateAlgorithm>(e: &[A]) -> States<A> {
+            e.iter().map(|_| A::State::default()).collect()
+        }
+        KeyState(match &self.engines {
+            Engines::None(e) => StateKind::None(fresh(e)),
+            Engines::Fixed(e) => StateKind::Fixed(fresh(e)),
+            Engines::Log(e) => StateKind::Log(fresh(e)),
+            Engines::Token(e) => StateKind::Token(fresh(e)),
+            Engines::Window(e) => StateKind::Window(fresh(e)),
+            Engines::Leaky(e) => StateKind::Leaky(fresh(e)),
+        })
+    }
+
+    /// Decides a request of `cost` at `now` and records it if allowed.
+    pub fn check(&self, state: &mut KeyState, now: u64, cost: u64) -> Decision {
+        self.decide(state, now, cost, Mode::Record, |_| {})
+    }
+
+    /// Decides without recording: `allowed` and `retry_after` say what a check
+    /// would answer; `remaining` and the other fields describe the state as it
+    /// is. (`state` is `&mut` only to drop what has expired.)
+    pub fn peek(&self, state: &mut KeyState, now: u64, cost: u64) -> Decision {
+        self.decide(state, now, cost, Mode::Peek, |_| {})
+    }
+
+    /// Decides, calling `each` with every rate's own decision in order, and
+    /// returns the combined one.
+    pub fn decide(
+        &self,
+        state: &mut KeyState,
+        now: u64,
+        cost: u64,
+        mode: Mode,
+        mut each: impl FnMut(Decision),
+    ) -> Decision {
+        if !self.owns(state) {
+            *state = self.new_state();
+        }
+        with_engines!(
+            &self.engines,
+            &mut state.0,
+            |e, s| decide_rates(e, s, now, cost, mode, &mut each),
+            Decision::allow(0)
+        )
+    }
+
+    /// Whether `state` can no longer affect any decision at or after `now`,
+    /// so that forgetting it is lossless.
+    pub fn is_idle(&self, state: &mut KeyState, now: u64) -> bool {
+        with_engines!(
+            &self.engines,
+            &mut state.0,
+            |e, s| e.iter().zip(s.iter_mut()).all(|(a, s)| a.is_idle(s, now)),
+            true
+        )
+    }
+
+    /// Bytes of heap memory `state` holds beyond its inline size.
+    pub fn heap_bytes(&self, state: &KeyState) -> usize {
+        fn heap<A: RateAlgorithm>(s: &States<A>) -> usize {
+            let spilled = if s.spilled() {
+                s.capacity() * std::mem::size_of::<A::State>()
+            } else {
+                0
+            };
+            spilled + s.iter().map(A::heap_bytes).sum::<usize>()
+        }
+        match &state.0 {
+            StateKind::None(s) => heap::<NoLimit>(s),
+            StateKind::Fixed(s) => heap::<FixedWindow>(s),
+            StateKind::Log(s) => heap::<SlidingLog>(s),
+            StateKind::Token(s) => heap::<TokenBucket>(s),
+            StateKind::Window(s) => heap::<SlidingWindow>(s),
+            StateKind::Leaky(s) => heap::<LeakyBucket>(s),
+        }
+    }
+
+    /// Whether `state` was made by a rule of this shape.
+    fn owns(&self, state: &KeyState) -> bool {
+        with_engines!(&self.engines, &state.0, |e, s| e.len() == s.len(), false)
+    }
+}
+
+/// The all-or-nothing decision over one algorithm's rates.
+fn decide_rates<A: RateAlgorithm>(
+    engines: &[A],
+    states: &mut States<A>,
+    now: u64,
+    cost: u64,
+    mode: Mode,
+    each: &mut impl FnMut(Decision),
+) -> Decision {
+    let allowed = cost == 0
+        || engines.iter().zip(states.iter_mut()).all(|(a, s)| {
+            let t = a.advance(s, now);
+            a.check(s, t, cost).is_ok()
+        });
+    let mut combined: Option<Decision> = None;
+    for (a, s) in engines.iter().zip(states.iter_mut()) {
+        let t = a.advance(s, now);
+        let mut decision = Decision::allow(0);
+        decision.allowed = allowed;
+        if allowed {
+            decision.delay = Duration::from_nanos(a.delay(s, t, cost));
+            if mode == Mode::Record && cost > 0 {
+                a.record(s, t, cost);
+            }
+        } else {
+            decision.retry_after = a.check(s, t, cost).err().unwrap_or(RetryAfter::ZERO);
+        }
+        decision.remaining = a.remaining(s, t);
+        decision.reset_after = Duration::from_nanos(a.reset_after(s, t));
+        decision.refill_after = Duration::from_nanos(a.refill_after(s, t, decision.remaining));
+        each(decision);
+        combined = Some(combined.map_or(decision, |c| c.combine(decision)));
+    }
+    combined.unwrap_or(Decision::allow(0))
+}
