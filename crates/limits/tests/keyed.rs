@@ -1,0 +1,202 @@
+//! The keyed limiter: lossless dropping of idle keys, the key cap, peeks,
+//! memory, and threads.
+
+mod common;
+
+use common::{case, config};
+use limits::{Algorithm, KeyState, KeyedLimiter, ManualClock, Options, Rule};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+fn algorithm() -> impl Strategy<Value = Algorithm> {
+    prop::sample::select(Algorithm::ALL.to_vec())
+}
+
+fn one_shard(rule: Rule, max_keys: Option<usize>) -> KeyedLimiter<u64, ManualClock> {
+    KeyedLimiter::with_options(
+        rule,
+        ManualClock::new(0),
+        Options {
+            max_keys,
+            shards: 1,
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Dropping idle keys (as every operation's sweep and `sweep_at` do) must
+    /// never change a decision: compare with states that are never dropped.
+    #[test]
+    fn keyed_dropping_idle_keys_is_lossless(algorithm in algorithm(), case in case(2), sweep_every in 1usize..5) {
+        let rule = case.rule(algorithm);
+        let limiter = one_shard(rule.clone(), None);
+        let mut kept: BTreeMap<u8, KeyState> = BTreeMap::new();
+        for (i, e) in case.events.iter().enumerate() {
+            let got = limiter.check_at(&u64::from(e.key), e.t, e.cost);
+            let state = kept.entry(e.key).or_insert_with(|| rule.new_state());
+            let want = rule.check(state, e.t, e.cost);
+            prop_assert_eq!(got, want, "event #{}", i);
+            if i % sweep_every == 0 {
+                limiter.sweep_at(e.t);
+            }
+        }
+    }
+
+    /// A peek answers what a check would, and records nothing.
+    #[test]
+    fn keyed_peek_predicts_check_and_records_nothing(algorithm in algorithm(), case in case(2)) {
+        let limiter = common::limiter(&case, algorithm);
+        for e in &case.events {
+            let peeked = limiter.peek_at(&e.key, e.t, e.cost);
+            let again = limiter.peek_at(&e.key, e.t, e.cost);
+            prop_assert_eq!(peeked, again);
+            let checked = limiter.check_at(&e.key, e.t, e.cost);
+            prop_assert_eq!(peeked.allowed, checked.allowed);
+            prop_assert_eq!(peeked.retry_after, checked.retry_after);
+            prop_assert_eq!(peeked.delay, checked.delay);
+        }
+    }
+}
+
+#[test]
+fn keyed_idle_keys_are_dropped_without_traffic_on_them() {
+    let rule = Rule::new(Algorithm::SlidingLog, "1/s".parse().unwrap());
+    let limiter = one_shard(rule, None);
+    for key in 0..1000 {
+        assert!(limiter.check_at(&key, 0, 1).allowed);
+    }
+    assert_eq!(limiter.len(), 1000);
+    // One window later every one of them is idle; traffic on a single other
+    // key sweeps them away, two slots per operation.
+    for i in 0..600 {
+        limiter.check_at(&5000, 1_000_000_000 + i, 1);
+    }
+    assert_eq!(limiter.len(), 1);
+    assert_eq!(limiter.evictions(), 0, "idle keys are dropped, not evicted");
+}
+
+#[test]
+fn keyed_sweep_drops_every_idle_key_and_gives_memory_back() {
+    let rule = Rule::new(Algorithm::TokenBucket, "10/s".parse().unwrap());
+    let limiter: KeyedLimiter<u64, ManualClock> =
+        KeyedLimiter::with_options(rule, ManualClock::new(0), Options::default());
+    for key in 0..10_000 {
+        limiter.check_at(&key, 0, 1);
+    }
+    let full = limiter.memory();
+    assert_eq!(full.keys, 10_000);
+    // A token bucket is full again 100 ms after one request.
+    assert_eq!(limiter.sweep_at(99_999_999), 0);
+    assert_eq!(limiter.sweep_at(100_000_000), 10_000);
+    let empty = limiter.memory();
+    assert_eq!(empty.keys, 0);
+    assert!(empty.bytes < full.bytes / 10, "{empty:?} after {full:?}");
+}
+
+#[test]
+fn keyed_cap_evicts_cold_keys_and_counts_them() {
+    let rule = Rule::new(Algorithm::SlidingLog, "5/hour".parse().unwrap());
+    let limiter = KeyedLimiter::with_options(
+        rule,
+        ManualClock::new(0),
+        Options {
+            max_keys: Some(1000),
+            shards: 8,
+        },
+    );
+    for _ in 0..5 {
+        assert!(limiter.check_at(&u64::MAX, 0, 1).allowed);
+    }
+    for key in 0..100_000u64 {
+        limiter.check_at(&key, key, 1);
+        assert!(limiter.len() <= 1000);
+        // The hot key keeps being used, so CLOCK keeps it: it stays limited.
+        if key % 100 == 0 {
+            assert!(
+                !limiter.check_at(&u64::MAX, key, 1).allowed,
+                "hot key forgotten at {key}"
+            );
+        }
+    }
+    assert!(
+        limiter.evictions() >= 99_000,
+        "{} evictions",
+        limiter.evictions()
+    );
+    assert!(limiter.evictions() <= 100_000);
+}
+
+#[test]
+fn keyed_memory_reports_bytes_per_key() {
+    for (algorithm, most) in [
+        (Algorithm::FixedWindow, 120),
+        (Algorithm::TokenBucket, 120),
+        (Algorithm::SlidingWindow, 120),
+        (Algorithm::LeakyBucket, 120),
+        // 10 entries of 8 bytes each on top of the fixed cost.
+        (Algorithm::SlidingLog, 120 + 80),
+    ] {
+        let rule = Rule::new(algorithm, "10/hour".parse().unwrap());
+        let limiter = one_shard(rule, None);
+        for key in 0..4096 {
+            for _ in 0..10 {
+                limiter.check_at(&key, 0, 1);
+            }
+        }
+        let report = limiter.memory();
+        assert_eq!(report.keys, 4096);
+        let per_key = report.bytes_per_key();
+        println!("{algorithm}: {per_key} bytes per key");
+        assert!(
+            per_key > 8 && per_key <= most,
+            "{algorithm}: {per_key} bytes per key"
+        );
+    }
+}
+
+#[test]
+fn keyed_threads_on_distinct_keys_each_get_their_own_limit() {
+    let rule = Rule::new(Algorithm::TokenBucket, "100/hour".parse().unwrap());
+    let limiter: KeyedLimiter<u64> = KeyedLimiter::new(rule);
+    let allowed: Vec<AtomicU64> = (0..4).map(|_| AtomicU64::new(0)).collect();
+    std::thread::scope(|s| {
+        for (key, count) in allowed.iter().enumerate() {
+            let limiter = &limiter;
+            s.spawn(move || {
+                for _ in 0..300 {
+                    if limiter.check(&(key as u64), 1).allowed {
+                        count.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    for count in &allowed {
+        assert_eq!(count.load(Ordering::Relaxed), 100);
+    }
+}
+
+#[test]
+fn keyed_none_limiter_always_allows_and_keeps_no_state() {
+    let rule = Rule::new(Algorithm::None, "1/hour".parse().unwrap());
+    let limiter = one_shard(rule, None);
+    for t in 0..100 {
+        let d = limiter.check_at(&1, t, 1_000);
+        assert!(d.allowed);
+    }
+    assert!(limiter.is_empty());
+}
+
+#[test]
+fn keyed_state_of_another_rule_shape_is_replaced_not_misread() {
+    let one = Rule::new(Algorithm::SlidingLog, "1/hour".parse().unwrap());
+    let two = Rule::new(Algorithm::TokenBucket, "1/hour; 2/day".parse().unwrap());
+    let mut state = one.new_state();
+    assert!(one.check(&mut state, 0, 1).allowed);
+    // Handing the state to a different rule starts that key afresh.
+    assert!(two.check(&mut state, 0, 1).allowed);
+    assert!(!two.check(&mut state, 0, 1).allowed);
+}
