@@ -1,6 +1,8 @@
 //! `limits`: the command-line face of the toolkit.
 
 mod args;
+mod plot;
+mod simulate;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -17,6 +19,8 @@ struct Cli {
 enum Command {
     /// List the limiters and what each one promises.
     Limiters,
+    /// Run limiters over a traffic pattern and compare them (the lab's table).
+    Simulate(simulate::SimulateArgs),
     /// Check a rule: parse a limiter and its rates, and print them normalized.
     Rule(args::RuleArgs),
 }
@@ -40,6 +44,7 @@ fn run(command: Command) -> Result<(), String> {
             }
             Ok(())
         }
+        Command::Simulate(args) => simulate::simulate(args),
         Command::Rule(args) => {
             let rule = args.rule()?;
             println!(

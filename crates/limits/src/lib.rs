@@ -36,6 +36,7 @@ mod keyed;
 mod parse;
 mod rate;
 mod rule;
+pub mod simulate;
 
 pub use algorithm::{Algorithm, UnknownAlgorithm};
 pub use clock::{Clock, ManualClock, SystemClock};

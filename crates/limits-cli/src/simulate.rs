@@ -1,0 +1,270 @@
+//! `limits simulate`: the lab's simulator. Runs every limiter over a
+//! deterministic traffic pattern and prints the chapter's table, plus what the
+//! chapter could not show: decisions that differ from the exact sliding log,
+//! and memory per key.
+
+use crate::args::{parse_algorithm, RateArgs};
+use clap::{Args, ValueEnum};
+use limits::simulate::{run, Outcome, Pattern};
+use limits::{format_seconds, Algorithm, Rates, Rule};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The most requests one simulation may generate (all keys together).
+const MAX_REQUESTS: u64 = 20_000_000;
+
+#[derive(Args, Debug)]
+pub struct SimulateArgs {
+    /// Traffic pattern: steady, edge, burst, random or ramp.
+    #[arg(long, default_value = "steady", value_parser = parse_pattern)]
+    pattern: Pattern,
+
+    #[command(flatten)]
+    rate: RateArgs,
+
+    /// A limiter to run (repeat for several); default: all six, in table order.
+    #[arg(long = "limiter", value_parser = parse_algorithm)]
+    limiters: Vec<Algorithm>,
+
+    /// Queue capacity of the leaky bucket; defaults to the limit.
+    #[arg(long)]
+    burst: Option<u64>,
+
+    /// Clients; every one receives the whole pattern.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    keys: u32,
+
+    /// Seed of the random pattern.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+
+    /// Also draw the run as an SVG picture to this file.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
+fn parse_pattern(s: &str) -> Result<Pattern, String> {
+    s.parse()
+}
+
+/// A finished simulation: what was run and what each limiter did.
+pub struct Simulation {
+    pub pattern: Pattern,
+    pub rates: Rates,
+    pub keys: u32,
+    pub arrivals: Vec<limits::simulate::Arrival>,
+    pub outcomes: Vec<Outcome>,
+}
+
+impl Simulation {
+    /// The first rate's limit: the pattern's and the plot's limit line.
+    pub fn limit(&self) -> u64 {
+        self.rates.as_slice()[0].limit()
+    }
+
+    /// The first rate's window: the pattern's and the worst column's.
+    pub fn window(&self) -> u64 {
+        self.rates.as_slice()[0].window_nanos()
+    }
+}
+
+pub fn simulate(args: SimulateArgs) -> Result<(), String> {
+    let sim = build(&args)?;
+    if let Some(path) = &args.plot {
+        crate::plot::draw(path, &sim).map_err(|e| format!("--plot {}: {e}", path.display()))?;
+    }
+    let text = match args.format {
+        Format::Table => table(&sim),
+        Format::Json => json(&sim)?,
+        Format::Csv => csv(&sim),
+    };
+    print!("{text}");
+    Ok(())
+}
+
+fn build(args: &SimulateArgs) -> Result<Simulation, String> {
+    let rates = args.rate.rates()?;
+    let first = rates.as_slice()[0];
+    let pattern = match args.pattern {
+        Pattern::Random { .. } => Pattern::Random { seed: args.seed },
+        p => p,
+    };
+    let requests = pattern
+        .requests_per_key(first.limit())
+        .saturating_mul(u64::from(args.keys));
+    if requests > MAX_REQUESTS {
+        return Err(format!(
+            "pattern {pattern} with --limit {} and --keys {} makes {requests} requests; \
+             the simulator takes at most {MAX_REQUESTS}: lower --limit or --keys",
+            first.limit(),
+            args.keys
+        ));
+    }
+    let mut limiters: Vec<Algorithm> = if args.limiters.is_empty() {
+        Algorithm::ALL.to_vec()
+    } else {
+        args.limiters.clone()
+    };
+    limiters.sort();
+    limiters.dedup();
+    let rules: Vec<Rule> = limiters
+        .iter()
+        .map(|&a| {
+            let rule = Rule::new(a, rates.clone());
+            match args.burst {
+                Some(b) => rule.with_burst(b),
+                None => rule,
+            }
+        })
+        .collect();
+    let arrivals = pattern.arrivals(first.limit(), first.window_nanos(), args.keys);
+    let outcomes = run(&rules, &arrivals, args.keys, first.window_nanos());
+    Ok(Simulation {
+        pattern,
+        rates,
+        keys: args.keys,
+        arrivals,
+        outcomes,
+    })
+}
+
+/// "second" for one second, else "1.5s", "5s", "0.25s".
+pub fn window_name(window_ns: u64) -> String {
+    if window_ns == 1_000_000_000 {
+        "second".to_string()
+    } else {
+        format!("{}s", format_seconds(Duration::from_nanos(window_ns)))
+    }
+}
+
+fn header(sim: &Simulation) -> String {
+    let limits: Vec<String> = sim
+        .rates
+        .iter()
+        .map(|r| format!("{} per {}", r.limit(), window_name(r.window_nanos())))
+        .collect();
+    let keys = if sim.keys > 1 {
+        format!(" from {} clients", sim.keys)
+    } else {
+        String::new()
+    };
+    format!(
+        "pattern {}: {} requests{keys}, limit {}",
+        sim.pattern,
+        sim.arrivals.len(),
+        limits.join("; ")
+    )
+}
+
+/// The chapter's table: `limiter  allowed  rejected  worst 1s`, then the
+/// columns it could not show.
+fn table(sim: &Simulation) -> String {
+    let worst = format!(
+        "worst {}s",
+        format_seconds(Duration::from_nanos(sim.window()))
+    );
+    let w = (worst.len() + 2).max(10);
+    let mut out = format!("{}\n\n", header(sim));
+    out += &format!(
+        "{:<15}{:>7}{:>10}{:>w$}{:>13}{:>12}{:>11}\n",
+        "limiter", "allowed", "rejected", worst, "false-allow", "false-deny", "bytes/key"
+    );
+    for o in &sim.outcomes {
+        out += &format!(
+            "{:<15}{:>7}{:>10}{:>w$}{:>13}{:>12}{:>11}\n",
+            o.algorithm.name(),
+            o.allowed,
+            o.rejected,
+            o.worst_window,
+            o.false_allows,
+            o.false_denies,
+            o.peak_bytes_per_key
+        );
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct Row {
+    limiter: &'static str,
+    allowed: u64,
+    rejected: u64,
+    worst_window: u64,
+    false_allows: u64,
+    false_denies: u64,
+    peak_bytes_per_key: usize,
+}
+
+fn rows(sim: &Simulation) -> Vec<Row> {
+    sim.outcomes
+        .iter()
+        .map(|o| Row {
+            limiter: o.algorithm.name(),
+            allowed: o.allowed,
+            rejected: o.rejected,
+            worst_window: o.worst_window,
+            false_allows: o.false_allows,
+            false_denies: o.false_denies,
+            peak_bytes_per_key: o.peak_bytes_per_key,
+        })
+        .collect()
+}
+
+fn json(sim: &Simulation) -> Result<String, String> {
+    #[derive(Serialize)]
+    struct Report {
+        pattern: &'static str,
+        seed: Option<u64>,
+        requests: usize,
+        keys: u32,
+        rates: String,
+        window_seconds: String,
+        limiters: Vec<Row>,
+    }
+    let report = Report {
+        pattern: sim.pattern.name(),
+        seed: match sim.pattern {
+            Pattern::Random { seed } => Some(seed),
+            _ => None,
+        },
+        requests: sim.arrivals.len(),
+        keys: sim.keys,
+        rates: sim.rates.to_string(),
+        window_seconds: format_seconds(Duration::from_nanos(sim.window())),
+        limiters: rows(sim),
+    };
+    serde_json::to_string_pretty(&report)
+        .map(|s| s + "\n")
+        .map_err(|e| e.to_string())
+}
+
+fn csv(sim: &Simulation) -> String {
+    let mut out = String::from(
+        "limiter,allowed,rejected,worst_window,false_allows,false_denies,peak_bytes_per_key\n",
+    );
+    for r in rows(sim) {
+        out += &format!(
+            "{},{},{},{},{},{},{}\n",
+            r.limiter,
+            r.allowed,
+            r.rejected,
+            r.worst_window,
+            r.false_allows,
+            r.false_denies,
+            r.peak_bytes_per_key
+        );
+    }
+    out
+}

@@ -1,0 +1,221 @@
+//! Traffic patterns for the simulator: deterministic arrival times in integer
+//! nanoseconds, from t = 0, for a limit L per window W.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// One request of a simulated trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arrival {
+    /// Nanoseconds from the trace's zero.
+    pub t: u64,
+    /// Which client (0 .. keys).
+    pub key: u32,
+    /// Cost of the request.
+    pub cost: u64,
+}
+
+/// A traffic pattern, for limit L per window W (integer division where W
+/// does not divide evenly):
+///
+/// - `steady`: request i (i = 0 .. 6L-1) at i x W / 2L: twice the limit for
+///   three windows, evenly spaced.
+/// - `edge`: request i (i = 0 .. L-1) at 9W/10 + i x W / 10L, then request i
+///   at W + i x W / 10L: a full limit on each side of a window boundary.
+/// - `burst`: three bursts of 2L requests, each at a single instant, at 0,
+///   3W/2 and 3W.
+/// - `random`: 6L arrival times drawn uniformly from [0, 3W) with a seeded
+///   generator, sorted: a Poisson process of twice the limit, conditioned on
+///   its count. The same seed gives the same trace on every machine.
+/// - `ramp`: 8L requests whose rate climbs linearly from 0 to 4L per W over
+///   four windows: request i at floor(sqrt(2 i W^2 / L)).
+///
+/// ```
+/// use limits::simulate::Pattern;
+/// let steady = Pattern::Steady.arrivals(10, 1_000_000_000, 1);
+/// assert_eq!(steady.len(), 60);
+/// assert_eq!(steady[1].t, 50_000_000);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    /// Twice the limit, evenly spaced, for three windows.
+    Steady,
+    /// A full limit on each side of a window boundary.
+    Edge,
+    /// Three bursts of twice the limit at single instants.
+    Burst,
+    /// Uniformly random arrivals at twice the limit, from a seed.
+    Random {
+        /// The generator's seed.
+        seed: u64,
+    },
+    /// A rate climbing from zero to four times the limit.
+    Ramp,
+}
+
+impl Pattern {
+    /// The names accepted on the command line.
+    pub const NAMES: [&'static str; 5] = ["steady", "edge", "burst", "random", "ramp"];
+
+    /// The pattern's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Steady => "steady",
+            Pattern::Edge => "edge",
+            Pattern::Burst => "burst",
+            Pattern::Random { .. } => "random",
+            Pattern::Ramp => "ramp",
+        }
+    }
+
+    /// The arrivals of this pattern for `limit` per `window` ns, every key
+    /// receiving the whole pattern; sorted by time, then key. Every cost is 1.
+    pub fn arrivals(self, limit: u64, window: u64, keys: u32) -> Vec<Arrival> {
+        let times = self.times(limit, window);
+        let mut out = Vec::with_capacity(times.len() * keys as usize);
+        for t in times {
+            out.extend((0..keys).map(|key| Arrival { t, key, cost: 1 }));
+        }
+        out
+    }
+
+    /// How many requests one key receives.
+    pub fn requests_per_key(self, limit: u64) -> u64 {
+        match self {
+            Pattern::Edge => 2 * limit,
+            Pattern::Ramp => 8 * limit,
+            _ => 6 * limit,
+        }
+    }
+
+    fn times(self, limit: u64, window: u64) -> Vec<u64> {
+        let (l, w) = (u128::from(limit), u128::from(window));
+        let at = |x: u128| u64::try_from(x).unwrap_or(u64::MAX);
+        match self {
+            Pattern::Steady => (0..6 * l).map(|i| at(i * w / (2 * l))).collect(),
+            Pattern::Edge => {
+                let before = (0..l).map(|i| at(9 * w / 10 + i * w / (10 * l)));
+                let after = (0..l).map(|i| at(w + i * w / (10 * l)));
+                before.chain(after).collect()
+            }
+            Pattern::Burst => [0, 3 * w / 2, 3 * w]
+                .into_iter()
+                .flat_map(|t| std::iter::repeat_n(at(t), 2 * limit as usize))
+                .collect(),
+            Pattern::Random { seed } => {
+                let mut rng = SplitMix64(seed);
+                let span = 3 * w;
+                let mut times: Vec<u64> = (0..6 * l).map(|_| at(rng.below(span))).collect();
+                times.sort_unstable();
+                times
+            }
+            Pattern::Ramp => (0..8 * l)
+                .map(|i| {
+                    let square = (2 * i)
+                        .checked_mul(w)
+                        .and_then(|x| x.checked_mul(w))
+                        .map_or(u128::MAX, |x| x / l);
+                    at(square.isqrt())
+                })
+                .collect(),
+        }
+    }
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Pattern {
+    type Err = String;
+
+    /// Parses a pattern name; `random` gets seed 0 (set it afterwards).
+    fn from_str(s: &str) -> Result<Pattern, String> {
+        Ok(match s {
+            "steady" => Pattern::Steady,
+            "edge" => Pattern::Edge,
+            "burst" => Pattern::Burst,
+            "random" => Pattern::Random { seed: 0 },
+            "ramp" => Pattern::Ramp,
+            _ => {
+                return Err(format!(
+                    "unknown pattern {s:?} (expected one of: {})",
+                    Pattern::NAMES.join(", ")
+                ))
+            }
+        })
+    }
+}
+
+/// SplitMix64: a tiny, well-known generator, so that a seed means the same
+/// trace everywhere without a dependency.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in [0, n), by multiply-shift (n < 2^64 here in practice;
+    /// larger spans are folded).
+    fn below(&mut self, n: u128) -> u128 {
+        let n64 = u64::try_from(n).unwrap_or(u64::MAX);
+        (u128::from(self.next()) * u128::from(n64)) >> 64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const W: u64 = 1_000_000_000;
+
+    #[test]
+    fn edge_straddles_the_boundary() {
+        let t: Vec<u64> = Pattern::Edge
+            .arrivals(10, W, 1)
+            .iter()
+            .map(|a| a.t)
+            .collect();
+        assert_eq!(t[0], 900_000_000);
+        assert_eq!(t[9], 990_000_000);
+        assert_eq!(t[10], 1_000_000_000);
+        assert_eq!(t[19], 1_090_000_000);
+    }
+
+    #[test]
+    fn random_is_seeded_and_sorted() {
+        let a = Pattern::Random { seed: 7 }.arrivals(10, W, 1);
+        assert_eq!(a, Pattern::Random { seed: 7 }.arrivals(10, W, 1));
+        assert_ne!(a, Pattern::Random { seed: 8 }.arrivals(10, W, 1));
+        assert!(a.windows(2).all(|p| p[0].t <= p[1].t));
+        assert!(a.iter().all(|x| x.t < 3 * W));
+    }
+
+    #[test]
+    fn ramp_climbs_to_four_times_the_limit() {
+        let t: Vec<u64> = Pattern::Ramp
+            .arrivals(10, W, 1)
+            .iter()
+            .map(|a| a.t)
+            .collect();
+        assert_eq!(t.len(), 80);
+        assert!(t.windows(2).all(|p| p[0] <= p[1]));
+        assert!(*t.last().unwrap() < 4 * W);
+        // The last window holds 7/16 of the requests: 35 of 80.
+        assert_eq!(t.iter().filter(|&&x| x >= 3 * W).count(), 35);
+    }
+
+    #[test]
+    fn every_key_gets_the_whole_pattern() {
+        let a = Pattern::Burst.arrivals(2, W, 3);
+        assert_eq!(a.len(), 3 * 12);
+        assert_eq!(a.iter().filter(|x| x.key == 2).count(), 12);
+    }
+}
