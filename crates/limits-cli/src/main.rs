@@ -2,6 +2,8 @@
 
 mod args;
 mod plot;
+mod replay;
+mod report;
 mod simulate;
 
 use clap::{Parser, Subcommand};
@@ -21,6 +23,8 @@ enum Command {
     Limiters,
     /// Run limiters over a traffic pattern and compare them (the lab's table).
     Simulate(simulate::SimulateArgs),
+    /// Run a CSV trace or an access log through a limiter: who would have been limited.
+    Replay(replay::ReplayArgs),
     /// Check a rule: parse a limiter and its rates, and print them normalized.
     Rule(args::RuleArgs),
 }
@@ -31,7 +35,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");
-            ExitCode::from(2)
+            ExitCode::FAILURE
         }
     }
 }
@@ -45,6 +49,7 @@ fn run(command: Command) -> Result<(), String> {
             Ok(())
         }
         Command::Simulate(args) => simulate::simulate(args),
+        Command::Replay(args) => replay::replay(args),
         Command::Rule(args) => {
             let rule = args.rule()?;
             println!(

@@ -4,6 +4,8 @@
 //! and memory per key.
 
 use crate::args::{parse_algorithm, RateArgs};
+pub use crate::report::window_name;
+use crate::report::{self, Row};
 use clap::{Args, ValueEnum};
 use limits::simulate::{run, Outcome, Pattern};
 use limits::{format_seconds, Algorithm, Rates, Rule};
@@ -86,9 +88,9 @@ pub fn simulate(args: SimulateArgs) -> Result<(), String> {
         crate::plot::draw(path, &sim).map_err(|e| format!("--plot {}: {e}", path.display()))?;
     }
     let text = match args.format {
-        Format::Table => table(&sim),
+        Format::Table => report::table(&header(&sim), sim.window(), &rows(&sim)),
         Format::Json => json(&sim)?,
-        Format::Csv => csv(&sim),
+        Format::Csv => csv(&sim)?,
     };
     print!("{text}");
     Ok(())
@@ -140,15 +142,6 @@ fn build(args: &SimulateArgs) -> Result<Simulation, String> {
     })
 }
 
-/// "second" for one second, else "1.5s", "5s", "0.25s".
-pub fn window_name(window_ns: u64) -> String {
-    if window_ns == 1_000_000_000 {
-        "second".to_string()
-    } else {
-        format!("{}s", format_seconds(Duration::from_nanos(window_ns)))
-    }
-}
-
 fn header(sim: &Simulation) -> String {
     let limits: Vec<String> = sim
         .rates
@@ -168,45 +161,6 @@ fn header(sim: &Simulation) -> String {
     )
 }
 
-/// The chapter's table: `limiter  allowed  rejected  worst 1s`, then the
-/// columns it could not show.
-fn table(sim: &Simulation) -> String {
-    let worst = format!(
-        "worst {}s",
-        format_seconds(Duration::from_nanos(sim.window()))
-    );
-    let w = (worst.len() + 2).max(10);
-    let mut out = format!("{}\n\n", header(sim));
-    out += &format!(
-        "{:<15}{:>7}{:>10}{:>w$}{:>13}{:>12}{:>11}\n",
-        "limiter", "allowed", "rejected", worst, "false-allow", "false-deny", "bytes/key"
-    );
-    for o in &sim.outcomes {
-        out += &format!(
-            "{:<15}{:>7}{:>10}{:>w$}{:>13}{:>12}{:>11}\n",
-            o.algorithm.name(),
-            o.allowed,
-            o.rejected,
-            o.worst_window,
-            o.false_allows,
-            o.false_denies,
-            o.peak_bytes_per_key
-        );
-    }
-    out
-}
-
-#[derive(Serialize)]
-struct Row {
-    limiter: &'static str,
-    allowed: u64,
-    rejected: u64,
-    worst_window: u64,
-    false_allows: u64,
-    false_denies: u64,
-    peak_bytes_per_key: usize,
-}
-
 fn rows(sim: &Simulation) -> Vec<Row> {
     sim.outcomes
         .iter()
@@ -217,7 +171,7 @@ fn rows(sim: &Simulation) -> Vec<Row> {
             worst_window: o.worst_window,
             false_allows: o.false_allows,
             false_denies: o.false_denies,
-            peak_bytes_per_key: o.peak_bytes_per_key,
+            bytes_per_key: Some(o.peak_bytes_per_key),
         })
         .collect()
 }
@@ -250,21 +204,11 @@ fn json(sim: &Simulation) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
-fn csv(sim: &Simulation) -> String {
-    let mut out = String::from(
-        "limiter,allowed,rejected,worst_window,false_allows,false_denies,peak_bytes_per_key\n",
-    );
-    for r in rows(sim) {
-        out += &format!(
-            "{},{},{},{},{},{},{}\n",
-            r.limiter,
-            r.allowed,
-            r.rejected,
-            r.worst_window,
-            r.false_allows,
-            r.false_denies,
-            r.peak_bytes_per_key
-        );
+fn csv(sim: &Simulation) -> Result<String, String> {
+    let mut out = csv::Writer::from_writer(Vec::new());
+    for row in rows(sim) {
+        out.serialize(row).map_err(|e| e.to_string())?;
     }
-    out
+    let bytes = out.into_inner().map_err(|e| e.to_string())?;
+    String::from_utf8(bytes).map_err(|e| e.to_string())
 }

@@ -64,6 +64,27 @@ pub fn parse_duration(input: &str) -> Result<Duration, ParseError> {
     Ok(Duration::from_nanos(nanos))
 }
 
+/// Parses decimal seconds, such as a trace's time field: `12`, `0.25`,
+/// `1700000000.123456789`. Exact to the nanosecond; more precision than that,
+/// a sign, or a unit is an error.
+///
+/// ```
+/// use std::time::Duration;
+/// assert_eq!(limits::parse_seconds("1.000000001").unwrap(), Duration::new(1, 1));
+/// assert!(limits::parse_seconds("0.0000000001").is_err());
+/// assert!(limits::parse_seconds("-1").is_err());
+/// ```
+pub fn parse_seconds(input: &str) -> Result<Duration, ParseError> {
+    let text = input.trim();
+    let err = |problem: &str| ParseError::new("time", input, 0, text, problem);
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return Err(err("expected decimal seconds such as 12 or 0.25"));
+    }
+    scale_decimal(text, SEC)
+        .map(Duration::from_nanos)
+        .map_err(err)
+}
+
 /// Reads `[NUMBER] UNIT` from the start of `toks`; returns nanoseconds and the
 /// number of tokens used. With `number_optional`, a bare unit means one of it
 /// (`10/second`).
@@ -124,8 +145,11 @@ fn scale_decimal(text: &str, unit: u64) -> Result<u64, &'static str> {
         s.bytes()
             .fold(0u128, |acc, b| acc * 10 + u128::from(b - b'0'))
     };
+    // At most 30 digits: every step below fits in u128 but the last product.
     let scale = 10u128.pow(frac.len() as u32);
-    let value = (digits(whole) * scale + digits(frac)) * u128::from(unit);
+    let value = (digits(whole) * scale + digits(frac))
+        .checked_mul(u128::from(unit))
+        .ok_or("duration too long")?;
     if value % scale != 0 {
         return Err("not a whole number of nanoseconds");
     }
@@ -228,6 +252,8 @@ mod tests {
         assert!(parse_duration("1.2.3s").is_err());
         assert!(parse_duration("").is_err());
         assert!(parse_duration("99999999999999999999999 days").is_err());
+        assert!(parse_duration("999999999999999999999999999999 days").is_err());
+        assert!(parse_duration("99999999999999999999999999999.9d").is_err());
     }
 
     #[test]

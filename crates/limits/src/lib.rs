@@ -41,7 +41,7 @@ pub mod simulate;
 pub use algorithm::{Algorithm, UnknownAlgorithm};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::{Decision, RetryAfter};
-pub use duration::{format_duration, format_seconds, parse_duration};
+pub use duration::{format_duration, format_seconds, parse_duration, parse_seconds};
 pub use keyed::{KeyedLimiter, MemoryReport, Options};
 pub use parse::ParseError;
 pub use rate::{Rate, RateError, Rates, MAX_LIMIT, MAX_WINDOW};

@@ -1,0 +1,66 @@
+//! `--decisions OUT.csv`: one row per input event, in input order, although
+//! events are decided in time order: rows wait until those before are known.
+
+use limits::{format_seconds, Decision, RetryAfter};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+use std::time::Duration;
+
+pub struct DecisionsWriter {
+    out: csv::Writer<BufWriter<File>>,
+    waiting: BTreeMap<u64, [String; 6]>,
+    next: u64,
+}
+
+impl DecisionsWriter {
+    pub fn create(path: &Path) -> Result<DecisionsWriter, String> {
+        let file =
+            File::create(path).map_err(|e| format!("--decisions {}: {e}", path.display()))?;
+        let mut out = csv::Writer::from_writer(BufWriter::new(file));
+        out.write_record(["time", "key", "cost", "allowed", "remaining", "retry_after"])
+            .map_err(|e| e.to_string())?;
+        Ok(DecisionsWriter {
+            out,
+            waiting: BTreeMap::new(),
+            next: 0,
+        })
+    }
+
+    /// Records the decision of event number `seq`; writes every row now due.
+    pub fn add(
+        &mut self,
+        seq: u64,
+        t: u64,
+        key: &str,
+        cost: u64,
+        d: &Decision,
+    ) -> Result<(), String> {
+        let retry = match d.retry_after {
+            RetryAfter::After(wait) => format_seconds(wait),
+            RetryAfter::Never => String::new(),
+        };
+        let row = [
+            format_seconds(Duration::from_nanos(t)),
+            key.to_string(),
+            cost.to_string(),
+            d.allowed.to_string(),
+            d.remaining.to_string(),
+            retry,
+        ];
+        self.waiting.insert(seq, row);
+        while let Some(row) = self.waiting.remove(&self.next) {
+            self.out.write_record(&row).map_err(|e| e.to_string())?;
+            self.next += 1;
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> Result<(), String> {
+        for row in std::mem::take(&mut self.waiting).into_values() {
+            self.out.write_record(&row).map_err(|e| e.to_string())?;
+        }
+        self.out.flush().map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,283 @@
+//! `limits replay`: a real access log or a CSV trace through any limiter,
+//! streamed (a multi-gigabyte log is never held in memory), with a summary of
+//! who would have been limited and, on request, every decision.
+
+mod access_log;
+mod decisions;
+mod reorder;
+mod scoreboard;
+mod trace;
+
+use crate::args::{parse_algorithm, RateArgs};
+use crate::report::{self, window_name, Row};
+use clap::Args;
+use decisions::DecisionsWriter;
+use indicatif::{ProgressBar, ProgressStyle};
+use limits::{parse_duration, Algorithm, KeyedLimiter, ManualClock, Rule};
+use reorder::Reorder;
+use scoreboard::Scoreboard;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use trace::{Event, LineError, TraceFormat};
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The limiter (none, fixed-window, sliding-log, sliding-window,
+    /// token-bucket, leaky-bucket), or `all` to compare the six.
+    #[arg(long, default_value = "sliding-log", value_parser = parse_limiters)]
+    limiter: Limiters,
+
+    #[command(flatten)]
+    rate: RateArgs,
+
+    /// Queue capacity of the leaky bucket; defaults to the limit.
+    #[arg(long)]
+    burst: Option<u64>,
+
+    /// The trace: CSV `time,key[,cost]` (time in decimal seconds from the
+    /// trace's zero) or an nginx/Apache combined access log.
+    trace: PathBuf,
+
+    /// Write every decision to this CSV file (one limiter only).
+    #[arg(long, value_name = "OUT.csv")]
+    decisions: Option<PathBuf>,
+
+    /// Count and report malformed or too-late lines instead of stopping.
+    #[arg(long)]
+    skip_bad: bool,
+
+    /// How far out of order access-log lines may be (CSV times must never go
+    /// backwards).
+    #[arg(long, default_value = "5s", value_parser = parse_window)]
+    reorder_window: u64,
+
+    /// The trace's format.
+    #[arg(long, value_enum, default_value_t = TraceFormat::Auto)]
+    format: TraceFormat,
+
+    /// How many of the most-limited keys to name per limiter.
+    #[arg(long, default_value_t = 5)]
+    top: usize,
+}
+
+#[derive(Clone, Debug)]
+struct Limiters(Vec<Algorithm>);
+
+fn parse_limiters(s: &str) -> Result<Limiters, String> {
+    if s == "all" {
+        return Ok(Limiters(Algorithm::ALL.to_vec()));
+    }
+    parse_algorithm(s)
+        .map(|a| Limiters(vec![a]))
+        .map_err(|e| format!("{e}, or all"))
+}
+
+/// A duration, or zero ("0", "0s") for no reordering at all.
+fn parse_window(s: &str) -> Result<u64, String> {
+    let number: String = s
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    if !number.is_empty() && number.chars().all(|c| c == '0' || c == '.') {
+        return Ok(0);
+    }
+    parse_duration(s)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .map_err(|e| e.to_string())
+}
+
+/// Lines skipped with --skip-bad: how many, and the first few to show.
+#[derive(Default)]
+struct BadLines {
+    total: u64,
+    first: Vec<LineError>,
+}
+
+impl BadLines {
+    const SHOWN: usize = 10;
+
+    fn count(&mut self, e: LineError) {
+        self.total += 1;
+        if self.first.len() < Self::SHOWN {
+            self.first.push(e);
+        }
+    }
+}
+
+/// One limiter being replayed.
+struct Lane {
+    limiter: KeyedLimiter<String, ManualClock>,
+    score: Scoreboard,
+}
+
+pub fn replay(args: ReplayArgs) -> Result<(), String> {
+    let rates = args.rate.rates()?;
+    let window = rates.as_slice()[0].window_nanos();
+    if args.decisions.is_some() && args.limiter.0.len() > 1 {
+        return Err("--decisions takes one limiter; --limiter all runs six".to_string());
+    }
+    let rule = |a: Algorithm| {
+        let r = Rule::new(a, rates.clone());
+        match args.burst {
+            Some(b) => r.with_burst(b),
+            None => r,
+        }
+    };
+    let keyed = |r: Rule| KeyedLimiter::with_clock(r, ManualClock::new(0));
+    let mut lanes: Vec<Lane> = args
+        .limiter
+        .0
+        .iter()
+        .map(|&a| Lane {
+            limiter: keyed(rule(a)),
+            score: Scoreboard::new(a, window),
+        })
+        .collect();
+    let exact = keyed(rule(Algorithm::SlidingLog));
+
+    let bytes_read = Arc::new(AtomicU64::new(0));
+    let (format, events) = trace::open(&args.trace, args.format, bytes_read.clone())?;
+    let mut writer = match &args.decisions {
+        Some(path) => Some(DecisionsWriter::create(path)?),
+        None => None,
+    };
+    let progress = progress_bar(&args.trace);
+    let name = args.trace.display().to_string();
+    let mut reorder = Reorder::new(match format {
+        TraceFormat::Log => args.reorder_window,
+        _ => 0,
+    });
+    let mut bad = BadLines::default();
+    let mut requests = 0u64;
+    let mut decide = |seq: u64, e: Event| -> Result<(), String> {
+        requests += 1;
+        let reference = exact.check_at(&e.key, e.t, e.cost).allowed;
+        for lane in &mut lanes {
+            let d = lane.limiter.check_at(&e.key, e.t, e.cost);
+            lane.score.count(&e.key, e.t, e.cost, &d, reference);
+            if let Some(w) = writer.as_mut() {
+                w.add(seq, e.t, &e.key, e.cost, &d)?;
+            }
+        }
+        if requests % 4096 == 0 {
+            if let Some(p) = &progress {
+                p.set_position(bytes_read.load(Ordering::Relaxed));
+            }
+        }
+        Ok(())
+    };
+    let mut reject = |e: LineError| -> Result<(), String> {
+        if args.skip_bad {
+            bad.count(e);
+            Ok(())
+        } else {
+            Err(format!("{name}:{}: {}", e.line, e.message))
+        }
+    };
+    for item in events {
+        match item.and_then(|e| reorder.push(e)) {
+            Ok(_) => {
+                while let Some((seq, e)) = reorder.pop_ready() {
+                    decide(seq, e)?;
+                }
+            }
+            Err(e) => reject(e)?,
+        }
+    }
+    while let Some((seq, e)) = reorder.pop() {
+        decide(seq, e)?;
+    }
+    if let Some(p) = progress {
+        p.finish_and_clear();
+    }
+    if let Some(w) = writer {
+        w.finish()?;
+    }
+    if requests == 0 {
+        let skipped = match bad.total {
+            0 => String::new(),
+            n => format!(" ({n} bad line{} skipped)", if n == 1 { "" } else { "s" }),
+        };
+        return Err(format!("{name}: no events in the trace{skipped}"));
+    }
+    print_summary(&name, requests, &rates, window, &lanes, &bad, args.top);
+    Ok(())
+}
+
+fn progress_bar(path: &std::path::Path) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let bar = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} replaying [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta} left)",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    Some(bar)
+}
+
+fn print_summary(
+    name: &str,
+    requests: u64,
+    rates: &limits::Rates,
+    window: u64,
+    lanes: &[Lane],
+    bad: &BadLines,
+    top: usize,
+) {
+    let limits: Vec<String> = rates
+        .iter()
+        .map(|r| format!("{} per {}", r.limit(), window_name(r.window_nanos())))
+        .collect();
+    let title = format!(
+        "replay {name}: {requests} requests, limit {}",
+        limits.join("; ")
+    );
+    let rows: Vec<Row> = lanes
+        .iter()
+        .map(|l| Row {
+            limiter: l.score.algorithm.name(),
+            allowed: l.score.allowed,
+            rejected: l.score.rejected,
+            worst_window: l.score.worst_window(),
+            false_allows: l.score.false_allows,
+            false_denies: l.score.false_denies,
+            bytes_per_key: None,
+        })
+        .collect();
+    print!("{}", report::table(&title, window, &rows));
+    if top > 0 {
+        println!();
+        for lane in lanes {
+            let most = lane.score.limited_most(top);
+            if most.is_empty() {
+                println!("limited most ({}): nobody", lane.score.algorithm);
+                continue;
+            }
+            let names: Vec<String> = most
+                .iter()
+                .map(|(k, n)| format!("{k} ({n} rejected)"))
+                .collect();
+            println!(
+                "limited most ({}): {}",
+                lane.score.algorithm,
+                names.join(", ")
+            );
+        }
+    }
+    if bad.total > 0 {
+        println!();
+        let s = if bad.total == 1 { "" } else { "s" };
+        println!("skipped {} bad line{s}:", bad.total);
+        for e in &bad.first {
+            println!("  {name}:{}: {}", e.line, e.message);
+        }
+        if bad.total > bad.first.len() as u64 {
+            println!("  ... and {} more", bad.total - bad.first.len() as u64);
+        }
+    }
+}
