@@ -11,7 +11,8 @@ mod panel;
 #[cfg(test)]
 mod tests;
 
-use crate::simulate::{window_name, Simulation};
+use crate::report::limits_phrase;
+use crate::simulate::Simulation;
 use limits::format_seconds;
 use panel::{Frame, BLUE, GREEN};
 use plotters::prelude::*;
@@ -101,9 +102,6 @@ fn render(sim: &Simulation) -> Result<String, String> {
 /// `pattern steady: 60 requests, limit 10 per second`, saying which client
 /// is shown when there are several.
 fn title(sim: &Simulation, shown: usize) -> String {
-    let limits: Vec<String> = (sim.rates.iter())
-        .map(|r| format!("{} per {}", r.limit(), window_name(r.window_nanos())))
-        .collect();
     let clients = if sim.keys > 1 {
         format!(" per client, {} clients (key 0 shown)", sim.keys)
     } else {
@@ -112,6 +110,6 @@ fn title(sim: &Simulation, shown: usize) -> String {
     format!(
         "pattern {}: {shown} requests{clients}, limit {}",
         sim.pattern,
-        limits.join("; ")
+        limits_phrase(&sim.rates)
     )
 }

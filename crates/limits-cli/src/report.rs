@@ -27,6 +27,15 @@ pub fn window_name(window_ns: u64) -> String {
     }
 }
 
+/// "10 per second; 1000 per 3600s": the rates as the table titles say them.
+pub fn limits_phrase(rates: &limits::Rates) -> String {
+    let phrases: Vec<String> = rates
+        .iter()
+        .map(|r| format!("{} per {}", r.limit(), window_name(r.window_nanos())))
+        .collect();
+    phrases.join("; ")
+}
+
 /// `title`, a blank line, and the table; worst windows of `window_ns`.
 pub fn table(title: &str, window_ns: u64, rows: &[Row]) -> String {
     let worst = format!("worst {}s", format_seconds(Duration::from_nanos(window_ns)));

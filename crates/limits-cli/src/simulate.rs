@@ -4,8 +4,7 @@
 //! and memory per key.
 
 use crate::args::{parse_algorithm, RateArgs};
-pub use crate::report::window_name;
-use crate::report::{self, Row};
+use crate::report::{self, limits_phrase, Row};
 use clap::{Args, ValueEnum};
 use limits::simulate::{run, Outcome, Pattern};
 use limits::{format_seconds, Algorithm, Rates, Rule};
@@ -143,11 +142,6 @@ fn build(args: &SimulateArgs) -> Result<Simulation, String> {
 }
 
 fn header(sim: &Simulation) -> String {
-    let limits: Vec<String> = sim
-        .rates
-        .iter()
-        .map(|r| format!("{} per {}", r.limit(), window_name(r.window_nanos())))
-        .collect();
     let keys = if sim.keys > 1 {
         format!(" from {} clients", sim.keys)
     } else {
@@ -157,7 +151,7 @@ fn header(sim: &Simulation) -> String {
         "pattern {}: {} requests{keys}, limit {}",
         sim.pattern,
         sim.arrivals.len(),
-        limits.join("; ")
+        limits_phrase(&sim.rates)
     )
 }
 

@@ -2,7 +2,7 @@
 //! centred rows as the width needs.
 
 use super::panel::{err, BLUE, EDGE, GREEN, LIMIT, RED};
-use crate::simulate::window_name;
+use crate::report::window_name;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;

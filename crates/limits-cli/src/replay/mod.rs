@@ -9,7 +9,7 @@ mod scoreboard;
 mod trace;
 
 use crate::args::{parse_algorithm, RateArgs};
-use crate::report::{self, window_name, Row};
+use crate::report::{self, limits_phrase, Row};
 use clap::Args;
 use decisions::DecisionsWriter;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -229,13 +229,9 @@ fn print_summary(
     bad: &BadLines,
     top: usize,
 ) {
-    let limits: Vec<String> = rates
-        .iter()
-        .map(|r| format!("{} per {}", r.limit(), window_name(r.window_nanos())))
-        .collect();
     let title = format!(
         "replay {name}: {requests} requests, limit {}",
-        limits.join("; ")
+        limits_phrase(rates)
     );
     let rows: Vec<Row> = lanes
         .iter()
