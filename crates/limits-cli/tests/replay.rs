@@ -2,19 +2,9 @@
 //! including every kind of bad input.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn limits(args: &[&str]) -> (String, String, i32) {
-    let out = Command::new(env!("CARGO_BIN_EXE_limits"))
-        .args(args)
-        .output()
-        .expect("run limits");
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        out.status.code().unwrap_or(-1),
-    )
-}
+use common::limits;
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);

@@ -1,18 +1,8 @@
 //! `limits simulate`, run as a real binary: the seed chapter's tables.
 
-use std::process::Command;
+mod common;
 
-fn limits(args: &[&str]) -> (String, String, i32) {
-    let out = Command::new(env!("CARGO_BIN_EXE_limits"))
-        .args(args)
-        .output()
-        .expect("run limits");
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        out.status.code().unwrap_or(-1),
-    )
-}
+use common::limits;
 
 /// The first four columns of each table row, by limiter.
 fn rows(table: &str) -> Vec<Vec<String>> {
