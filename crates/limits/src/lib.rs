@@ -37,6 +37,8 @@ mod parse;
 mod rate;
 mod rule;
 pub mod simulate;
+mod state_codec;
+mod store;
 
 pub use algorithm::{Algorithm, UnknownAlgorithm};
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -46,6 +48,7 @@ pub use keyed::{KeyedLimiter, MemoryReport, Options};
 pub use parse::ParseError;
 pub use rate::{Rate, RateError, Rates, MAX_LIMIT, MAX_WINDOW};
 pub use rule::{KeyState, Mode, Rule};
+pub use store::{Store, StoreError, Verdict};
 
 /// The README's examples, run as doctests so that they cannot go stale.
 #[doc = include_str!("../../../README.md")]

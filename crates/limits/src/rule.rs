@@ -58,10 +58,10 @@ type States<A> = SmallVec<[<A as RateAlgorithm>::State; 1]>;
 
 /// What a rule keeps for one key: one state per rate.
 #[derive(Clone, Debug)]
-pub struct KeyState(StateKind);
+pub struct KeyState(pub(crate) StateKind);
 
 #[derive(Clone, Debug)]
-enum StateKind {
+pub(crate) enum StateKind {
     None(States<NoLimit>),
     Fixed(States<FixedWindow>),
     Log(States<SlidingLog>),

@@ -200,3 +200,41 @@ fn keyed_state_of_another_rule_shape_is_replaced_not_misread() {
     assert!(two.check(&mut state, 0, 1).allowed);
     assert!(!two.check(&mut state, 0, 1).allowed);
 }
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Saving every key's state and loading it into a new limiter (a server
+    /// restart with --state) changes no later decision.
+    #[test]
+    fn keyed_export_import_changes_no_decision(algorithm in algorithm(), case in case(2), split in 0usize..60) {
+        let rule = case.rule(algorithm);
+        let before = one_shard(rule.clone(), None);
+        let split = split.min(case.events.len());
+        for e in &case.events[..split] {
+            before.check_at(&u64::from(e.key), e.t, e.cost);
+        }
+        let after = one_shard(rule, None);
+        after.import(before.export());
+        for e in &case.events[split..] {
+            let key = u64::from(e.key);
+            prop_assert_eq!(before.check_at(&key, e.t, e.cost), after.check_at(&key, e.t, e.cost));
+        }
+    }
+
+    /// Decoding arbitrary numbers never panics, and only yields states that
+    /// fit the rule.
+    #[test]
+    fn keyed_decoding_garbage_state_never_panics(
+        algorithm in algorithm(),
+        tag in 0u64..6,
+        words in prop::collection::vec(prop_oneof![0u64..8, any::<u64>()], 0..12),
+    ) {
+        let rule = Rule::new(algorithm, "3/s; 5/m".parse().unwrap());
+        let words: Vec<u64> = [tag, 2].into_iter().chain(words).collect();
+        if let Some(mut state) = rule.decode_state(&words) {
+            let d = rule.check(&mut state, 1_000, 1);
+            prop_assert!(d.remaining <= rule.max_cost() + 1);
+        }
+    }
+}

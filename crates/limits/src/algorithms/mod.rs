@@ -16,12 +16,12 @@ mod sliding_log;
 mod sliding_window;
 mod token_bucket;
 
-pub use fixed_window::FixedWindow;
-pub use leaky_bucket::LeakyBucket;
+pub use fixed_window::{FixedWindow, FixedWindowState};
+pub use leaky_bucket::{LeakyBucket, LeakyBucketState};
 pub use none::NoLimit;
 pub use sliding_log::SlidingLog;
-pub use sliding_window::SlidingWindow;
-pub use token_bucket::TokenBucket;
+pub use sliding_window::{SlidingWindow, SlidingWindowState};
+pub use token_bucket::{TokenBucket, TokenBucketState};
 
 use crate::RetryAfter;
 

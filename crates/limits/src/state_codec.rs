@@ -1,0 +1,166 @@
+//! A key's state as plain numbers, so that a server can save its limits on
+//! shutdown and read them back on start (`limits serve --state FILE`):
+//! a restart must not hand every client a fresh limit.
+//!
+//! Layout: `[tag, rates, ...per rate]` with, per rate, fixed window
+//! `[index, count]`, sliding log `[len, entries...]`, sliding window
+//! `[index, previous, current]`, buckets `[high, low]` of the scaled time.
+//! Times are the clock's nanoseconds (Unix epoch for the system clock).
+
+use crate::algorithms::{
+    FixedWindowState, LeakyBucketState, ScaledTime, SlidingWindowState, TokenBucketState,
+};
+use crate::rule::StateKind;
+use crate::{KeyState, Rule};
+use std::collections::VecDeque;
+
+impl Rule {
+    /// The state as numbers; [`decode_state`](Rule::decode_state) reads them back.
+    ///
+    /// ```
+    /// use limits::{Algorithm, Rule};
+    /// let rule = Rule::new(Algorithm::SlidingLog, "3/s".parse().unwrap());
+    /// let mut state = rule.new_state();
+    /// rule.check(&mut state, 5, 2);
+    /// let words = rule.encode_state(&state);
+    /// let mut back = rule.decode_state(&words).unwrap();
+    /// assert_eq!(rule.check(&mut back, 6, 1).remaining, 0);
+    /// assert!(!rule.check(&mut back, 7, 1).allowed);
+    /// ```
+    pub fn encode_state(&self, state: &KeyState) -> Vec<u64> {
+        let mut out = vec![tag(&state.0)];
+        match &state.0 {
+            StateKind::None(s) => out.push(s.len() as u64),
+            StateKind::Fixed(s) => {
+                out.push(s.len() as u64);
+                s.iter().for_each(|f| out.extend([f.index, f.count]));
+            }
+            StateKind::Log(s) => {
+                out.push(s.len() as u64);
+                for log in s {
+                    out.push(log.len() as u64);
+                    out.extend(log.iter().copied());
+                }
+            }
+            StateKind::Window(s) => {
+                out.push(s.len() as u64);
+                s.iter()
+                    .for_each(|w| out.extend([w.index, w.previous, w.current]));
+            }
+            StateKind::Token(s) => {
+                out.push(s.len() as u64);
+                s.iter().for_each(|t| out.extend(t.full_at.0));
+            }
+            StateKind::Leaky(s) => {
+                out.push(s.len() as u64);
+                s.iter().for_each(|l| out.extend(l.next_slot.0));
+            }
+        }
+        out
+    }
+
+    /// Reads numbers written by [`encode_state`](Rule::encode_state) for a
+    /// rule of the same algorithm and rates; `None` if they do not fit this
+    /// rule (another algorithm, other rates, counts above the limit).
+    pub fn decode_state(&self, words: &[u64]) -> Option<KeyState> {
+        let fresh = self.new_state();
+        let (&tag_word, rest) = words.split_first()?;
+        if tag_word != tag(&fresh.0) {
+            return None;
+        }
+        let (&rates, mut rest) = rest.split_first()?;
+        if rates != self.rates().len() as u64 {
+            return None;
+        }
+        let mut take = |n: usize| -> Option<&[u64]> {
+            let (head, tail) = rest.split_at_checked(n)?;
+            rest = tail;
+            Some(head)
+        };
+        let limits: Vec<u64> = self.rates().iter().map(|r| r.limit()).collect();
+        let kind = match fresh.0 {
+            StateKind::None(s) => StateKind::None(s),
+            StateKind::Fixed(_) => StateKind::Fixed(
+                limits
+                    .iter()
+                    .map(|&limit| {
+                        let w = take(2)?;
+                        (w[1] <= limit).then_some(FixedWindowState {
+                            index: w[0],
+                            count: w[1],
+                        })
+                    })
+                    .collect::<Option<_>>()?,
+            ),
+            StateKind::Log(_) => {
+                let mut logs = smallvec::SmallVec::new();
+                for &limit in &limits {
+                    let len = *take(1)?.first()?;
+                    if len > limit {
+                        return None;
+                    }
+                    let entries = take(usize::try_from(len).ok()?)?;
+                    if entries.windows(2).any(|p| p[0] > p[1]) {
+                        return None;
+                    }
+                    logs.push(entries.iter().copied().collect::<VecDeque<u64>>());
+                }
+                StateKind::Log(logs)
+            }
+            StateKind::Window(_) => StateKind::Window(
+                limits
+                    .iter()
+                    .map(|&limit| {
+                        let w = take(3)?;
+                        (w[1] <= limit && w[2] <= limit).then_some(SlidingWindowState {
+                            index: w[0],
+                            previous: w[1],
+                            current: w[2],
+                        })
+                    })
+                    .collect::<Option<_>>()?,
+            ),
+            StateKind::Token(_) => StateKind::Token(
+                (0..limits.len())
+                    .map(|i| {
+                        let full_at = self.scaled_time(i, take(2)?)?;
+                        Some(TokenBucketState { full_at })
+                    })
+                    .collect::<Option<_>>()?,
+            ),
+            StateKind::Leaky(_) => StateKind::Leaky(
+                (0..limits.len())
+                    .map(|i| {
+                        let next_slot = self.scaled_time(i, take(2)?)?;
+                        Some(LeakyBucketState { next_slot })
+                    })
+                    .collect::<Option<_>>()?,
+            ),
+        };
+        rest.is_empty().then_some(KeyState(kind))
+    }
+}
+
+impl Rule {
+    /// A bucket's scaled time for rate `i`, if it is one a clock could have
+    /// produced: at most (u64::MAX + 2W) x L, so that the arithmetic on it
+    /// cannot overflow.
+    fn scaled_time(&self, i: usize, w: &[u64]) -> Option<ScaledTime> {
+        let rate = self.rates().as_slice().get(i)?;
+        let t = ScaledTime([w[0], w[1]]);
+        let most =
+            (u128::from(u64::MAX) + 2 * u128::from(rate.window_nanos())) * u128::from(rate.limit());
+        (t.get() <= most).then_some(t)
+    }
+}
+
+fn tag(kind: &StateKind) -> u64 {
+    match kind {
+        StateKind::None(_) => 0,
+        StateKind::Fixed(_) => 1,
+        StateKind::Log(_) => 2,
+        StateKind::Token(_) => 3,
+        StateKind::Window(_) => 4,
+        StateKind::Leaky(_) => 5,
+    }
+}

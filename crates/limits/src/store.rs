@@ -1,0 +1,81 @@
+//! The seam between a limiter's decisions and where its state lives.
+//!
+//! The HTTP layer asks a [`Store`] to decide; the in-memory
+//! [`KeyedLimiter`](crate::KeyedLimiter) answers at once, and a Redis store
+//! (another crate) answers over the network, with the same semantics. The
+//! trait needs std futures only, no async runtime, so it lives in the core.
+
+use crate::{Clock, Decision, KeyedLimiter, Mode, Rule};
+use smallvec::SmallVec;
+use std::fmt;
+use std::future::Future;
+
+/// A decision with every rate's own decision, in the rule's rate order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// The combined decision.
+    pub decision: Decision,
+    /// One decision per rate (for the RateLimit header's list members).
+    pub per_rate: SmallVec<[Decision; 2]>,
+}
+
+/// A store could not decide (unreachable, timed out, refused).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreError(pub String);
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// Where one rule's per-key state lives, and who decides on it.
+pub trait Store: Send + Sync + 'static {
+    /// The rule this store decides for.
+    fn rule(&self) -> &Rule;
+
+    /// Decides a request of `cost` for `key` now, recording it if allowed
+    /// (or only looking, with [`Mode::Peek`]).
+    fn decide(
+        &self,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send;
+}
+
+impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
+    fn rule(&self) -> &Rule {
+        KeyedLimiter::rule(self)
+    }
+
+    /// Decides in memory, at once: never an error.
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, Mode, Rule, Store};
+    /// use std::future::Future;
+    /// use std::task::{Context, Poll, Waker};
+    ///
+    /// let rule = Rule::new(Algorithm::TokenBucket, "2/s; 10/m".parse().unwrap());
+    /// let store: KeyedLimiter<String> = KeyedLimiter::new(rule);
+    /// // The in-memory store's future is ready at once: poll it once.
+    /// let mut fut = std::pin::pin!(Store::decide(&store, "alice", 1, Mode::Record));
+    /// let Poll::Ready(Ok(verdict)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+    ///     panic!("not ready");
+    /// };
+    /// assert_eq!(verdict.per_rate.len(), 2);
+    /// assert_eq!(verdict.decision.remaining, 1);
+    /// ```
+    fn decide(
+        &self,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
+        let mut per_rate = SmallVec::new();
+        let decision = KeyedLimiter::decide(self, key, None, cost, mode, |d| per_rate.push(d));
+        std::future::ready(Ok(Verdict { decision, per_rate }))
+    }
+}
