@@ -43,6 +43,16 @@ pub struct Rule {
     engines: Engines,
 }
 
+/// Two rules are the same if they have the same algorithm, rates and burst:
+/// then a key's state under one means the same under the other.
+impl PartialEq for Rule {
+    fn eq(&self, other: &Rule) -> bool {
+        (self.algorithm, &self.rates, self.burst) == (other.algorithm, &other.rates, other.burst)
+    }
+}
+
+impl Eq for Rule {}
+
 /// The per-rate algorithms of a rule.
 #[derive(Clone, Debug)]
 enum Engines {
