@@ -1,11 +1,23 @@
 //! A tower [`Layer`](tower_layer::Layer) that puts an exact rate limiter in
-//! front of any HTTP service (axum, tonic, hyper).
+//! front of any HTTP service (axum, tonic, hyper): key extraction, the
+//! decision (through a [`limits::Store`]: in memory, or Redis), the
+//! RateLimit headers of draft-ietf-httpapi-ratelimit-headers-10, and 429
+//! responses with Retry-After and an RFC 9457 problem body.
+//!
+//! `limits serve` is built on this layer; see [`RateLimitLayer`] for an
+//! axum example.
 
 #![warn(missing_docs)]
 
+mod client_ip;
+pub mod headers;
 mod key;
-
-pub use key::{KeyPart, KeySpec, KeySpecError, MAX_KEY_LEN};
+mod layer;
+mod policy;
 mod problem;
 
+pub use client_ip::TrustedProxies;
+pub use key::{KeyPart, KeySpec, KeySpecError, MAX_KEY_LEN};
+pub use layer::{LimitedBody, PeerAddr, PolicyHandle, RateLimit, RateLimitLayer};
+pub use policy::{FailurePolicy, HttpRule, NoObserver, Observer, Options, Outcome, Policy};
 pub use problem::{problem, problem_with, PROBLEM_JSON};

@@ -1,0 +1,314 @@
+//! The tower Layer and Service: for every request, the rules that match it
+//! decide in order; the first denial answers 429 (unless dry run); an
+//! admitted request is held for its delay (leaky bucket), then served, and
+//! its response carries the RateLimit headers of every rule it passed.
+//!
+//! Rules are checked one after the other and each records as it allows, so a
+//! request denied by a later rule has still been counted by the earlier ones
+//! (as nginx's `limit_req` zones do). Within one rule, several rates are
+//! all-or-nothing.
+
+use crate::headers::{self, RuleStatus};
+use crate::policy::{FailurePolicy, Outcome, Policy};
+use crate::problem::problem_with;
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body::Body;
+use http_body_util::{BodyExt, Either, Full, Limited};
+use limits::{Mode, RetryAfter, Store};
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tower_layer::Layer;
+use tower_service::Service;
+
+/// The peer's address, as a request extension. `limits serve` inserts it;
+/// with the `axum` feature, axum's `ConnectInfo<SocketAddr>` works too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerAddr(pub SocketAddr);
+
+/// Where the current policy lives; replace it to reload rules without
+/// dropping requests in flight (they finish under the policy they started with).
+pub struct PolicyHandle<S>(Arc<ArcSwap<Policy<S>>>);
+
+impl<S> Clone for PolicyHandle<S> {
+    fn clone(&self) -> Self {
+        PolicyHandle(self.0.clone())
+    }
+}
+
+impl<S> PolicyHandle<S> {
+    /// The policy now in force.
+    pub fn current(&self) -> Arc<Policy<S>> {
+        self.0.load_full()
+    }
+
+    /// Puts `policy` in force for every request from now on.
+    pub fn replace(&self, policy: Policy<S>) {
+        self.0.store(Arc::new(policy));
+    }
+}
+
+/// Rate limits an HTTP service.
+///
+/// ```
+/// use limits::{Algorithm, KeyedLimiter, Rule};
+/// use limits_http::{HttpRule, KeySpec, Policy, RateLimitLayer};
+/// use std::sync::Arc;
+///
+/// let store = KeyedLimiter::<String>::new(Rule::new(Algorithm::SlidingLog, "5/s".parse().unwrap()));
+/// let layer = RateLimitLayer::new(Policy::new(vec![HttpRule {
+///     name: "default".into(),
+///     path_prefix: "/".into(),
+///     methods: vec![],
+///     key: KeySpec::ip(),
+///     cost: 1,
+///     store: Arc::new(store),
+/// }]));
+/// let app: axum::Router = axum::Router::new()
+///     .route("/", axum::routing::get(|| async { "hello" }))
+///     .layer(layer);
+/// # let _ = app;
+/// ```
+pub struct RateLimitLayer<S> {
+    policy: PolicyHandle<S>,
+}
+
+impl<S> Clone for RateLimitLayer<S> {
+    fn clone(&self) -> Self {
+        RateLimitLayer {
+            policy: self.policy.clone(),
+        }
+    }
+}
+
+impl<S> RateLimitLayer<S> {
+    /// A layer enforcing `policy`.
+    pub fn new(policy: Policy<S>) -> RateLimitLayer<S> {
+        RateLimitLayer {
+            policy: PolicyHandle(Arc::new(ArcSwap::from_pointee(policy))),
+        }
+    }
+
+    /// The handle through which the policy can be replaced.
+    pub fn handle(&self) -> PolicyHandle<S> {
+        self.policy.clone()
+    }
+}
+
+impl<S, Inner> Layer<Inner> for RateLimitLayer<S> {
+    type Service = RateLimit<Inner, S>;
+
+    fn layer(&self, inner: Inner) -> RateLimit<Inner, S> {
+        RateLimit {
+            inner,
+            policy: self.policy.clone(),
+        }
+    }
+}
+
+/// The service [`RateLimitLayer`] wraps around another.
+pub struct RateLimit<Inner, S> {
+    inner: Inner,
+    policy: PolicyHandle<S>,
+}
+
+impl<Inner: Clone, S> Clone for RateLimit<Inner, S> {
+    fn clone(&self) -> Self {
+        RateLimit {
+            inner: self.inner.clone(),
+            policy: self.policy.clone(),
+        }
+    }
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// The response body: the inner service's, or one of ours (429, 413, 503).
+pub type LimitedBody<B> = Either<B, Full<Bytes>>;
+
+impl<Inner, S, ReqBody, ResBody> Service<Request<ReqBody>> for RateLimit<Inner, S>
+where
+    Inner: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+    Inner::Future: Send,
+    S: Store,
+    ReqBody: Body<Data = Bytes> + From<Bytes> + Send + 'static,
+    ReqBody::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    ResBody: Send + 'static,
+{
+    type Response = Response<LimitedBody<ResBody>>;
+    type Error = Inner::Error;
+    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
+        // The clone is the one that was not polled ready: keep the ready one.
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        let policy = self.policy.current();
+        Box::pin(handle(policy, inner, req))
+    }
+}
+
+async fn handle<Inner, S, ReqBody, ResBody>(
+    policy: Arc<Policy<S>>,
+    mut inner: Inner,
+    req: Request<ReqBody>,
+) -> Result<Response<LimitedBody<ResBody>>, Inner::Error>
+where
+    Inner: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S: Store,
+    ReqBody: Body<Data = Bytes> + From<Bytes>,
+    ReqBody::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let matching: Vec<_> = policy
+        .rules
+        .iter()
+        .filter(|r| r.matches(req.method(), req.uri().path()))
+        .collect();
+    if matching.is_empty() {
+        return inner.call(req).await.map(|r| r.map(Either::Left));
+    }
+    let options = &policy.options;
+    let (parts, body) = req.into_parts();
+    let client = peer(&parts.extensions).map(|p| options.trusted_proxies.client(p, &parts.headers));
+    // Read the body only if a rule keys on one of its fields.
+    let (body, bytes) = if matching.iter().any(|r| r.key.needs_body()) {
+        match Limited::new(body, options.max_body).collect().await {
+            Ok(collected) => {
+                let bytes = collected.to_bytes();
+                (ReqBody::from(bytes.clone()), Some(bytes))
+            }
+            Err(_) => {
+                let detail = format!("the request body is larger than {} bytes", options.max_body);
+                return Ok(ours(problem_with(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &detail,
+                    Default::default(),
+                )));
+            }
+        }
+    } else {
+        (body, None)
+    };
+
+    let mut statuses = Vec::with_capacity(matching.len());
+    let mut delay = Duration::ZERO;
+    for rule in matching {
+        let key = rule.key.extract(&parts, client, bytes.as_deref());
+        let started = Instant::now();
+        let verdict = rule.store.decide(&key, rule.cost, Mode::Record).await;
+        let latency = started.elapsed();
+        let verdict = match verdict {
+            Ok(v) => v,
+            Err(e) => {
+                policy
+                    .observer
+                    .decided(&rule.name, Outcome::StoreFailed, latency);
+                tracing::warn!(rule = %rule.name, key = %key, error = %e, policy = ?options.on_store_error, "rate limit store failed");
+                if options.on_store_error == FailurePolicy::Deny && !options.dry_run {
+                    let mut r = problem_with(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "the rate limit store is unavailable",
+                        Default::default(),
+                    );
+                    headers::write(
+                        r.headers_mut(),
+                        &[],
+                        false,
+                        Some(RetryAfter::After(Duration::from_secs(1))),
+                    );
+                    return Ok(ours(r));
+                }
+                continue;
+            }
+        };
+        let d = verdict.decision;
+        statuses.push(RuleStatus::new(
+            &rule.name,
+            rule.store.rule(),
+            d,
+            &verdict.per_rate,
+        ));
+        if d.allowed {
+            policy
+                .observer
+                .decided(&rule.name, Outcome::Allowed, latency);
+            delay = delay.max(d.delay);
+            continue;
+        }
+        if options.dry_run {
+            policy
+                .observer
+                .decided(&rule.name, Outcome::WouldLimit, latency);
+            tracing::info!(rule = %rule.name, key = %key, retry_after = %d.retry_after, "dry run: would limit");
+            continue;
+        }
+        policy
+            .observer
+            .decided(&rule.name, Outcome::Limited, latency);
+        tracing::debug!(rule = %rule.name, key = %key, retry_after = %d.retry_after, "limited");
+        return Ok(ours(too_many(
+            &rule.name,
+            &statuses,
+            options.legacy_headers,
+            d.retry_after,
+        )));
+    }
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    let response = inner.call(Request::from_parts(parts, body)).await?;
+    let mut response = response.map(Either::Left);
+    headers::write(
+        response.headers_mut(),
+        &statuses,
+        options.legacy_headers,
+        None,
+    );
+    Ok(response)
+}
+
+fn ours<B>(r: Response<Full<Bytes>>) -> Response<LimitedBody<B>> {
+    r.map(Either::Right)
+}
+
+/// 429 with Retry-After, the RateLimit headers so far, and a problem body.
+fn too_many(
+    rule: &str,
+    statuses: &[RuleStatus],
+    legacy: bool,
+    wait: RetryAfter,
+) -> Response<Full<Bytes>> {
+    let mut ext = serde_json::Map::new();
+    ext.insert("rule".into(), rule.into());
+    let detail = match wait {
+        RetryAfter::After(d) => {
+            let secs = headers::ceil_secs(d);
+            ext.insert("retry_after".into(), secs.into());
+            format!("rate limit {rule:?} exceeded; retry in {secs} s")
+        }
+        RetryAfter::Never => format!("this request costs more than rule {rule:?} can ever allow"),
+    };
+    let mut r = problem_with(StatusCode::TOO_MANY_REQUESTS, &detail, ext);
+    headers::write(r.headers_mut(), statuses, legacy, Some(wait));
+    r
+}
+
+fn peer(ext: &http::Extensions) -> Option<IpAddr> {
+    if let Some(PeerAddr(addr)) = ext.get::<PeerAddr>() {
+        return Some(addr.ip());
+    }
+    #[cfg(feature = "axum")]
+    if let Some(info) = ext.get::<axum::extract::ConnectInfo<SocketAddr>>() {
+        return Some(info.0.ip());
+    }
+    None
+}

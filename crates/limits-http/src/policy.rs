@@ -1,0 +1,142 @@
+//! What the layer enforces: rules (which requests, keyed how, at what cost,
+//! decided by which store) and options (dry run, headers, trusted proxies,
+//! what to do when the store cannot answer).
+
+use crate::{KeySpec, TrustedProxies};
+use http::Method;
+use limits::Store;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One rule: requests whose path starts with `path_prefix` (at a segment
+/// boundary) and whose method is in `methods` (any, if empty), keyed by
+/// `key`, costing `cost`, decided by `store`.
+pub struct HttpRule<S> {
+    /// Names the rule in headers, logs and metrics.
+    pub name: String,
+    /// Path prefix: `/api` matches `/api` and `/api/items`, not `/apis`.
+    pub path_prefix: String,
+    /// Methods; empty matches every method.
+    pub methods: Vec<Method>,
+    /// How a request is turned into a key.
+    pub key: KeySpec,
+    /// The cost of one request.
+    pub cost: u64,
+    /// Where the rule's state lives.
+    pub store: Arc<S>,
+}
+
+impl<S> HttpRule<S> {
+    /// Whether the rule applies to a request.
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, Rule};
+    /// use limits_http::{HttpRule, KeySpec};
+    /// use std::sync::Arc;
+    /// let rule = HttpRule {
+    ///     name: "api".into(),
+    ///     path_prefix: "/api".into(),
+    ///     methods: vec![],
+    ///     key: KeySpec::ip(),
+    ///     cost: 1,
+    ///     store: Arc::new(KeyedLimiter::<String>::new(Rule::new(Algorithm::SlidingLog, "5/s".parse().unwrap()))),
+    /// };
+    /// assert!(rule.matches(&http::Method::GET, "/api/items"));
+    /// assert!(!rule.matches(&http::Method::GET, "/apis"));
+    /// ```
+    pub fn matches(&self, method: &Method, path: &str) -> bool {
+        let prefix = self.path_prefix.as_str();
+        let path_ok = match path.strip_prefix(prefix) {
+            Some(rest) => rest.is_empty() || prefix.ends_with('/') || rest.starts_with('/'),
+            None => false,
+        };
+        path_ok && (self.methods.is_empty() || self.methods.contains(method))
+    }
+}
+
+/// What to do when a store cannot decide (e.g. Redis is down).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// Let the request through (availability first).
+    #[default]
+    Allow,
+    /// Answer 503 with Retry-After (protection first).
+    Deny,
+}
+
+/// What happened to a request under one rule, for metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The rule allowed it.
+    Allowed,
+    /// The rule rejected it with 429.
+    Limited,
+    /// Dry run: the rule would have rejected it, and let it through.
+    WouldLimit,
+    /// The store could not decide; the failure policy applied.
+    StoreFailed,
+}
+
+/// Receives every decision, e.g. to count it in metrics.
+pub trait Observer: Send + Sync + 'static {
+    /// `rule` decided `outcome` in `latency`.
+    fn decided(&self, rule: &str, outcome: Outcome, latency: Duration);
+}
+
+/// An observer that ignores everything.
+pub struct NoObserver;
+
+impl Observer for NoObserver {
+    fn decided(&self, _: &str, _: Outcome, _: Duration) {}
+}
+
+/// How the layer behaves, beyond its rules.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Never reject: count and log what would have been rejected, and still
+    /// send the headers.
+    pub dry_run: bool,
+    /// Also send X-RateLimit-Limit, -Remaining and -Reset.
+    pub legacy_headers: bool,
+    /// Peers whose X-Forwarded-For / Forwarded we believe.
+    pub trusted_proxies: TrustedProxies,
+    /// What to do when a store cannot decide.
+    pub on_store_error: FailurePolicy,
+    /// The most body bytes read to find a form or JSON key field; a larger
+    /// body on such a rule's route is answered 413.
+    pub max_body: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            dry_run: false,
+            legacy_headers: false,
+            trusted_proxies: TrustedProxies::none(),
+            on_store_error: FailurePolicy::Allow,
+            max_body: 16 * 1024,
+        }
+    }
+}
+
+/// Rules, options and an observer: everything the layer needs. Swapped as a
+/// whole on reload.
+pub struct Policy<S> {
+    /// Every rule whose match fits a request applies, in this order.
+    pub rules: Vec<HttpRule<S>>,
+    /// Behaviour beyond the rules.
+    pub options: Options,
+    /// Who hears about decisions.
+    pub observer: Arc<dyn Observer>,
+}
+
+impl<S: Store> Policy<S> {
+    /// A policy with default options and no observer.
+    pub fn new(rules: Vec<HttpRule<S>>) -> Policy<S> {
+        Policy {
+            rules,
+            options: Options::default(),
+            observer: Arc::new(NoObserver),
+        }
+    }
+}
