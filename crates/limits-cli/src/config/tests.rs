@@ -1,4 +1,4 @@
-//! Valid files and defaults; the error cases are in
+//! Valid files, defaults and the example file; the error cases are in
 //! `tests/errors.rs`, arbitrary input in `tests/never_panics.rs`.
 
 use super::*;
@@ -101,6 +101,27 @@ fn the_largest_passable_cost_is_accepted() {
     let config = parse(text, "c.toml").expect("valid");
     let costs: Vec<u64> = config.rules.iter().map(|r| r.cost).collect();
     assert_eq!(costs, vec![3, 3]);
+}
+
+fn example_path() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/limits.example.toml")
+}
+
+#[test]
+fn the_example_file_loads() {
+    let config = load(&example_path()).expect("docs/limits.example.toml");
+    let names: Vec<&str> = config.rules.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "per-ip",
+            "api-per-key",
+            "api-export",
+            "login-per-account",
+            "login-per-address"
+        ]
+    );
+    assert!(config.rules.iter().all(|r| r.cost <= r.rule.max_cost()));
 }
 
 #[test]
