@@ -32,6 +32,10 @@ impl RuleArgs {
     }
 }
 
+/// The window of a plain `--limit N` without `--window` (and of a plain
+/// `limit = N` in a configuration file).
+pub const DEFAULT_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// `--limit N [--window D]` or `--limit RATES` ("100/min", "10/s; 1000/h").
 #[derive(Args, Clone, Debug)]
 pub struct RateArgs {
@@ -55,7 +59,7 @@ impl RateArgs {
                 .map_err(|_| format!("--limit {limit}: the limit is too large"))?;
             let window = match &self.window {
                 Some(w) => parse_duration(w).map_err(|e| format!("--window: {e}"))?,
-                None => std::time::Duration::from_secs(1),
+                None => DEFAULT_WINDOW,
             };
             let rate = Rate::new(n, window).map_err(|e| format!("--limit {limit}: {e}"))?;
             return Ok(rate.into());

@@ -1,6 +1,7 @@
 //! `limits`: the command-line face of the toolkit.
 
 mod args;
+mod config;
 mod plot;
 mod replay;
 mod report;

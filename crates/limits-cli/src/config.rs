@@ -1,0 +1,278 @@
+//! The configuration of `limits serve`: a TOML file of `[[rule]]` tables.
+//!
+//! Why a module of its own: a rate-limit file is read once, at start, and a
+//! mistake in it must stop the server before the first request rather than
+//! limit the wrong thing quietly. So everything that can be checked without a
+//! request is checked here, each problem is reported as `FILE:LINE: problem`
+//! (all of them, one a line, once the file is valid TOML of the right shape;
+//! a TOML syntax or type error is reported alone), and rates, durations,
+//! limiter names and key specs go through the parsers the command line uses,
+//! so that a rule means in the file exactly what it means on `limits rule`.
+//!
+//! The format, with every field, is in `docs/limits.example.toml`.
+
+// `limits serve` is written on another branch; until it calls `load`, nothing does.
+#![allow(dead_code)]
+
+use http::Method;
+use limits::{Algorithm, Rule, MAX_LIMIT};
+use limits_http::KeySpec;
+use raw::{RawFile, RawRule};
+use serde_spanned::Spanned;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::Path;
+
+mod fields;
+mod raw;
+#[cfg(test)]
+mod tests;
+
+/// Every rule of a configuration file, in file order: a request is limited by
+/// every rule whose path prefix and method match it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServeConfig {
+    /// The rules, in the order of their `[[rule]]` tables.
+    pub rules: Vec<RuleConfig>,
+}
+
+/// One `[[rule]]` table, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleConfig {
+    /// Unique among the rules; `[A-Za-z0-9_.-]{1,64}`, as it goes into HTTP headers.
+    pub name: String,
+    /// The path prefix the rule applies to; starts with `/`; default `/`.
+    pub path_prefix: String,
+    /// The methods the rule applies to; empty means any method.
+    pub methods: Vec<Method>,
+    /// What a request is counted by; default the client address.
+    pub key: KeySpec,
+    /// The limiter, its rates and (leaky bucket only) its burst.
+    pub rule: Rule,
+    /// What one request costs; at least 1 and at most `rule.max_cost()`.
+    pub cost: u64,
+}
+
+/// Reads and validates the file at `path`; problems are reported as
+/// `FILE:LINE: problem`, one a line.
+pub fn load(path: &Path) -> Result<ServeConfig, String> {
+    let origin = path.display().to_string();
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("{origin}: cannot read the configuration: {e}"))?;
+    match std::str::from_utf8(&bytes) {
+        Ok(text) => parse(text, &origin),
+        Err(e) => {
+            let line = line_at(&bytes, e.valid_up_to());
+            Err(format!("{origin}:{line}: the file is not UTF-8 text"))
+        }
+    }
+}
+
+/// Parses and validates configuration `text`; `origin` names the file in
+/// messages (`origin:LINE: problem`).
+pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, String> {
+    let file: RawFile = toml::from_str(text).map_err(|e| {
+        let line = line_at(text.as_bytes(), e.span().map_or(0, |s| s.start));
+        let message = e.message().trim().replace('\n', "; ");
+        format!("{origin}:{line}: {message}")
+    })?;
+    let mut problems = Problems {
+        text,
+        found: Vec::new(),
+    };
+    let rules = match file.rule {
+        None => {
+            problems.add(&(0..0), "no rules: add a [[rule]] table");
+            Vec::new()
+        }
+        Some(list) if list.get_ref().0.is_empty() => {
+            problems.add(&list.span(), "no rules: add a [[rule]] table");
+            Vec::new()
+        }
+        Some(list) => {
+            let mut names = HashMap::new();
+            list.into_inner()
+                .0
+                .into_iter()
+                .filter_map(|raw| rule_config(raw, &mut problems, &mut names))
+                .collect()
+        }
+    };
+    if problems.found.is_empty() {
+        return Ok(ServeConfig { rules });
+    }
+    problems.found.sort_by_key(|(line, _)| *line);
+    let lines: Vec<String> = problems
+        .found
+        .iter()
+        .map(|(line, problem)| format!("{origin}:{line}: {problem}"))
+        .collect();
+    Err(lines.join("\n"))
+}
+
+/// The 1-based line of byte `at` in `text`.
+fn line_at(text: &[u8], at: usize) -> usize {
+    let end = at.min(text.len());
+    text[..end].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+/// The problems found so far, by line.
+struct Problems<'a> {
+    text: &'a str,
+    found: Vec<(usize, String)>,
+}
+
+impl Problems<'_> {
+    fn add(&mut self, span: &Range<usize>, problem: impl Into<String>) {
+        let line = self.line(span);
+        self.found.push((line, problem.into()));
+    }
+
+    fn line(&self, span: &Range<usize>) -> usize {
+        line_at(self.text.as_bytes(), span.start)
+    }
+}
+
+/// Validates one rule, adding its problems; `None` if it has any. `names`
+/// maps the names seen so far to their lines.
+fn rule_config(
+    raw: Spanned<RawRule>,
+    p: &mut Problems<'_>,
+    names: &mut HashMap<String, usize>,
+) -> Option<RuleConfig> {
+    let before = p.found.len();
+    let table = raw.span();
+    let raw = raw.into_inner();
+
+    let name = match raw.name {
+        None => {
+            p.add(&table, "this [[rule]] has no name: add name = \"...\"");
+            String::new()
+        }
+        Some(name) => {
+            if let Err(problem) = fields::check_name(name.get_ref()) {
+                p.add(&name.span(), problem);
+            } else if let Some(first) = names.get(name.get_ref()) {
+                let problem = format!(
+                    "rule name {:?} is already used on line {first}",
+                    name.get_ref()
+                );
+                p.add(&name.span(), problem);
+            } else {
+                names.insert(name.get_ref().clone(), p.line(&name.span()));
+            }
+            name.into_inner()
+        }
+    };
+    let label = if name.is_empty() {
+        "this rule".to_string()
+    } else {
+        format!("rule {name:?}")
+    };
+
+    let path_prefix = match raw.path {
+        None => "/".to_string(),
+        Some(path) => {
+            if !path.get_ref().starts_with('/') {
+                let problem = format!("path {:?} must start with '/'", path.get_ref());
+                p.add(&path.span(), problem);
+            }
+            path.into_inner()
+        }
+    };
+
+    let mut methods: Vec<Method> = Vec::new();
+    if let Some(list) = raw.methods {
+        if list.get_ref().is_empty() {
+            p.add(
+                &list.span(),
+                "methods is empty: leave it out to match any method",
+            );
+        }
+        for m in list.into_inner() {
+            match fields::method(m.get_ref()) {
+                Ok(m) if methods.contains(&m) => {}
+                Ok(m) => methods.push(m),
+                Err(problem) => p.add(&m.span(), problem),
+            }
+        }
+    }
+
+    let key = match raw.key {
+        None => Some(KeySpec::ip()),
+        Some(key) => fields::key_spec(key, p),
+    };
+
+    let algorithm = match raw.limiter {
+        None => Some(Algorithm::SlidingLog),
+        Some(name) => match name.get_ref().parse::<Algorithm>() {
+            Ok(a) => Some(a),
+            Err(e) => {
+                p.add(&name.span(), e.to_string());
+                None
+            }
+        },
+    };
+
+    let rates = fields::rates(&label, &table, raw.rates, raw.limit, raw.window, p);
+
+    let burst = raw.burst.map(|burst| {
+        let b = burst.get_ref().0;
+        match algorithm {
+            Some(a) if a != Algorithm::LeakyBucket => {
+                let problem = format!(
+                    "burst applies only to limiter = \"leaky-bucket\" (this rule's limiter is {a})"
+                );
+                p.add(&burst.span(), problem);
+            }
+            _ if b > MAX_LIMIT => p.add(
+                &burst.span(),
+                format!("burst {b} is too large (at most 2^62)"),
+            ),
+            _ => {}
+        }
+        b
+    });
+
+    let cost = raw.cost.map(|c| (c.get_ref().0, c.span()));
+    if let Some((0, span)) = &cost {
+        p.add(span, "cost must be at least 1");
+    }
+
+    let (Some(algorithm), Some(rates), Some(key)) = (algorithm, rates, key) else {
+        return None;
+    };
+    let rule = match burst {
+        Some(b) => Rule::new(algorithm, rates).with_burst(b),
+        None => Rule::new(algorithm, rates),
+    };
+    let (cost, cost_span) = cost.unwrap_or((1, table));
+    let most = rule.max_cost();
+    if cost > most {
+        let (cap, raise) = match (algorithm, rule.burst()) {
+            (Algorithm::LeakyBucket, Some(_)) => {
+                (format!("burst {} + 1", most.saturating_sub(1)), "the burst")
+            }
+            (Algorithm::LeakyBucket, None) => (
+                format!(
+                    "burst {} + 1; the burst defaults to the limit",
+                    most.saturating_sub(1)
+                ),
+                "the burst",
+            ),
+            _ => (format!("limit {most}"), "the limit"),
+        };
+        p.add(
+            &cost_span,
+            format!("cost {cost} is above what the rule can ever pass ({cap}): lower cost or raise {raise}"),
+        );
+    }
+    (p.found.len() == before).then_some(RuleConfig {
+        name,
+        path_prefix,
+        methods,
+        key,
+        rule,
+        cost,
+    })
+}

@@ -1,0 +1,167 @@
+//! The values of a rule that need more than a type: rates, keys, methods and
+//! names, each through the parser the command line uses. Rates and keys
+//! report their problems with the line of each part; a method or a name is
+//! one value, so its check returns the problem and the caller adds the line.
+
+use super::raw::{KeyField, Whole};
+use super::Problems;
+use crate::args::DEFAULT_WINDOW;
+use http::Method;
+use limits::{parse_duration, Rate, RateError, Rates};
+use limits_http::KeySpec;
+use serde_spanned::Spanned;
+use std::ops::Range;
+
+/// The rates of a rule: `rates = "..."`, or `limit = N` with an optional
+/// `window` (one second by default, as `--limit N` on the command line).
+pub(super) fn rates(
+    label: &str,
+    table: &Range<usize>,
+    rates: Option<Spanned<String>>,
+    limit: Option<Spanned<Whole>>,
+    window: Option<Spanned<String>>,
+    p: &mut Problems<'_>,
+) -> Option<Rates> {
+    match (rates, limit) {
+        (Some(rates), Some(limit)) => {
+            let problem = format!(
+                "{label} has both rates (line {}) and limit: give one of them",
+                p.line(&rates.span())
+            );
+            p.add(&limit.span(), problem);
+            None
+        }
+        (Some(rates), None) => {
+            if let Some(window) = &window {
+                p.add(
+                    &window.span(),
+                    "window goes with limit = N; rates = \"...\" already names its windows",
+                );
+            }
+            match rates.get_ref().parse::<Rates>() {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    p.add(&rates.span(), e.to_string());
+                    None
+                }
+            }
+        }
+        (None, Some(limit)) => {
+            let length = match &window {
+                None => DEFAULT_WINDOW,
+                Some(w) => match parse_duration(w.get_ref()) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        p.add(&w.span(), format!("window: {e}"));
+                        return None;
+                    }
+                },
+            };
+            match Rate::new(limit.get_ref().0, length) {
+                Ok(rate) => Some(rate.into()),
+                Err(e @ (RateError::ZeroWindow | RateError::WindowTooLong)) => {
+                    let span = window.as_ref().map_or(limit.span(), |w| w.span());
+                    p.add(&span, format!("window: {e}"));
+                    None
+                }
+                Err(e) => {
+                    p.add(&limit.span(), format!("limit: {e}"));
+                    None
+                }
+            }
+        }
+        (None, None) => {
+            let problem = format!(
+                "{label} has no rates: add rates = \"10/second\" (or limit = 10, window = \"1s\")"
+            );
+            p.add(table, problem);
+            None
+        }
+    }
+}
+
+/// A key spec from a string, or from a list of parts joined by `+`; each part
+/// is checked on its own line.
+pub(super) fn key_spec(key: Spanned<KeyField>, p: &mut Problems<'_>) -> Option<KeySpec> {
+    let span = key.span();
+    match key.into_inner() {
+        KeyField::One(text) => match text.parse::<KeySpec>() {
+            Ok(spec) => Some(spec),
+            Err(e) => {
+                p.add(&span, e.to_string());
+                None
+            }
+        },
+        KeyField::Many(parts) if parts.is_empty() => {
+            p.add(&span, "key is an empty list: leave it out to key by \"ip\"");
+            None
+        }
+        KeyField::Many(parts) => {
+            let mut ok = true;
+            for part in &parts {
+                if let Err(e) = part.get_ref().parse::<KeySpec>() {
+                    p.add(&part.span(), e.to_string());
+                    ok = false;
+                }
+            }
+            let joined: Vec<&str> = parts.iter().map(|part| part.get_ref().as_str()).collect();
+            // Every part parsed, so the joined spec does too.
+            ok.then(|| joined.join("+").parse().ok()).flatten()
+        }
+    }
+}
+
+/// The methods a rule may name: the standard ones, in upper case.
+const METHODS: [Method; 9] = [
+    Method::GET,
+    Method::HEAD,
+    Method::POST,
+    Method::PUT,
+    Method::DELETE,
+    Method::CONNECT,
+    Method::OPTIONS,
+    Method::TRACE,
+    Method::PATCH,
+];
+
+/// The standard method `name`, or why it is not one.
+pub(super) fn method(name: &str) -> Result<Method, String> {
+    if let Some(m) = METHODS.iter().find(|m| m.as_str() == name) {
+        return Ok(m.clone());
+    }
+    if let Some(m) = METHODS
+        .iter()
+        .find(|m| m.as_str().eq_ignore_ascii_case(name))
+    {
+        return Err(format!(
+            "unknown method {name:?}: methods are upper case ({m})"
+        ));
+    }
+    let known: Vec<&str> = METHODS.iter().map(Method::as_str).collect();
+    Err(format!(
+        "unknown method {name:?} (expected one of: {})",
+        known.join(", ")
+    ))
+}
+
+/// A rule name goes into response headers: a short, plain token.
+pub(super) fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the rule name is empty".to_string());
+    }
+    if name.len() > 64 {
+        return Err(format!(
+            "rule name {name:?} is {} bytes long; at most 64",
+            name.len()
+        ));
+    }
+    match name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+    {
+        Some(c) => Err(format!(
+            "rule name {name:?} has {c:?}: use only letters, digits, '_', '.' and '-'"
+        )),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,108 @@
+//! The file as TOML gives it: every value with its byte span, so that each
+//! problem found later can name its line. Only the shape is checked here
+//! (names of keys, types of values); what the values mean is checked by the
+//! parent module.
+
+use serde::de::{self, Deserializer, SeqAccess, Unexpected, Visitor};
+use serde::Deserialize;
+use serde_spanned::Spanned;
+use std::fmt;
+
+/// The whole file: only `[[rule]]` tables.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFile {
+    pub rule: Option<Spanned<RuleList>>,
+}
+
+/// One `[[rule]]` table; every field may be missing.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRule {
+    pub name: Option<Spanned<String>>,
+    pub path: Option<Spanned<String>>,
+    pub methods: Option<Spanned<Vec<Spanned<String>>>>,
+    pub key: Option<Spanned<KeyField>>,
+    pub limiter: Option<Spanned<String>>,
+    pub rates: Option<Spanned<String>>,
+    pub limit: Option<Spanned<Whole>>,
+    pub window: Option<Spanned<String>>,
+    pub cost: Option<Spanned<Whole>>,
+    pub burst: Option<Spanned<Whole>>,
+}
+
+/// A whole number of 0 or more (TOML integers are signed).
+pub(super) struct Whole(pub u64);
+
+impl<'de> Deserialize<'de> for Whole {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Whole, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Whole;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a whole number such as 10")
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Whole, E> {
+                Ok(Whole(n))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Whole, E> {
+                u64::try_from(n)
+                    .map(Whole)
+                    .map_err(|_| E::invalid_value(Unexpected::Signed(n), &self))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The `[[rule]]` tables; a lone `[rule]` gets a hint.
+pub(super) struct RuleList(pub Vec<Spanned<RawRule>>);
+
+impl<'de> Deserialize<'de> for RuleList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RuleList, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RuleList;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("[[rule]] tables (write [[rule]], not [rule])")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RuleList, A::Error> {
+                let mut rules = Vec::new();
+                while let Some(rule) = seq.next_element()? {
+                    rules.push(rule);
+                }
+                Ok(RuleList(rules))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `key = "ip+form:username"` or `key = ["ip", "form:username"]`.
+pub(super) enum KeyField {
+    One(String),
+    Many(Vec<Spanned<String>>),
+}
+
+impl<'de> Deserialize<'de> for KeyField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<KeyField, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = KeyField;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key such as \"ip\", or a list such as [\"ip\", \"form:username\"]")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<KeyField, E> {
+                Ok(KeyField::One(s.to_string()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<KeyField, A::Error> {
+                let mut parts = Vec::new();
+                while let Some(part) = seq.next_element()? {
+                    parts.push(part);
+                }
+                Ok(KeyField::Many(parts))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}

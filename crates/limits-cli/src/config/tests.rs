@@ -1,0 +1,144 @@
+//! Valid files, defaults and the example file; the error cases are in
+//! `tests/errors.rs`, arbitrary input in `tests/never_panics.rs`.
+
+use super::*;
+use limits::Rates;
+
+mod errors;
+mod never_panics;
+
+fn rule(algorithm: Algorithm, rates: &str) -> Rule {
+    Rule::new(algorithm, rates.parse::<Rates>().expect(rates))
+}
+
+fn key(spec: &str) -> KeySpec {
+    spec.parse().expect(spec)
+}
+
+const FULL: &str = r#"
+# Every field, both rate forms, both key forms.
+[[rule]]
+name = "login-per-account"
+path = "/login"
+methods = ["POST"]
+key = "form:username"
+limiter = "sliding-log"
+rates = "5/minute; 20/hour"
+cost = 1
+
+[[rule]]
+name = "api_v2.keys"
+path = "/api/"
+methods = ["GET", "HEAD", "GET"]
+key = ["ip", "header:X-Api-Key"]
+limiter = "token-bucket"
+limit = 100
+window = "1m"
+cost = 5
+
+[[rule]]
+name = "queue"
+limiter = "leaky-bucket"
+limit = 2
+burst = 4
+cost = 5
+"#;
+
+#[test]
+fn a_full_file_parses_to_the_rules_it_names() {
+    let config = parse(FULL, "full.toml").expect("valid");
+    let expected = vec![
+        RuleConfig {
+            name: "login-per-account".into(),
+            path_prefix: "/login".into(),
+            methods: vec![Method::POST],
+            key: key("form:username"),
+            rule: rule(Algorithm::SlidingLog, "5/m; 20/h"),
+            cost: 1,
+        },
+        RuleConfig {
+            name: "api_v2.keys".into(),
+            path_prefix: "/api/".into(),
+            methods: vec![Method::GET, Method::HEAD],
+            key: key("ip+header:x-api-key"),
+            rule: rule(Algorithm::TokenBucket, "100/m"),
+            cost: 5,
+        },
+        RuleConfig {
+            name: "queue".into(),
+            path_prefix: "/".into(),
+            methods: vec![],
+            key: KeySpec::ip(),
+            rule: rule(Algorithm::LeakyBucket, "2/s").with_burst(4),
+            cost: 5,
+        },
+    ];
+    assert_eq!(config.rules, expected);
+}
+
+#[test]
+fn defaults_fill_every_optional_field() {
+    let config = parse("[[rule]]\nname = \"d\"\nlimit = 10\n", "d.toml").expect("valid");
+    assert_eq!(
+        config.rules,
+        vec![RuleConfig {
+            name: "d".into(),
+            path_prefix: "/".into(),
+            methods: vec![],
+            key: KeySpec::ip(),
+            rule: rule(Algorithm::SlidingLog, "10/s"),
+            cost: 1,
+        }]
+    );
+    let inline = parse("rule = [{ name = \"x\", rates = \"1/h\" }]", "i.toml").expect("valid");
+    assert_eq!(inline.rules[0].rule, rule(Algorithm::SlidingLog, "1/h"));
+}
+
+#[test]
+fn the_largest_passable_cost_is_accepted() {
+    let text = "[[rule]]\nname = \"a\"\nrates = \"10/s; 3/m\"\ncost = 3\n\n\
+                [[rule]]\nname = \"b\"\nlimiter = \"leaky-bucket\"\nlimit = 2\ncost = 3\n";
+    let config = parse(text, "c.toml").expect("valid");
+    let costs: Vec<u64> = config.rules.iter().map(|r| r.cost).collect();
+    assert_eq!(costs, vec![3, 3]);
+}
+
+fn example_path() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/limits.example.toml")
+}
+
+#[test]
+fn the_example_file_loads() {
+    let config = load(&example_path()).expect("docs/limits.example.toml");
+    let names: Vec<&str> = config.rules.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "per-ip",
+            "api-per-key",
+            "api-export",
+            "login-per-account",
+            "login-per-address"
+        ]
+    );
+    assert!(config.rules.iter().all(|r| r.cost <= r.rule.max_cost()));
+}
+
+#[test]
+fn load_names_the_file_it_could_not_read() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let missing = dir.path().join("nope.toml");
+    let err = load(&missing).unwrap_err();
+    assert!(
+        err.starts_with(&format!("{}: cannot read", missing.display())),
+        "{err}"
+    );
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, b"[[rule]]\nname = \"\xff\"\n").expect("write");
+    let err = load(&bad).unwrap_err();
+    assert_eq!(
+        err,
+        format!("{}:2: the file is not UTF-8 text", bad.display())
+    );
+}
