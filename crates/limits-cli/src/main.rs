@@ -2,6 +2,7 @@
 
 mod args;
 mod plot;
+mod proxy;
 mod replay;
 mod report;
 mod simulate;
