@@ -3,6 +3,7 @@
 mod args;
 mod config;
 mod plot;
+mod proxy;
 mod replay;
 mod report;
 mod simulate;

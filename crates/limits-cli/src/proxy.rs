@@ -1,0 +1,191 @@
+//! `limits serve --upstream URL`: the reverse proxy behind the limiter.
+//!
+//! A reverse proxy is a client to the upstream and a server to the caller at
+//! once, and most of what it must get right is keeping those two roles apart:
+//!
+//! - **Hop-by-hop headers stay on their hop.** `Connection` (and every header
+//!   it names), `Keep-Alive`, `Transfer-Encoding`, `Upgrade` and friends
+//!   describe one TCP connection; passing them on would make the upstream (or
+//!   the caller) act on a connection it is not part of. They are dropped in
+//!   both directions (RFC 9110 §7.6.1).
+//! - **The upstream learns who really asked.** The client address is appended
+//!   to `X-Forwarded-For`, the original `Host` travels as `X-Forwarded-Host`,
+//!   and `Host` itself becomes the upstream's authority so virtual hosting
+//!   upstream still works.
+//! - **Bodies stream.** Request and response bodies pass through frame by
+//!   frame; nothing is buffered whole, so a large upload or a slow
+//!   server-sent stream costs memory for one chunk, not for the whole body.
+//! - **Failures are the proxy's, and say so.** An upstream that cannot be
+//!   reached is a 502, one that does not answer in time is a 504, each with an
+//!   RFC 9457 problem body naming the upstream. They are counted, logged, and
+//!   never panic.
+//!
+//! Plain HTTP/1.1 to the upstream only: there is no TLS in this build.
+
+// Nothing outside the tests calls the proxy until `limits serve` does.
+#![allow(dead_code)]
+
+mod headers;
+#[cfg(test)]
+mod tests;
+mod upstream;
+
+use axum::body::Body;
+use headers::{add_forwarding, original_host, strip_hop_by_hop};
+use http::header::{self, HeaderValue};
+use http::uri::{Authority, Uri};
+use http::{Request, Response, StatusCode, Version};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use upstream::{chain, describe, parse_upstream};
+
+/// A reverse proxy to one plain-HTTP upstream. Cheap to clone: clones share
+/// the connection pool and the error counters.
+#[derive(Clone)]
+pub struct Proxy {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client<HttpConnector, Body>,
+    /// `host[:port]`, used to build every upstream URI.
+    authority: Authority,
+    /// The same, sent as `Host`.
+    host: HeaderValue,
+    /// The upstream's base path without a trailing slash ("" for none).
+    base_path: String,
+    /// `http://authority/base`, for messages.
+    name: String,
+    timeout: Duration,
+    bad_gateway: AtomicU64,
+    gateway_timeout: AtomicU64,
+}
+
+/// How many forwarded requests failed, by the status the caller was given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProxyErrors {
+    /// Upstream unreachable, refused, or reset before answering (502).
+    pub bad_gateway: u64,
+    /// Upstream sent no response headers within the timeout (504).
+    pub gateway_timeout: u64,
+}
+
+impl Proxy {
+    /// A proxy to `upstream`: "http://host:port", optionally with a base
+    /// path ("http://127.0.0.1:9000/api") that every request path is
+    /// appended to. `timeout` bounds the wait for the upstream's response
+    /// headers (connecting included); the body may take as long as it takes.
+    ///
+    /// Errors name what is wrong with `upstream`: not a URL, not `http://`
+    /// (https is refused: this build has no TLS), no host, or parts a
+    /// proxy target cannot carry (credentials, a query).
+    pub fn new(upstream: &str, timeout: Duration) -> Result<Proxy, String> {
+        let (authority, base_path) = parse_upstream(upstream)?;
+        let name = format!("http://{authority}{base_path}");
+        let host = HeaderValue::from_str(authority.as_str())
+            .map_err(|e| format!("upstream {upstream:?}: host is not a valid Host header: {e}"))?;
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build(connector);
+        Ok(Proxy {
+            inner: Arc::new(Inner {
+                client,
+                authority,
+                host,
+                base_path,
+                name,
+                timeout,
+                bad_gateway: AtomicU64::new(0),
+                gateway_timeout: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// Forwards one request from `client` (its address goes into
+    /// `X-Forwarded-For`) and returns the upstream's response, or a 502/504
+    /// problem if the upstream failed. Never panics; always returns a response.
+    pub async fn forward(&self, req: Request<Body>, client: Option<IpAddr>) -> Response<Body> {
+        let inner = &*self.inner;
+        let (mut parts, body) = req.into_parts();
+        let uri = match self.upstream_uri(&parts.uri) {
+            Ok(uri) => uri,
+            Err(e) => {
+                tracing::warn!(upstream = %inner.name, uri = %parts.uri, error = %e,
+                    "cannot build the upstream URI");
+                let detail = format!("request target {} cannot be forwarded", parts.uri);
+                return problem(StatusCode::BAD_REQUEST, &detail);
+            }
+        };
+        let original_host = original_host(&parts.headers, &parts.uri);
+        strip_hop_by_hop(&mut parts.headers);
+        add_forwarding(&mut parts.headers, client, original_host);
+        parts.headers.insert(header::HOST, inner.host.clone());
+        parts.uri = uri;
+        // The upstream leg is always HTTP/1.1, whatever the caller spoke.
+        parts.version = Version::HTTP_11;
+        let request = Request::from_parts(parts, body);
+
+        match tokio::time::timeout(inner.timeout, inner.client.request(request)).await {
+            Ok(Ok(response)) => {
+                let (mut parts, body) = response.into_parts();
+                strip_hop_by_hop(&mut parts.headers);
+                Response::from_parts(parts, Body::new(body))
+            }
+            Ok(Err(e)) => {
+                inner.bad_gateway.fetch_add(1, Ordering::Relaxed);
+                let what = describe(&e);
+                tracing::warn!(upstream = %inner.name, error = %chain(&e), "bad gateway: {what}");
+                let detail = format!("upstream {} {what}", inner.name);
+                problem(StatusCode::BAD_GATEWAY, &detail)
+            }
+            Err(_elapsed) => {
+                inner.gateway_timeout.fetch_add(1, Ordering::Relaxed);
+                let waited = inner.timeout;
+                tracing::warn!(upstream = %inner.name, timeout = ?waited, "gateway timeout");
+                let detail = format!(
+                    "upstream {} sent no response headers within {waited:?}",
+                    inner.name
+                );
+                problem(StatusCode::GATEWAY_TIMEOUT, &detail)
+            }
+        }
+    }
+
+    /// Requests that failed so far: 502s (unreachable, refused, reset) and
+    /// 504s (timed out).
+    pub fn errors(&self) -> ProxyErrors {
+        ProxyErrors {
+            bad_gateway: self.inner.bad_gateway.load(Ordering::Relaxed),
+            gateway_timeout: self.inner.gateway_timeout.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The upstream URI for a request target: base path + path, query kept.
+    fn upstream_uri(&self, target: &Uri) -> Result<Uri, http::Error> {
+        let path = target.path();
+        let slash = if path.starts_with('/') { "" } else { "/" };
+        let mut joined = format!("{}{slash}{path}", self.inner.base_path);
+        if let Some(query) = target.query() {
+            joined.push('?');
+            joined.push_str(query);
+        }
+        Uri::builder()
+            .scheme("http")
+            .authority(self.inner.authority.clone())
+            .path_and_query(joined)
+            .build()
+    }
+}
+
+/// An RFC 9457 problem response with an axum body.
+fn problem(status: StatusCode, detail: &str) -> Response<Body> {
+    limits_http::problem(status, detail).map(Body::new)
+}

@@ -1,0 +1,92 @@
+//! The upstream: which URLs it may be, and what to say when it fails.
+
+use http::uri::{Authority, Uri};
+use std::error::Error as StdError;
+
+/// Validates an upstream URL: its authority and base path (no trailing `/`).
+pub(super) fn parse_upstream(upstream: &str) -> Result<(Authority, String), String> {
+    let uri: Uri = upstream
+        .parse()
+        .map_err(|e| format!("upstream {upstream:?} is not a URL: {e}"))?;
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some(s) if s.eq_ignore_ascii_case("https") => {
+            return Err(format!(
+                "upstream {upstream:?}: https is not supported (this build has no TLS); use http://"
+            ))
+        }
+        Some(s) => {
+            return Err(format!(
+                "upstream {upstream:?}: scheme {s:?} is not supported; use http://"
+            ))
+        }
+        None => {
+            return Err(format!(
+                "upstream {upstream:?} must be an absolute http:// URL"
+            ))
+        }
+    }
+    let authority = uri
+        .authority()
+        .filter(|a| !a.host().is_empty())
+        .ok_or_else(|| format!("upstream {upstream:?} has no host"))?;
+    if authority.as_str().contains('@') {
+        return Err(format!(
+            "upstream {upstream:?}: credentials in the URL are not supported"
+        ));
+    }
+    if uri.query().is_some() {
+        return Err(format!(
+            "upstream {upstream:?}: a query string cannot be a proxy target"
+        ));
+    }
+    let base_path = uri.path().trim_end_matches('/').to_string();
+    Ok((authority.clone(), base_path))
+}
+
+/// What went wrong, as the end of "upstream http://… {what}".
+pub(super) fn describe(error: &hyper_util::client::legacy::Error) -> String {
+    use std::io::ErrorKind;
+    let io_kind = sources(error)
+        .find_map(|e| e.downcast_ref::<std::io::Error>())
+        .map(|e| e.kind());
+    match io_kind {
+        Some(ErrorKind::ConnectionRefused) => "refused the connection".into(),
+        Some(ErrorKind::ConnectionReset) => "reset the connection".into(),
+        Some(ErrorKind::ConnectionAborted) => "aborted the connection".into(),
+        _ if error.is_connect() => format!("could not be reached ({})", innermost(error)),
+        _ => {
+            let incomplete = sources(error)
+                .filter_map(|e| e.downcast_ref::<hyper::Error>())
+                .any(|e| e.is_incomplete_message());
+            if incomplete {
+                "closed the connection before responding".into()
+            } else {
+                format!("failed ({})", innermost(error))
+            }
+        }
+    }
+}
+
+/// `error` and everything below it.
+fn sources<'a>(
+    error: &'a (dyn StdError + 'static),
+) -> impl Iterator<Item = &'a (dyn StdError + 'static)> {
+    std::iter::successors(Some(error), |&e| e.source())
+}
+
+/// The root cause's message.
+fn innermost(error: &(dyn StdError + 'static)) -> String {
+    sources(error)
+        .last()
+        .map(|e| e.to_string())
+        .unwrap_or_default()
+}
+
+/// The whole chain, for the log: "outer: inner: root".
+pub(super) fn chain(error: &(dyn StdError + 'static)) -> String {
+    sources(error)
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join(": ")
+}
