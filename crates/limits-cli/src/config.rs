@@ -11,9 +11,6 @@
 //!
 //! The format, with every field, is in `docs/limits.example.toml`.
 
-// `limits serve` is written on another branch; until it calls `load`, nothing does.
-#![allow(dead_code)]
-
 use http::Method;
 use limits::{Algorithm, Rule, MAX_LIMIT};
 use limits_http::KeySpec;

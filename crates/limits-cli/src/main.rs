@@ -6,6 +6,7 @@ mod plot;
 mod proxy;
 mod replay;
 mod report;
+mod serve;
 mod simulate;
 
 use clap::{Parser, Subcommand};
@@ -27,12 +28,15 @@ enum Command {
     Simulate(simulate::SimulateArgs),
     /// Run a CSV trace or an access log through a limiter: who would have been limited.
     Replay(replay::ReplayArgs),
+    /// Put a limiter in front of an API: a built-in demo API, or --upstream URL.
+    Serve(serve::ServeArgs),
     /// Check a rule: parse a limiter and its rates, and print them normalized.
     Rule(args::RuleArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logging();
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -52,6 +56,7 @@ fn run(command: Command) -> Result<(), String> {
         }
         Command::Simulate(args) => simulate::simulate(args),
         Command::Replay(args) => replay::replay(args),
+        Command::Serve(args) => serve::serve(args),
         Command::Rule(args) => {
             let rule = args.rule()?;
             println!(
@@ -75,4 +80,15 @@ fn describe(algorithm: limits::Algorithm) -> &'static str {
         SlidingWindow => "two counters, weighted; at most 2x the limit in any window",
         LeakyBucket => "a queue draining evenly; admitted requests wait their turn",
     }
+}
+
+/// Structured logs on stderr, filtered by RUST_LOG (default: info).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
 }

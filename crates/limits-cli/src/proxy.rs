@@ -22,9 +22,6 @@
 //!
 //! Plain HTTP/1.1 to the upstream only: there is no TLS in this build.
 
-// Nothing outside the tests calls the proxy until `limits serve` does.
-#![allow(dead_code)]
-
 mod headers;
 #[cfg(test)]
 mod tests;

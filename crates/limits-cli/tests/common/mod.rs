@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod server;
+
 use std::process::Command;
 
 /// Runs `limits ARGS`; returns (stdout, stderr, exit code).

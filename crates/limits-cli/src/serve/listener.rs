@@ -1,0 +1,78 @@
+//! Accepting connections with bounds a client cannot push past: header size
+//! and count, time to send headers (slowloris; it also closes idle
+//! keep-alive connections), and a graceful drain on shutdown.
+
+use axum::Router;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use limits_http::PeerAddr;
+use std::future::Future;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tower::ServiceExt;
+
+/// Limits on what one connection may cost us.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    /// Longest wait for a request's headers (and for the next request on an
+    /// idle keep-alive connection).
+    pub header_timeout: Duration,
+    /// Read buffer per connection: a request head must fit in it.
+    pub max_head_bytes: usize,
+    /// Most headers in one request.
+    pub max_headers: usize,
+    /// Longest wait for in-flight requests on shutdown.
+    pub drain_timeout: Duration,
+}
+
+/// Serves `app` on `listener` until `shutdown` completes, then stops
+/// accepting and lets in-flight requests finish (up to the drain timeout).
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    bounds: Bounds,
+    shutdown: impl Future<Output = ()>,
+) {
+    let graceful = GracefulShutdown::new();
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(bounds.header_timeout)
+        .max_buf_size(bounds.max_head_bytes.max(8192))
+        .max_headers(bounds.max_headers);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, keep serving.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+            req.extensions_mut().insert(PeerAddr(peer));
+            app.clone().oneshot(req.map(axum::body::Body::new))
+        });
+        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    tracing::info!("shutting down: no new connections; finishing requests in flight");
+    if tokio::time::timeout(bounds.drain_timeout, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(timeout = ?bounds.drain_timeout, "requests still in flight after the drain timeout");
+    }
+}

@@ -1,0 +1,154 @@
+//! A real `limits serve` process on 127.0.0.1, for tests: started on free
+//! ports, found by the address it prints, stopped on drop.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::Duration;
+
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT`
+    pub url: String,
+    /// `http://127.0.0.1:PORT` of --admin, when asked for.
+    pub admin: Option<String>,
+    lines: Receiver<String>,
+}
+
+impl Server {
+    /// `limits serve ARGS --listen 127.0.0.1:0` (plus `--admin 127.0.0.1:0`
+    /// with `admin`); waits until it listens.
+    pub fn start(args: &[&str], admin: bool) -> Server {
+        Self::try_start(args, admin).unwrap_or_else(|e| panic!("limits serve {args:?}: {e}"))
+    }
+
+    pub fn try_start(args: &[&str], admin: bool) -> Result<Server, String> {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_limits"));
+        cmd.arg("serve")
+            .args(args)
+            .args(["--listen", "127.0.0.1:0"]);
+        if admin {
+            cmd.args(["--admin", "127.0.0.1:0"]);
+        }
+        let mut child = cmd
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let stdout = child.stdout.take().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = channel();
+        let tx2 = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx2.send(format!("stderr: {line}"));
+            }
+        });
+        let mut server = Server {
+            child,
+            url: String::new(),
+            admin: None,
+            lines,
+        };
+        loop {
+            let line = server
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .map_err(|_| "no 'listening' line within 60 s".to_string())?;
+            if let Some(rest) = line.strip_prefix("limits serve: admin on ") {
+                server.admin = Some(rest.trim_end_matches("/metrics").to_string());
+            }
+            if let Some(rest) = line.strip_prefix("limits serve: listening on ") {
+                server.url = rest.split(' ').next().unwrap_or_default().to_string();
+                return Ok(server);
+            }
+            if line.starts_with("stderr: error") {
+                return Err(line);
+            }
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends a signal by name (TERM, HUP, INT).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([format!("-{name}"), self.pid().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+    }
+
+    /// Waits for the next stdout line containing `needle`.
+    pub fn wait_for_line(&self, needle: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no line with {needle:?} within 30 s"));
+            if line.contains(needle) {
+                return line;
+            }
+        }
+    }
+
+    /// Waits for the process to exit; its exit code.
+    pub fn wait(mut self) -> i32 {
+        for _ in 0..600 {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code().unwrap_or(-1);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("limits serve did not exit within 30 s");
+    }
+
+    /// Resident memory in KiB (Linux).
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The value of a metric line starting with `prefix` on /metrics.
+    pub async fn metric(&self, prefix: &str) -> Option<f64> {
+        let admin = self.admin.as_ref()?;
+        let text = reqwest::get(format!("{admin}/metrics"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        text.lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes `text` to `dir/name`.
+pub fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
