@@ -1,16 +1,9 @@
 //! `limits replay`, run as a real binary on CSV traces and access logs,
 //! including every kind of bad input.
 
-use std::path::{Path, PathBuf};
 mod common;
 
-use common::limits;
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
+use common::{limits, write};
 
 fn sample_log() -> String {
     format!("{}/tests/data/access.log", env!("CARGO_MANIFEST_DIR"))

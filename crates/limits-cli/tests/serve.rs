@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::server::{write, Server};
+use common::server::Server;
+use common::write;
 use std::time::{Duration, Instant};
 
 fn client() -> reqwest::Client {

@@ -4,6 +4,7 @@
 
 pub mod server;
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Runs `limits ARGS`; returns (stdout, stderr, exit code).
@@ -17,4 +18,11 @@ pub fn limits(args: &[&str]) -> (String, String, i32) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
         out.status.code().unwrap_or(-1),
     )
+}
+
+/// Writes `text` to `dir/name`; returns the path.
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
 }

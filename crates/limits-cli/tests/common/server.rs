@@ -2,7 +2,6 @@
 //! ports, found by the address it prints, stopped on drop.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::Duration;
@@ -144,11 +143,4 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Writes `text` to `dir/name`.
-pub fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
 }
