@@ -234,7 +234,7 @@ proptest! {
         let words: Vec<u64> = [tag, 2].into_iter().chain(words).collect();
         if let Some(mut state) = rule.decode_state(&words) {
             let d = rule.check(&mut state, 1_000, 1);
-            prop_assert!(d.remaining <= rule.max_cost() + 1);
+            prop_assert!(d.remaining <= rule.max_cost().saturating_add(1));
         }
     }
 }
