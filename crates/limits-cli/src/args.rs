@@ -24,17 +24,23 @@ pub struct RuleArgs {
 impl RuleArgs {
     /// The rule these arguments describe.
     pub fn rule(&self) -> Result<Rule, String> {
-        let rule = Rule::new(self.limiter, self.rate.rates()?);
-        Ok(match self.burst {
-            Some(burst) => rule.with_burst(burst),
-            None => rule,
-        })
+        Ok(rule_for(self.limiter, self.rate.rates()?, self.burst))
     }
 }
 
 /// The window of a plain `--limit N` without `--window` (and of a plain
 /// `limit = N` in a configuration file).
 pub const DEFAULT_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A rule of `limiter` at `rates`, with the leaky bucket's burst if given:
+/// how every command and the config file build one.
+pub fn rule_for(limiter: Algorithm, rates: Rates, burst: Option<u64>) -> Rule {
+    let rule = Rule::new(limiter, rates);
+    match burst {
+        Some(burst) => rule.with_burst(burst),
+        None => rule,
+    }
+}
 
 /// `--limit N [--window D]` or `--limit RATES` ("100/min", "10/s; 1000/h").
 #[derive(Args, Clone, Debug)]

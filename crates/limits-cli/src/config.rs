@@ -239,10 +239,7 @@ fn rule_config(
     let (Some(algorithm), Some(rates), Some(key)) = (algorithm, rates, key) else {
         return None;
     };
-    let rule = match burst {
-        Some(b) => Rule::new(algorithm, rates).with_burst(b),
-        None => Rule::new(algorithm, rates),
-    };
+    let rule = crate::args::rule_for(algorithm, rates, burst);
     let (cost, cost_span) = cost.unwrap_or((1, table));
     let most = rule.max_cost();
     if cost > most {
