@@ -8,14 +8,16 @@
 //! (as nginx's `limit_req` zones do). Within one rule, several rates are
 //! all-or-nothing.
 
+use crate::body::{read_bounded, BodyError};
 use crate::headers::{self, RuleStatus};
+use crate::path::{match_path, normalize_path, PathError};
 use crate::policy::{FailurePolicy, Outcome, Policy};
 use crate::problem::problem_with;
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body::Body;
-use http_body_util::{BodyExt, Either, Full, Limited};
+use http_body_util::{Either, Full};
 use limits::{Mode, RetryAfter, Store};
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -168,32 +170,46 @@ where
     ReqBody: Body<Data = Bytes> + From<Bytes>,
     ReqBody::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let (mut parts, body) = req.into_parts();
+    let path = match normalize_target(&mut parts) {
+        Ok(path) => path,
+        Err(e) => {
+            tracing::debug!(uri = %parts.uri, error = %e, "path refused");
+            return Ok(ours(problem_with(
+                StatusCode::BAD_REQUEST,
+                &e.to_string(),
+                Default::default(),
+            )));
+        }
+    };
     let matching: Vec<_> = policy
         .rules
         .iter()
-        .filter(|r| r.matches(req.method(), req.uri().path()))
+        .filter(|r| r.matches(&parts.method, &path))
         .collect();
     if matching.is_empty() {
+        let req = Request::from_parts(parts, body);
         return inner.call(req).await.map(|r| r.map(Either::Left));
     }
     let options = &policy.options;
-    let (parts, body) = req.into_parts();
     let client = peer(&parts.extensions).map(|p| options.trusted_proxies.client(p, &parts.headers));
-    // Read the body only if a rule keys on one of its fields.
+    // Read the body only if a rule keys on one of its fields; what it holds
+    // stays charged to the shared budget until the request is done.
+    let mut _held = None;
     let (body, bytes) = if matching.iter().any(|r| r.key.needs_body()) {
-        match Limited::new(body, options.max_body).collect().await {
-            Ok(collected) => {
-                let bytes = collected.to_bytes();
+        match read_bounded(
+            body,
+            options.max_body,
+            options.body_timeout,
+            &options.body_budget,
+        )
+        .await
+        {
+            Ok((bytes, reservation)) => {
+                _held = Some(reservation);
                 (ReqBody::from(bytes.clone()), Some(bytes))
             }
-            Err(_) => {
-                let detail = format!("the request body is larger than {} bytes", options.max_body);
-                return Ok(ours(problem_with(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    &detail,
-                    Default::default(),
-                )));
-            }
+            Err(e) => return Ok(ours(body_refused(e))),
         }
     } else {
         (body, None)
@@ -300,6 +316,66 @@ fn too_many(
     let mut r = problem_with(StatusCode::TOO_MANY_REQUESTS, &detail, ext);
     headers::write(r.headers_mut(), statuses, legacy, Some(wait));
     r
+}
+
+/// Normalizes the request's path (rewriting the request so that whatever
+/// serves it sees the same path) and returns the path rules match on.
+/// `OPTIONS *` and `CONNECT host:port` have no path: they meet the rules of
+/// `/`, as any other request to the server would.
+fn normalize_target(parts: &mut http::request::Parts) -> Result<String, PathError> {
+    let path = parts.uri.path();
+    if !path.starts_with('/') {
+        return Ok("/".to_string());
+    }
+    let normal = match normalize_path(path)? {
+        std::borrow::Cow::Borrowed(_) => return Ok(match_path(path).into_owned()),
+        std::borrow::Cow::Owned(normal) => normal,
+    };
+    let matched = match_path(&normal).into_owned();
+    let target = match parts.uri.query() {
+        Some(query) => format!("{normal}?{query}"),
+        None => normal,
+    };
+    let mut uri = std::mem::take(&mut parts.uri).into_parts();
+    // The normalized path is built from the valid one: it stays valid.
+    uri.path_and_query = http::uri::PathAndQuery::try_from(target).ok();
+    parts.uri = http::Uri::from_parts(uri).unwrap_or_default();
+    Ok(matched)
+}
+
+/// The answer to a body that could not be read for its key.
+fn body_refused(e: BodyError) -> Response<Full<Bytes>> {
+    match e {
+        BodyError::TooLarge(max) => problem_with(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("the request body is larger than {max} bytes"),
+            Default::default(),
+        ),
+        BodyError::TimedOut(after) => problem_with(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!("the request body did not arrive within {after:?}"),
+            Default::default(),
+        ),
+        BodyError::Malformed(why) => problem_with(
+            StatusCode::BAD_REQUEST,
+            &format!("the request body is malformed: {why}"),
+            Default::default(),
+        ),
+        BodyError::OverBudget => {
+            let mut r = problem_with(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many request bodies are being read at once; retry shortly",
+                Default::default(),
+            );
+            headers::write(
+                r.headers_mut(),
+                &[],
+                false,
+                Some(RetryAfter::After(Duration::from_secs(1))),
+            );
+            r
+        }
+    }
 }
 
 fn peer(ext: &http::Extensions) -> Option<IpAddr> {

@@ -9,15 +9,21 @@
 
 #![warn(missing_docs)]
 
+mod body;
 mod client_ip;
 pub mod headers;
 mod key;
 mod layer;
+mod path;
 mod policy;
 mod problem;
 
+pub use body::BodyBudget;
 pub use client_ip::TrustedProxies;
 pub use key::{KeyPart, KeySpec, KeySpecError, MAX_KEY_LEN};
 pub use layer::{LimitedBody, PeerAddr, PolicyHandle, RateLimit, RateLimitLayer};
-pub use policy::{FailurePolicy, HttpRule, NoObserver, Observer, Options, Outcome, Policy};
+pub use path::{match_path, normalize_path, PathError};
+pub use policy::{
+    FailurePolicy, HttpRule, NoObserver, Observer, Options, Outcome, Policy, DEFAULT_BODY_BUDGET,
+};
 pub use problem::{problem, problem_with, PROBLEM_JSON};

@@ -2,7 +2,10 @@
 //! decided by which store) and options (dry run, headers, trusted proxies,
 //! what to do when the store cannot answer).
 
-use crate::{KeySpec, TrustedProxies};
+use crate::{BodyBudget, KeySpec, TrustedProxies};
+
+/// The default [`Options::body_budget`]: 64 MiB, 4096 bodies of 16 KiB.
+pub const DEFAULT_BODY_BUDGET: usize = 64 << 20;
 use http::Method;
 use limits::Store;
 use std::sync::Arc;
@@ -105,6 +108,12 @@ pub struct Options {
     /// The most body bytes read to find a form or JSON key field; a larger
     /// body on such a rule's route is answered 413.
     pub max_body: usize,
+    /// How long a body read for its key field may take to arrive in full;
+    /// after it, 408.
+    pub body_timeout: Duration,
+    /// The memory every body being read for a key may hold at once, across
+    /// all connections; a request that would go past it gets 503.
+    pub body_budget: BodyBudget,
 }
 
 impl Default for Options {
@@ -115,6 +124,8 @@ impl Default for Options {
             trusted_proxies: TrustedProxies::none(),
             on_store_error: FailurePolicy::Allow,
             max_body: 16 * 1024,
+            body_timeout: Duration::from_secs(10),
+            body_budget: BodyBudget::new(DEFAULT_BODY_BUDGET),
         }
     }
 }
