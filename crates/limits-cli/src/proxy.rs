@@ -22,12 +22,14 @@
 //!
 //! Plain HTTP/1.1 to the upstream only: there is no TLS in this build.
 
+mod body;
 mod headers;
 #[cfg(test)]
 mod tests;
 mod upstream;
 
 use axum::body::Body;
+use body::Watched;
 use headers::{add_forwarding, original_host, strip_hop_by_hop};
 use http::header::{self, HeaderValue};
 use http::uri::{Authority, Uri};
@@ -61,6 +63,7 @@ struct Inner {
     timeout: Duration,
     bad_gateway: AtomicU64,
     gateway_timeout: AtomicU64,
+    bad_request_body: AtomicU64,
 }
 
 /// How many forwarded requests failed, by the status the caller was given.
@@ -70,6 +73,9 @@ pub struct ProxyErrors {
     pub bad_gateway: u64,
     /// Upstream sent no response headers within the timeout (504).
     pub gateway_timeout: u64,
+    /// The client's request body failed on the way (malformed chunks, cut
+    /// short): the client's error, answered 400, not the upstream's.
+    pub bad_request_body: u64,
 }
 
 impl Proxy {
@@ -102,16 +108,30 @@ impl Proxy {
                 timeout,
                 bad_gateway: AtomicU64::new(0),
                 gateway_timeout: AtomicU64::new(0),
+                bad_request_body: AtomicU64::new(0),
             }),
         })
     }
 
     /// Forwards one request from `client` (its address goes into
     /// `X-Forwarded-For`) and returns the upstream's response, or a 502/504
-    /// problem if the upstream failed. Never panics; always returns a response.
+    /// problem if the upstream failed, or a 400 if the client's body did.
+    /// `CONNECT` (a tunnel, which no rule could see into) is refused with
+    /// 405. Never panics; always returns a response.
     pub async fn forward(&self, req: Request<Body>, client: Option<IpAddr>) -> Response<Body> {
         let inner = &*self.inner;
         let (mut parts, body) = req.into_parts();
+        if parts.method == http::Method::CONNECT {
+            let mut r = problem(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "CONNECT is not proxied: this is a reverse proxy, not a tunnel",
+            );
+            r.headers_mut().insert(
+                header::ALLOW,
+                HeaderValue::from_static("GET, HEAD, POST, PUT, DELETE, OPTIONS, TRACE, PATCH"),
+            );
+            return r;
+        }
         let uri = match self.upstream_uri(&parts.uri) {
             Ok(uri) => uri,
             Err(e) => {
@@ -128,13 +148,22 @@ impl Proxy {
         parts.uri = uri;
         // The upstream leg is always HTTP/1.1, whatever the caller spoke.
         parts.version = Version::HTTP_11;
-        let request = Request::from_parts(parts, body);
+        let (body, body_failed) = Watched::new(body);
+        let request = Request::from_parts(parts, Body::new(body));
 
         match tokio::time::timeout(inner.timeout, inner.client.request(request)).await {
             Ok(Ok(response)) => {
                 let (mut parts, body) = response.into_parts();
                 strip_hop_by_hop(&mut parts.headers);
                 Response::from_parts(parts, Body::new(body))
+            }
+            Ok(Err(e)) if body_failed.load(Ordering::Relaxed) => {
+                inner.bad_request_body.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(upstream = %inner.name, error = %chain(&e), "the client's request body failed");
+                problem(
+                    StatusCode::BAD_REQUEST,
+                    "the request body is malformed or was cut short",
+                )
             }
             Ok(Err(e)) => {
                 inner.bad_gateway.fetch_add(1, Ordering::Relaxed);
@@ -162,14 +191,20 @@ impl Proxy {
         ProxyErrors {
             bad_gateway: self.inner.bad_gateway.load(Ordering::Relaxed),
             gateway_timeout: self.inner.gateway_timeout.load(Ordering::Relaxed),
+            bad_request_body: self.inner.bad_request_body.load(Ordering::Relaxed),
         }
     }
 
     /// The upstream URI for a request target: base path + path, query kept.
     fn upstream_uri(&self, target: &Uri) -> Result<Uri, http::Error> {
         let path = target.path();
-        let slash = if path.starts_with('/') { "" } else { "/" };
-        let mut joined = format!("{}{slash}{path}", self.inner.base_path);
+        let mut joined = if path == "*" {
+            // `OPTIONS *` asks about the server as a whole: so it stays.
+            path.to_string()
+        } else {
+            let slash = if path.starts_with('/') { "" } else { "/" };
+            format!("{}{slash}{path}", self.inner.base_path)
+        };
         if let Some(query) = target.query() {
             joined.push('?');
             joined.push_str(query);

@@ -3,6 +3,7 @@
 //! errors; `/healthz` for load balancers.
 
 use super::rules::RuleSet;
+use crate::proxy::ProxyErrors;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use axum::routing::get;
@@ -42,6 +43,7 @@ pub struct Metrics {
     evictions: Family<RuleLabel, Gauge>,
     store_errors: Family<RuleLabel, Counter>,
     upstream_errors: Family<KindLabel, Gauge>,
+    client_errors: Family<KindLabel, Gauge>,
 }
 
 impl Metrics {
@@ -53,6 +55,7 @@ impl Metrics {
         let evictions = Family::<RuleLabel, Gauge>::default();
         let store_errors = Family::<RuleLabel, Counter>::default();
         let upstream_errors = Family::<KindLabel, Gauge>::default();
+        let client_errors = Family::<KindLabel, Gauge>::default();
         registry.register(
             "decisions",
             "Requests decided per rule: allowed, limited, would_limit (dry run), store_failed",
@@ -79,6 +82,11 @@ impl Metrics {
             "Proxied requests that failed: bad_gateway (502), gateway_timeout (504)",
             upstream_errors.clone(),
         );
+        registry.register(
+            "client_errors",
+            "Proxied requests that failed by the client's fault: bad_request_body (400)",
+            client_errors.clone(),
+        );
         Metrics {
             registry,
             decisions,
@@ -87,24 +95,34 @@ impl Metrics {
             evictions,
             store_errors,
             upstream_errors,
+            client_errors,
         }
     }
 
     /// Reads the gauges from the rules and the proxy, then encodes all.
-    pub fn render(&self, rules: &RuleSet, upstream: Option<(u64, u64)>) -> String {
+    pub fn render(&self, rules: &RuleSet, upstream: Option<ProxyErrors>) -> String {
         for (name, keys, evictions) in rules.sizes() {
             let label = RuleLabel { rule: name };
             self.keys.get_or_create(&label).set(keys as i64);
             self.evictions.get_or_create(&label).set(evictions as i64);
         }
-        if let Some((bad_gateway, timeout)) = upstream {
-            let set = |kind: &str, v: u64| {
-                self.upstream_errors
+        if let Some(errors) = upstream {
+            let set = |family: &Family<KindLabel, Gauge>, kind: &str, v: u64| {
+                family
                     .get_or_create(&KindLabel { kind: kind.into() })
                     .set(v as i64)
             };
-            set("bad_gateway", bad_gateway);
-            set("gateway_timeout", timeout);
+            set(&self.upstream_errors, "bad_gateway", errors.bad_gateway);
+            set(
+                &self.upstream_errors,
+                "gateway_timeout",
+                errors.gateway_timeout,
+            );
+            set(
+                &self.client_errors,
+                "bad_request_body",
+                errors.bad_request_body,
+            );
         }
         let mut out = String::new();
         if encode(&mut out, &self.registry).is_err() {

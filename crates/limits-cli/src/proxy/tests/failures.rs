@@ -34,7 +34,8 @@ async fn upstream_down_is_502() {
         proxy.errors(),
         ProxyErrors {
             bad_gateway: 1,
-            gateway_timeout: 0
+            gateway_timeout: 0,
+            bad_request_body: 0
         }
     );
 }
@@ -63,7 +64,8 @@ async fn upstream_hanging_up_is_502() {
         proxy.errors(),
         ProxyErrors {
             bad_gateway: 1,
-            gateway_timeout: 0
+            gateway_timeout: 0,
+            bad_request_body: 0
         }
     );
 }
@@ -84,7 +86,8 @@ async fn slow_upstream_is_504() {
         proxy.errors(),
         ProxyErrors {
             bad_gateway: 0,
-            gateway_timeout: 1
+            gateway_timeout: 1,
+            bad_request_body: 0
         }
     );
 }
