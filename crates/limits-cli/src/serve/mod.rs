@@ -13,7 +13,8 @@ use crate::proxy::Proxy;
 use clap::{Args, ValueEnum};
 use limits::parse_duration;
 use limits_http::{
-    FailurePolicy, KeySpec, Options, Policy, PolicyHandle, RateLimitLayer, TrustedProxies,
+    BodyBudget, FailurePolicy, KeySpec, Options, Policy, PolicyHandle, RateLimitLayer,
+    TrustedProxies,
 };
 use listener::Bounds;
 use metrics::Metrics;
@@ -84,6 +85,16 @@ pub struct ServeArgs {
     /// Longest wait for a request's headers, and idle keep-alive time.
     #[arg(long, default_value = "10s", value_parser = parse_timeout)]
     header_timeout: Duration,
+
+    /// Longest wait for the whole body of a request whose rule keys on a form
+    /// or JSON field (408 after it).
+    #[arg(long, default_value = "10s", value_parser = parse_timeout)]
+    body_timeout: Duration,
+
+    /// Most bytes all such bodies may hold in memory at once, across
+    /// connections (beyond it: 503 with Retry-After).
+    #[arg(long, value_name = "BYTES", default_value_t = limits_http::DEFAULT_BODY_BUDGET)]
+    max_body_memory: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -136,6 +147,8 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             OnStoreError::Allow => FailurePolicy::Allow,
             OnStoreError::Deny => FailurePolicy::Deny,
         },
+        body_timeout: args.body_timeout,
+        body_budget: BodyBudget::new(args.max_body_memory),
         ..Options::default()
     };
     let rules = Arc::new(RuleSet::build(rule_configs(&args)?, None, args.max_keys));
@@ -159,7 +172,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         rules: Mutex::new(rules),
     });
 
-    let app = match &proxy {
+    let inner = match &proxy {
         Some(proxy) => {
             let proxy = proxy.clone();
             axum::Router::new().fallback(move |req: axum::extract::Request| {
@@ -174,15 +187,23 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             })
         }
         None => demo::router(),
-    }
-    .layer(layer);
+    };
+    // The layer goes around the whole router, so that routing (and the
+    // proxy) see the path the layer normalized and matched its rules on.
+    let app = axum::Router::new().fallback_service(tower::Layer::layer(&layer, inner));
 
     let listener = TcpListener::bind(server.args.listen)
         .await
         .map_err(|e| format!("--listen {}: {e}", server.args.listen))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let bounds = Bounds {
+        header_timeout: server.args.header_timeout,
+        max_head_bytes: 16 * 1024,
+        max_headers: 100,
+        drain_timeout: Duration::from_secs(30),
+    };
     if let Some(addr) = server.args.admin {
-        start_admin(addr, server.clone(), proxy.clone()).await?;
+        start_admin(addr, server.clone(), proxy.clone(), bounds).await?;
     }
     tokio::spawn(sweep_forever(server.clone()));
     if server.args.config.is_some() {
@@ -192,12 +213,6 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     println!("limits serve: listening on http://{local} in front of {upstream}");
     tracing::info!(%local, upstream, "listening");
 
-    let bounds = Bounds {
-        header_timeout: server.args.header_timeout,
-        max_head_bytes: 16 * 1024,
-        max_headers: 100,
-        drain_timeout: Duration::from_secs(30),
-    };
     listener::serve(listener, app, bounds, shutdown_signal()).await;
 
     if let Some(path) = &server.args.state {
@@ -257,12 +272,10 @@ async fn start_admin(
     addr: SocketAddr,
     server: Arc<Server>,
     proxy: Option<Arc<Proxy>>,
+    bounds: Bounds,
 ) -> Result<(), String> {
     let render = Arc::new(move || {
-        let upstream = proxy.as_ref().map(|p| {
-            let e = p.errors();
-            (e.bad_gateway, e.gateway_timeout)
-        });
+        let upstream = proxy.as_ref().map(|p| p.errors());
         server.metrics.render(&current(&server), upstream)
     });
     let admin = TcpListener::bind(addr)
@@ -271,11 +284,15 @@ async fn start_admin(
     let local = admin.local_addr().map_err(|e| e.to_string())?;
     println!("limits serve: admin on http://{local}/metrics");
     let router = metrics::admin_router(render);
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(admin, router).await {
-            tracing::error!(error = %e, "admin server stopped");
-        }
-    });
+    // The same bounds as the main listener: a client that half-sends
+    // requests to the admin port holds nothing for long. It stops with the
+    // process.
+    tokio::spawn(listener::serve(
+        admin,
+        router,
+        bounds,
+        std::future::pending(),
+    ));
     Ok(())
 }
 

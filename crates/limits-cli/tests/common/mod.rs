@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod server;
+pub mod upstream;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
