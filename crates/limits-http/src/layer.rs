@@ -178,7 +178,11 @@ where
     }
     let options = &policy.options;
     let (parts, body) = req.into_parts();
-    let client = peer(&parts.extensions).map(|p| options.trusted_proxies.client(p, &parts.headers));
+    let client = peer(&parts.extensions).map(|p| options.client_ip.resolve(p, &parts.headers));
+    if client.is_some_and(|c| c.unreadable) {
+        policy.observer.unreadable_client_address();
+    }
+    let client = client.map(|c| c.ip);
     // Read the body only if a rule keys on one of its fields.
     let (body, bytes) = if matching.iter().any(|r| r.key.needs_body()) {
         match Limited::new(body, options.max_body).collect().await {

@@ -16,7 +16,9 @@ mod layer;
 mod policy;
 mod problem;
 
-pub use client_ip::TrustedProxies;
+pub use client_ip::{
+    ClientIp, ClientIpHeader, ResolvedClient, TrustedProxies, DEFAULT_IPV6_PREFIX,
+};
 pub use key::{KeyPart, KeySpec, KeySpecError, MAX_KEY_LEN};
 pub use layer::{LimitedBody, PeerAddr, PolicyHandle, RateLimit, RateLimitLayer};
 pub use policy::{FailurePolicy, HttpRule, NoObserver, Observer, Options, Outcome, Policy};

@@ -1,6 +1,6 @@
 //! Prometheus metrics and the admin endpoint (`--admin ADDR`): decisions per
 //! rule, decision latency, keys tracked, evictions, store and upstream
-//! errors; `/healthz` for load balancers.
+//! errors, unreadable client addresses; `/healthz` for load balancers.
 
 use super::rules::RuleSet;
 use axum::http::header::CONTENT_TYPE;
@@ -42,6 +42,7 @@ pub struct Metrics {
     evictions: Family<RuleLabel, Gauge>,
     store_errors: Family<RuleLabel, Counter>,
     upstream_errors: Family<KindLabel, Gauge>,
+    unreadable_clients: Counter,
 }
 
 impl Metrics {
@@ -53,6 +54,7 @@ impl Metrics {
         let evictions = Family::<RuleLabel, Gauge>::default();
         let store_errors = Family::<RuleLabel, Counter>::default();
         let upstream_errors = Family::<KindLabel, Gauge>::default();
+        let unreadable_clients = Counter::default();
         registry.register(
             "decisions",
             "Requests decided per rule: allowed, limited, would_limit (dry run), store_failed",
@@ -79,6 +81,11 @@ impl Metrics {
             "Proxied requests that failed: bad_gateway (502), gateway_timeout (504)",
             upstream_errors.clone(),
         );
+        registry.register(
+            "unreadable_client_addresses",
+            "Requests whose trusted forwarding header held an entry that is not an address (unknown, _hidden, garbage): keyed by the nearest trusted proxy",
+            unreadable_clients.clone(),
+        );
         Metrics {
             registry,
             decisions,
@@ -87,6 +94,7 @@ impl Metrics {
             evictions,
             store_errors,
             upstream_errors,
+            unreadable_clients,
         }
     }
 
@@ -134,6 +142,10 @@ impl Observer for Metrics {
                 .inc();
         }
         self.latency.observe(latency.as_secs_f64());
+    }
+
+    fn unreadable_client_address(&self) {
+        self.unreadable_clients.inc();
     }
 }
 
