@@ -192,7 +192,11 @@ where
         return inner.call(req).await.map(|r| r.map(Either::Left));
     }
     let options = &policy.options;
-    let client = peer(&parts.extensions).map(|p| options.trusted_proxies.client(p, &parts.headers));
+    let client = peer(&parts.extensions).map(|p| options.client_ip.resolve(p, &parts.headers));
+    if client.is_some_and(|c| c.unreadable) {
+        policy.observer.unreadable_client_address();
+    }
+    let client = client.map(|c| c.ip);
     // Read the body only if a rule keys on one of its fields; what it holds
     // stays charged to the shared budget until the request is done.
     let mut _held = None;

@@ -19,7 +19,9 @@ mod policy;
 mod problem;
 
 pub use body::BodyBudget;
-pub use client_ip::TrustedProxies;
+pub use client_ip::{
+    ClientIp, ClientIpHeader, ResolvedClient, TrustedProxies, DEFAULT_IPV6_PREFIX,
+};
 pub use key::{KeyPart, KeySpec, KeySpecError, MAX_KEY_LEN};
 pub use layer::{LimitedBody, PeerAddr, PolicyHandle, RateLimit, RateLimitLayer};
 pub use path::{match_path, normalize_path, PathError};

@@ -2,7 +2,7 @@
 //! decided by which store) and options (dry run, headers, trusted proxies,
 //! what to do when the store cannot answer).
 
-use crate::{BodyBudget, KeySpec, TrustedProxies};
+use crate::{BodyBudget, ClientIp, KeySpec};
 
 /// The default [`Options::body_budget`]: 64 MiB, 4096 bodies of 16 KiB.
 pub const DEFAULT_BODY_BUDGET: usize = 64 << 20;
@@ -84,6 +84,11 @@ pub enum Outcome {
 pub trait Observer: Send + Sync + 'static {
     /// `rule` decided `outcome` in `latency`.
     fn decided(&self, rule: &str, outcome: Outcome, latency: Duration);
+
+    /// A trusted proxy's forwarding header held an entry that is not an
+    /// address (`for=unknown`, `_hidden`, garbage), so the request was keyed
+    /// by the nearest trusted hop. Called once per such request.
+    fn unreadable_client_address(&self) {}
 }
 
 /// An observer that ignores everything.
@@ -101,8 +106,9 @@ pub struct Options {
     pub dry_run: bool,
     /// Also send X-RateLimit-Limit, -Remaining and -Reset.
     pub legacy_headers: bool,
-    /// Peers whose X-Forwarded-For / Forwarded we believe.
-    pub trusted_proxies: TrustedProxies,
+    /// Who the client is: the peers whose forwarding header we believe, the
+    /// one header read from them, and the IPv6 prefix a client is keyed by.
+    pub client_ip: ClientIp,
     /// What to do when a store cannot decide.
     pub on_store_error: FailurePolicy,
     /// The most body bytes read to find a form or JSON key field; a larger
@@ -121,7 +127,7 @@ impl Default for Options {
         Options {
             dry_run: false,
             legacy_headers: false,
-            trusted_proxies: TrustedProxies::none(),
+            client_ip: ClientIp::default(),
             on_store_error: FailurePolicy::Allow,
             max_body: 16 * 1024,
             body_timeout: Duration::from_secs(10),

@@ -1,6 +1,6 @@
 //! Prometheus metrics and the admin endpoint (`--admin ADDR`): decisions per
 //! rule, decision latency, keys tracked, evictions, store and upstream
-//! errors; `/healthz` for load balancers.
+//! errors, unreadable client addresses; `/healthz` for load balancers.
 
 use super::rules::RuleSet;
 use crate::proxy::ProxyErrors;
@@ -44,6 +44,7 @@ pub struct Metrics {
     store_errors: Family<RuleLabel, Counter>,
     upstream_errors: Family<KindLabel, Gauge>,
     client_errors: Family<KindLabel, Gauge>,
+    unreadable_clients: Counter,
 }
 
 impl Metrics {
@@ -56,6 +57,7 @@ impl Metrics {
         let store_errors = Family::<RuleLabel, Counter>::default();
         let upstream_errors = Family::<KindLabel, Gauge>::default();
         let client_errors = Family::<KindLabel, Gauge>::default();
+        let unreadable_clients = Counter::default();
         registry.register(
             "decisions",
             "Requests decided per rule: allowed, limited, would_limit (dry run), store_failed",
@@ -87,6 +89,11 @@ impl Metrics {
             "Proxied requests that failed by the client's fault: bad_request_body (400)",
             client_errors.clone(),
         );
+        registry.register(
+            "unreadable_client_addresses",
+            "Requests whose trusted forwarding header held an entry that is not an address (unknown, _hidden, garbage): keyed by the nearest trusted proxy",
+            unreadable_clients.clone(),
+        );
         Metrics {
             registry,
             decisions,
@@ -96,6 +103,7 @@ impl Metrics {
             store_errors,
             upstream_errors,
             client_errors,
+            unreadable_clients,
         }
     }
 
@@ -152,6 +160,10 @@ impl Observer for Metrics {
                 .inc();
         }
         self.latency.observe(latency.as_secs_f64());
+    }
+
+    fn unreadable_client_address(&self) {
+        self.unreadable_clients.inc();
     }
 }
 

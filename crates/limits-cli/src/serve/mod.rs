@@ -13,8 +13,8 @@ use crate::proxy::Proxy;
 use clap::{Args, ValueEnum};
 use limits::parse_duration;
 use limits_http::{
-    BodyBudget, FailurePolicy, KeySpec, Options, Policy, PolicyHandle, RateLimitLayer,
-    TrustedProxies,
+    BodyBudget, ClientIp, ClientIpHeader, FailurePolicy, KeySpec, Options, Policy, PolicyHandle,
+    RateLimitLayer, TrustedProxies, DEFAULT_IPV6_PREFIX,
 };
 use listener::Bounds;
 use metrics::Metrics;
@@ -42,9 +42,29 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1)]
     cost: u64,
 
-    /// Believe X-Forwarded-For / Forwarded from peers in this network (repeatable).
+    /// Believe the --client-ip-header from peers in this network (repeatable).
     #[arg(long = "trust-proxy", value_name = "CIDR")]
     trust_proxy: Vec<String>,
+
+    /// The one header that names the client: x-forwarded-for, forwarded or x-real-ip. Read
+    /// only from --trust-proxy peers, walked from the right through trusted hops; every other
+    /// forwarding header is ignored.
+    #[arg(
+        long,
+        value_name = "HEADER",
+        default_value = "x-forwarded-for",
+        value_parser = parse_client_ip_header
+    )]
+    client_ip_header: ClientIpHeader,
+
+    /// Key IPv6 clients by this prefix length, 1 to 128 (one host usually has a whole /64).
+    #[arg(
+        long,
+        value_name = "BITS",
+        default_value_t = DEFAULT_IPV6_PREFIX,
+        value_parser = clap::value_parser!(u8).range(1..=128)
+    )]
+    ipv6_prefix: u8,
 
     /// Proxy every request to this API (http://host:port[/base]) instead of the demo API.
     #[arg(long, value_name = "URL")]
@@ -116,6 +136,10 @@ fn parse_key(s: &str) -> Result<KeySpec, String> {
     Ok(spec)
 }
 
+fn parse_client_ip_header(s: &str) -> Result<ClientIpHeader, String> {
+    s.parse()
+}
+
 fn parse_timeout(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
@@ -142,7 +166,11 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     let options = Options {
         dry_run: args.dry_run,
         legacy_headers: args.legacy_headers,
-        trusted_proxies: TrustedProxies::parse(&trusted)?,
+        client_ip: ClientIp::new(
+            TrustedProxies::parse(&trusted)?,
+            args.client_ip_header,
+            args.ipv6_prefix,
+        )?,
         on_store_error: match args.on_store_error {
             OnStoreError::Allow => FailurePolicy::Allow,
             OnStoreError::Deny => FailurePolicy::Deny,
