@@ -154,6 +154,62 @@ impl Rule {
     }
 }
 
+impl Rule {
+    /// Whether `state` holds a time that no clock reading at or before
+    /// `latest` (nanoseconds) could have written: a sliding-log entry after
+    /// `latest`, a window index after that of `latest`, or a bucket scheduled
+    /// further ahead of `latest` than the rule ever schedules (one window for
+    /// the token bucket, burst + 1 slots for the leaky bucket).
+    ///
+    /// Saved state from a clock that ran ahead would otherwise deny a key
+    /// until that time comes, while its Retry-After promises far less; a
+    /// loader passes `now` plus its clock tolerance and drops such keys.
+    ///
+    /// ```
+    /// use limits::{Algorithm, Rule};
+    /// let rule = Rule::new(Algorithm::SlidingLog, "3/s".parse().unwrap());
+    /// let mut state = rule.new_state();
+    /// rule.check(&mut state, 5_000, 1);
+    /// assert!(!rule.is_state_later_than(&state, 5_000));
+    /// assert!(rule.is_state_later_than(&state, 4_999));
+    /// ```
+    pub fn is_state_later_than(&self, state: &KeyState, latest: u64) -> bool {
+        let rates = self.rates().as_slice();
+        let index_after = |i: usize, index: u64| {
+            rates
+                .get(i)
+                .is_some_and(|r| index > latest / r.window_nanos().max(1))
+        };
+        // Latest scaled time a bucket of rate `i` may hold: (latest + slots x
+        // W / L) x L, where W / L is one slot.
+        let scaled_after = |i: usize, t: ScaledTime, slots: u64| {
+            rates.get(i).is_some_and(|r| {
+                let ahead = u128::from(slots).saturating_mul(u128::from(r.window_nanos()));
+                let most = u128::from(latest)
+                    .saturating_mul(u128::from(r.limit()))
+                    .saturating_add(ahead);
+                t.get() > most
+            })
+        };
+        match &state.0 {
+            StateKind::None(_) => false,
+            StateKind::Fixed(s) => s.iter().enumerate().any(|(i, f)| index_after(i, f.index)),
+            StateKind::Log(s) => s.iter().any(|log| log.iter().any(|&t| t > latest)),
+            StateKind::Window(s) => s.iter().enumerate().any(|(i, w)| index_after(i, w.index)),
+            StateKind::Token(s) => s.iter().enumerate().any(|(i, t)| {
+                let limit = rates.get(i).map_or(0, |r| r.limit());
+                scaled_after(i, t.full_at, limit)
+            }),
+            StateKind::Leaky(s) => s.iter().enumerate().any(|(i, l)| {
+                let burst = rates.get(i).map_or(0, |r| {
+                    self.burst().unwrap_or(r.limit()).min(crate::MAX_LIMIT)
+                });
+                scaled_after(i, l.next_slot, burst.saturating_add(1))
+            }),
+        }
+    }
+}
+
 fn tag(kind: &StateKind) -> u64 {
     match kind {
         StateKind::None(_) => 0,
@@ -162,5 +218,63 @@ fn tag(kind: &StateKind) -> u64 {
         StateKind::Token(_) => 3,
         StateKind::Window(_) => 4,
         StateKind::Leaky(_) => 5,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Algorithm, Rule};
+
+    const SECOND: u64 = 1_000_000_000;
+    const AT: u64 = 10 * SECOND + SECOND / 2;
+
+    /// A key of `algorithm` at 4/s that took everything it could at `AT`.
+    fn filled(algorithm: Algorithm) -> (Rule, crate::KeyState) {
+        let rule = Rule::new(algorithm, "4/s".parse().unwrap());
+        let mut state = rule.new_state();
+        for _ in 0..10 {
+            rule.check(&mut state, AT, 1);
+        }
+        (rule, state)
+    }
+
+    #[test]
+    fn state_written_at_a_time_is_never_later_than_that_time() {
+        for algorithm in Algorithm::ALL {
+            let (rule, state) = filled(algorithm);
+            assert!(!rule.is_state_later_than(&state, AT), "{algorithm}");
+            assert!(!rule.is_state_later_than(&state, u64::MAX), "{algorithm}");
+            assert!(
+                !rule.is_state_later_than(&rule.new_state(), 0),
+                "{algorithm}"
+            );
+        }
+    }
+
+    #[test]
+    fn state_from_a_clock_ahead_is_later() {
+        for algorithm in Algorithm::ALL {
+            let (rule, state) = filled(algorithm);
+            let later = rule.is_state_later_than(&state, AT - SECOND);
+            assert_eq!(later, algorithm != Algorithm::None, "{algorithm}");
+        }
+        // Times, not windows: one nanosecond is enough for these.
+        for algorithm in [
+            Algorithm::SlidingLog,
+            Algorithm::TokenBucket,
+            Algorithm::LeakyBucket,
+        ] {
+            let (rule, state) = filled(algorithm);
+            assert!(rule.is_state_later_than(&state, AT - 1), "{algorithm}");
+        }
+    }
+
+    #[test]
+    fn decoded_state_from_the_year_2100_is_later_than_now() {
+        let rule = Rule::new(Algorithm::SlidingLog, "2/s".parse().unwrap());
+        let year_2100 = 4_102_444_800 * SECOND;
+        let state = rule.decode_state(&[2, 1, 1, year_2100]).unwrap();
+        assert!(rule.is_state_later_than(&state, 1_800_000_000 * SECOND));
+        assert!(!rule.is_state_later_than(&state, year_2100));
     }
 }

@@ -50,6 +50,23 @@ impl<'de> Deserialize<'de> for Whole {
                     .map(Whole)
                     .map_err(|_| E::invalid_value(Unexpected::Signed(n), &self))
             }
+            // TOML integers beyond i64 arrive as 128-bit numbers: say what is
+            // wrong with them rather than "invalid type ... as i128".
+            fn visit_i128<E: de::Error>(self, n: i128) -> Result<Whole, E> {
+                if n < 0 {
+                    let n = n.to_string();
+                    return Err(E::invalid_value(
+                        Unexpected::Other(&format!("integer `{n}`")),
+                        &self,
+                    ));
+                }
+                self.visit_u128(n.unsigned_abs())
+            }
+            fn visit_u128<E: de::Error>(self, n: u128) -> Result<Whole, E> {
+                u64::try_from(n)
+                    .map(Whole)
+                    .map_err(|_| E::custom(format!("{n} is too large (at most {})", u64::MAX)))
+            }
         }
         d.deserialize_any(V)
     }

@@ -2,6 +2,7 @@
 //! reverse proxy to a real one, built on the `limits-http` tower layer.
 
 mod demo;
+mod flags;
 mod listener;
 mod metrics;
 mod rules;
@@ -75,7 +76,13 @@ pub struct ServeArgs {
     upstream_timeout: Duration,
 
     /// Rules from a TOML file instead of the command-line rule; SIGHUP reloads it.
-    #[arg(long, value_name = "FILE")]
+    /// Not with --limiter, --limit, --window, --burst, --key or --cost: the
+    /// file's rules would silently win.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["limiter", "limit", "window", "burst", "key", "cost"]
+    )]
     config: Option<PathBuf>,
 
     /// Never reject: count and log what would have been limited, still send the headers.
@@ -95,7 +102,7 @@ pub struct ServeArgs {
     legacy_headers: bool,
 
     /// Most keys tracked per rule; beyond it the least recently used are evicted.
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = 1_000_000, value_parser = flags::parse_max_keys)]
     max_keys: usize,
 
     /// When the store cannot decide: allow the request, or answer 503.
@@ -179,12 +186,12 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         body_budget: BodyBudget::new(args.max_body_memory),
         ..Options::default()
     };
+    flags::warn_trust_everyone(&args.trust_proxy);
     let rules = Arc::new(RuleSet::build(rule_configs(&args)?, None, args.max_keys));
     if let Some(path) = &args.state {
-        match state::load(path, &rules) {
-            Ok(n) => tracing::info!(keys = n, file = %path.display(), "state loaded"),
-            Err(e) => tracing::error!(error = %e, "state not loaded; starting with fresh limits"),
-        }
+        state::check_writable(path)?;
+        let n = state::load(path, &rules)?;
+        tracing::info!(keys = n, file = %path.display(), "state loaded");
     }
     let proxy = match &args.upstream {
         Some(url) => Some(Arc::new(Proxy::new(url, args.upstream_timeout)?)),
@@ -234,24 +241,21 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         start_admin(addr, server.clone(), proxy.clone(), bounds).await?;
     }
     tokio::spawn(sweep_forever(server.clone()));
-    if server.args.config.is_some() {
-        tokio::spawn(reload_on_hangup(server.clone()));
-    }
+    watch_hangups(server.clone());
     let upstream = server.args.upstream.as_deref().unwrap_or("the demo API");
     println!("limits serve: listening on http://{local} in front of {upstream}");
     tracing::info!(%local, upstream, "listening");
 
     listener::serve(listener, app, bounds, shutdown_signal()).await;
 
-    if let Some(path) = &server.args.state {
-        let rules = current(&server);
-        match state::save(path, &rules) {
-            Ok(n) => tracing::info!(keys = n, file = %path.display(), "state saved"),
-            Err(e) => tracing::error!(error = %e, "state not saved"),
-        }
-    }
+    let saved = match &server.args.state {
+        Some(path) => state::save(path, &current(&server)).map(|n| {
+            tracing::info!(keys = n, file = %path.display(), "state saved");
+        }),
+        None => Ok(()),
+    };
     println!("limits serve: stopped");
-    Ok(())
+    saved.map_err(|e| format!("state not saved: {e}"))
 }
 
 /// The rules of `--config`, or the one command-line rule named "default".
@@ -334,37 +338,51 @@ async fn sweep_forever(server: Arc<Server>) {
     }
 }
 
-/// On SIGHUP, re-reads --config: unchanged rules keep their state; a bad
-/// file keeps the old rules and says why.
-async fn reload_on_hangup(server: Arc<Server>) {
+/// Handles SIGHUP from now on (always: its default action would end the
+/// server without draining or saving state), reloading --config on each.
+fn watch_hangups(server: Arc<Server>) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        let Ok(mut hangups) = signal(SignalKind::hangup()) else {
-            tracing::error!("cannot listen for SIGHUP; reload disabled");
-            return;
-        };
-        while hangups.recv().await.is_some() {
-            match rule_configs(&server.args) {
-                Ok(configs) => {
-                    let old = current(&server);
-                    let new = Arc::new(RuleSet::build(configs, Some(&old), server.args.max_keys));
-                    let kept = new.kept_from(&old);
-                    server
-                        .handle
-                        .replace(policy(&new, &server.options, &server.metrics));
-                    *server.rules.lock().unwrap_or_else(|e| e.into_inner()) = new.clone();
-                    tracing::info!(rules = new.entries.len(), kept, "config reloaded");
-                    println!(
-                        "limits serve: config reloaded ({} rules, {kept} kept their state)",
-                        new.entries.len()
-                    );
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "config not reloaded; keeping the old rules");
-                    println!("limits serve: config not reloaded: {e}");
-                }
+        match signal(SignalKind::hangup()) {
+            Ok(mut hangups) => {
+                tokio::spawn(async move {
+                    while hangups.recv().await.is_some() {
+                        reload_on_hangup(&server);
+                    }
+                });
             }
+            Err(e) => tracing::error!(error = %e, "cannot listen for SIGHUP; reload disabled"),
+        }
+    }
+}
+
+/// On SIGHUP, re-reads --config: unchanged rules keep their state; a bad
+/// file keeps the old rules and says why. Without --config, says so.
+fn reload_on_hangup(server: &Server) {
+    if server.args.config.is_none() {
+        tracing::warn!("SIGHUP: no --config to reload; still serving");
+        println!("limits serve: SIGHUP: no --config to reload; still serving");
+        return;
+    }
+    match rule_configs(&server.args) {
+        Ok(configs) => {
+            let old = current(server);
+            let new = Arc::new(RuleSet::build(configs, Some(&old), server.args.max_keys));
+            let kept = new.kept_from(&old);
+            server
+                .handle
+                .replace(policy(&new, &server.options, &server.metrics));
+            *server.rules.lock().unwrap_or_else(|e| e.into_inner()) = new.clone();
+            tracing::info!(rules = new.entries.len(), kept, "config reloaded");
+            println!(
+                "limits serve: config reloaded ({} rules, {kept} kept their state)",
+                new.entries.len()
+            );
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "config not reloaded; keeping the old rules");
+            println!("limits serve: config not reloaded: {e}");
         }
     }
 }

@@ -2,11 +2,31 @@
 //! back on start, so that a restart does not hand every client a fresh limit.
 //! Times are Unix-epoch nanoseconds (the system clock), so state read after a
 //! restart means what it meant before.
+//!
+//! A state file that cannot be written is found at start, not at shutdown
+//! when the state would be lost; it is written through a fresh temporary file
+//! renamed over it, so a crash leaves the old file or the new one, never half
+//! of one. A symlinked state file keeps its link: its target is replaced.
+//! State dated after now (beyond [`CLOCK_TOLERANCE`]) is dropped on load.
 
 use super::rules::RuleSet;
+use limits::{Clock, SystemClock};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How far ahead of this host's clock saved state may be dated and still be
+/// loaded: a saved time beyond it comes from a clock that ran ahead (or a
+/// forged file), and would deny its key until that time comes. One second
+/// covers the skew of an NTP-synchronized host; a key dropped for it merely
+/// starts afresh.
+pub const CLOCK_TOLERANCE: Duration = Duration::from_secs(1);
+
+/// Symlinks followed at most when resolving the state file (as the kernel's
+/// own limit).
+const MAX_LINKS: usize = 40;
 
 #[derive(Serialize, Deserialize)]
 struct StateFile {
@@ -24,8 +44,95 @@ struct SavedRule {
 
 const VERSION: u32 = 1;
 
+/// Checks at start that the state can be saved to `path`: its directory
+/// exists and takes a new file, and `path` is not a directory.
+pub fn check_writable(path: &Path) -> Result<(), String> {
+    let target = resolve(path)?;
+    if target.is_dir() {
+        return Err(format!(
+            "--state {}: is a directory, not a file",
+            path.display()
+        ));
+    }
+    let dir = directory_of(&target);
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => {
+            return Err(format!(
+                "--state {}: {} is not a directory",
+                path.display(),
+                dir.display()
+            ))
+        }
+        Err(e) => {
+            return Err(format!(
+                "--state {}: directory {}: {e}",
+                path.display(),
+                dir.display()
+            ))
+        }
+    }
+    tempfile::Builder::new()
+        .prefix(".limits-state-check")
+        .tempfile_in(dir)
+        .and_then(tempfile::NamedTempFile::close)
+        .map_err(|e| {
+            format!(
+                "--state {}: cannot write in {}: {e}",
+                path.display(),
+                dir.display()
+            )
+        })
+}
+
+/// The file `path` names: itself, or the target of the symlink(s) it is,
+/// each relative to its link's directory. A dangling link names the file to
+/// be created.
+fn resolve(path: &Path) -> Result<PathBuf, String> {
+    let mut at = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = std::fs::read_link(&at)
+                    .map_err(|e| format!("--state {}: {e}", path.display()))?;
+                at = directory_of(&at).join(link);
+            }
+            _ => return Ok(at),
+        }
+    }
+    Err(format!(
+        "--state {}: more than {MAX_LINKS} symlinks",
+        path.display()
+    ))
+}
+
+/// The directory a file is in (`.` for a bare name).
+fn directory_of(file: &Path) -> &Path {
+    match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// Replaces `target` with `bytes`: a new temporary file beside it (created
+/// exclusively, with a random name), written, flushed to disk, renamed over
+/// `target`, and the directory flushed so that the rename survives a crash.
+fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = directory_of(target);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".limits-state")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(target).map_err(|e| e.error)?;
+    #[cfg(unix)]
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
 /// Writes every rule's state to `path` (atomically: a temporary file renamed
-/// over it). Returns how many keys were saved.
+/// over it, or over the target of the symlink `path` is). Returns how many
+/// keys were saved.
 pub fn save(path: &Path, rules: &RuleSet) -> Result<usize, String> {
     let mut file = StateFile {
         version: VERSION,
@@ -44,14 +151,15 @@ pub fn save(path: &Path, rules: &RuleSet) -> Result<usize, String> {
         );
     }
     let text = serde_json::to_vec(&file).map_err(|e| e.to_string())?;
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).map_err(|e| format!("--state {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("--state {}: {e}", path.display()))?;
+    let target = resolve(path)?;
+    write_atomically(&target, &text).map_err(|e| format!("--state {}: {e}", path.display()))?;
     Ok(saved)
 }
 
-/// Loads the state in `path` into the rules of the same name and shape.
-/// A missing file is a first start: nothing to load. Returns the keys loaded.
+/// Loads the state in `path` into the rules of the same name and shape,
+/// without the keys dated after now + [`CLOCK_TOLERANCE`] (counted in the
+/// log). A missing file is a first start: nothing to load. Returns the keys
+/// loaded.
 pub fn load(path: &Path, rules: &RuleSet) -> Result<usize, String> {
     let text = match std::fs::read(path) {
         Ok(t) => t,
@@ -67,11 +175,21 @@ pub fn load(path: &Path, rules: &RuleSet) -> Result<usize, String> {
             file.version
         ));
     }
-    let mut loaded = 0;
+    let tolerance = u64::try_from(CLOCK_TOLERANCE.as_nanos()).unwrap_or(u64::MAX);
+    let latest = SystemClock::new().now().saturating_add(tolerance);
+    let (mut loaded, mut dropped) = (0, 0);
     for (config, store) in &rules.entries {
         match file.rules.get(&config.name) {
             Some(saved) if saved.shape == RuleSet::fingerprint(config) => {
-                loaded += store.import(saved.keys.iter().cloned());
+                let (future, keys): (Vec<_>, Vec<_>) =
+                    saved.keys.iter().cloned().partition(|(_, words)| {
+                        config
+                            .rule
+                            .decode_state(words)
+                            .is_some_and(|s| config.rule.is_state_later_than(&s, latest))
+                    });
+                dropped += future.len();
+                loaded += store.import(keys);
             }
             Some(saved) => tracing::warn!(
                 rule = %config.name,
@@ -82,5 +200,48 @@ pub fn load(path: &Path, rules: &RuleSet) -> Result<usize, String> {
             None => {}
         }
     }
+    if dropped > 0 {
+        let entries = if dropped == 1 { "entry" } else { "entries" };
+        tracing::warn!(
+            file = %path.display(),
+            "state: dropped {dropped} future {entries} (dated more than {}s ahead of this clock)",
+            CLOCK_TOLERANCE.as_secs()
+        );
+    }
     Ok(loaded)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_of_relative_links_resolves_to_the_last_target_even_if_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("a")).unwrap();
+        std::fs::create_dir(root.join("b")).unwrap();
+        std::os::unix::fs::symlink("a/one", root.join("state.json")).unwrap();
+        std::os::unix::fs::symlink("../b/two", root.join("a/one")).unwrap();
+        let target = resolve(&root.join("state.json")).unwrap();
+        assert_eq!(target, root.join("a/../b/two"));
+        write_atomically(&target, b"{}").unwrap();
+        assert_eq!(std::fs::read(root.join("b/two")).unwrap(), b"{}");
+        assert!(std::fs::symlink_metadata(root.join("a/one"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+
+    #[test]
+    fn a_symlink_loop_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        std::os::unix::fs::symlink("state.json", &path).unwrap();
+        let err = resolve(&path).unwrap_err();
+        assert!(
+            err.contains("state.json") && err.contains("symlinks"),
+            "{err}"
+        );
+    }
 }

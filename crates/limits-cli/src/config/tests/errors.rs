@@ -249,3 +249,16 @@ fn every_problem_is_reported_in_line_order() {
         "{err}"
     );
 }
+
+#[test]
+fn a_number_too_large_for_a_field_says_so_in_words() {
+    let (line, message) = problem(&rule_with("cost = 99999999999999999999\n"));
+    assert_eq!(line, 4, "{message}");
+    assert!(message.contains("too large"), "{message}");
+    assert!(!message.contains("i128"), "{message}");
+    let limit = "[[rule]]\nname = \"r\"\nlimit = 99999999999999999999\n";
+    let (line, message) = problem(limit);
+    assert_eq!(line, 3, "{message}");
+    assert!(message.contains("is too large (at most"), "{message}");
+    assert!(!message.contains("i128"), "{message}");
+}
