@@ -17,7 +17,10 @@ mod policy;
 mod problem;
 
 pub use client_ip::TrustedProxies;
-pub use key::{KeyPart, KeySpec, KeySpecError, MAX_KEY_LEN};
+pub use key::{
+    KeyError, KeyErrorReason, KeyPart, KeySpec, KeySpecError, Missing, Normalize, NormalizeStep,
+    MAX_KEY_LEN,
+};
 pub use layer::{LimitedBody, PeerAddr, PolicyHandle, RateLimit, RateLimitLayer};
 pub use policy::{FailurePolicy, HttpRule, NoObserver, Observer, Options, Outcome, Policy};
 pub use problem::{problem, problem_with, PROBLEM_JSON};
