@@ -118,7 +118,10 @@ mod tests {
         let mut le = vec![0xFF, 0xFE];
         le.extend(utf16le("{\"a\":1}"));
         assert_eq!(read(None, &le, true), expected);
-        assert_eq!(read(Some("application/json; charset=utf-16"), &le, true), expected);
+        assert_eq!(
+            read(Some("application/json; charset=utf-16"), &le, true),
+            expected
+        );
         let mut be = vec![0xFE, 0xFF];
         be.extend(utf16be("a=1"));
         assert_eq!(read(None, &be, false), Ok("a=1".to_string()));

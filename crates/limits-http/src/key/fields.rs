@@ -78,7 +78,10 @@ mod tests {
 
     #[test]
     fn a_repeated_query_field_with_different_values_is_repeated() {
-        assert_eq!(pairs(b"api_key=r1&api_key=real", "api_key"), Lookup::Repeated);
+        assert_eq!(
+            pairs(b"api_key=r1&api_key=real", "api_key"),
+            Lookup::Repeated
+        );
         assert_eq!(pairs(b"api_key=r1&x=2&api_key=r1", "api_key"), found("r1"));
         assert_eq!(pairs(b"a=1", "api_key"), Lookup::Absent);
     }

@@ -267,7 +267,10 @@ impl KeySpec {
             return Ok(bounded(segments.join("|")));
         };
         match self.missing_for(part) {
-            Missing::Ip => Ok(bounded(format!("missing:ip={}", escape(&client_text, false)))),
+            Missing::Ip => Ok(bounded(format!(
+                "missing:ip={}",
+                escape(&client_text, false)
+            ))),
             Missing::Shared => Ok("missing:shared".to_string()),
             Missing::Reject => Err(KeyError {
                 field: part.to_string(),

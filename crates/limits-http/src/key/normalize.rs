@@ -124,7 +124,11 @@ impl Normalize {
 impl fmt::Display for Normalize {
     /// `[nfkc, lowercase, trim]`, or `[]` for none.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = self.steps().into_iter().map(NormalizeStep::as_str).collect();
+        let names: Vec<&str> = self
+            .steps()
+            .into_iter()
+            .map(NormalizeStep::as_str)
+            .collect();
         write!(f, "[{}]", names.join(", "))
     }
 }
@@ -135,7 +139,14 @@ mod tests {
 
     #[test]
     fn account_normalization_makes_one_name_of_its_spellings() {
-        for v in ["alice", "Alice", " alice ", "ＡＬＩＣＥ", "ａｌｉｃｅ", "\u{3000}ALICE\t"] {
+        for v in [
+            "alice",
+            "Alice",
+            " alice ",
+            "ＡＬＩＣＥ",
+            "ａｌｉｃｅ",
+            "\u{3000}ALICE\t",
+        ] {
             assert_eq!(Normalize::ACCOUNT.apply(v), "alice", "{v:?}");
         }
         // NFD (e + combining acute) and NFC (é) are one name.

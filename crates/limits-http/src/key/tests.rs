@@ -51,7 +51,11 @@ fn a_header_value_cannot_spend_a_keyless_clients_limit() {
     let keyless = spec("header:X-Api-Key")
         .extract(&parts("/", &[]), "127.0.0.41".parse().ok(), None)
         .unwrap();
-    for forged in ["ip:127.0.0.41", "missing:ip=127.0.0.41", "x|missing:ip=127.0.0.41"] {
+    for forged in [
+        "ip:127.0.0.41",
+        "missing:ip=127.0.0.41",
+        "x|missing:ip=127.0.0.41",
+    ] {
         let p = parts("/", &[("x-api-key", forged)]);
         let key = spec("header:X-Api-Key").extract(&p, IP, None).unwrap();
         assert_ne!(key, keyless, "{forged}");
@@ -139,10 +143,7 @@ fn body_fields_are_normalized_by_default_and_others_are_not() {
         Ok("json:username= ＡＬＩＣＥ ".to_string())
     );
     let lower = spec("query:k").with_normalize(Normalize::from_steps([NormalizeStep::Lowercase]));
-    assert_eq!(
-        lower.extract(&p, IP, None),
-        Ok("query:k=abc".to_string())
-    );
+    assert_eq!(lower.extract(&p, IP, None), Ok("query:k=abc".to_string()));
     // A value that normalizes to nothing is missing.
     let blank = parts("/?k=%20", &[]);
     let trimmed = spec("query:k").with_normalize(Normalize::ACCOUNT);
