@@ -42,7 +42,9 @@ pub struct RuleConfig {
     pub path_prefix: String,
     /// The methods the rule applies to; empty means any method.
     pub methods: Vec<Method>,
-    /// What a request is counted by; default the client address.
+    /// What a request is counted by, with what to do when its field is
+    /// missing (`missing`) and how client values are normalized
+    /// (`normalize`); default the client address.
     pub key: KeySpec,
     /// The limiter, its rates and (leaky bucket only) its burst.
     pub rule: Rule,
@@ -199,6 +201,7 @@ fn rule_config(
         None => Some(KeySpec::ip()),
         Some(key) => fields::key_spec(key, p),
     };
+    let key = fields::key_options(key, raw.missing, raw.normalize, p);
 
     let algorithm = match raw.limiter {
         None => Some(Algorithm::SlidingLog),

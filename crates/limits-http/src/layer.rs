@@ -222,7 +222,18 @@ where
     let mut statuses = Vec::with_capacity(matching.len());
     let mut delay = Duration::ZERO;
     for rule in matching {
-        let key = rule.key.extract(&parts, client, bytes.as_deref());
+        // The key reads Content-Type (the body's charset) from `parts`.
+        let key = match rule.key.extract(&parts, client, bytes.as_deref()) {
+            Ok(key) => key,
+            Err(e) => {
+                tracing::debug!(rule = %rule.name, error = %e, "no key: 400");
+                let mut ext = serde_json::Map::new();
+                ext.insert("rule".into(), rule.name.as_str().into());
+                ext.insert("field".into(), e.field.as_str().into());
+                let detail = e.to_string();
+                return Ok(ours(problem_with(StatusCode::BAD_REQUEST, &detail, ext)));
+            }
+        };
         let started = Instant::now();
         let verdict = rule.store.decide(&key, rule.cost, Mode::Record).await;
         let latency = started.elapsed();

@@ -22,7 +22,10 @@ pub use body::BodyBudget;
 pub use client_ip::{
     ClientIp, ClientIpHeader, ResolvedClient, TrustedProxies, DEFAULT_IPV6_PREFIX,
 };
-pub use key::{KeyPart, KeySpec, KeySpecError, MAX_KEY_LEN};
+pub use key::{
+    KeyError, KeyErrorReason, KeyPart, KeySpec, KeySpecError, Missing, Normalize, NormalizeStep,
+    MAX_KEY_LEN,
+};
 pub use layer::{LimitedBody, PeerAddr, PolicyHandle, RateLimit, RateLimitLayer};
 pub use path::{match_path, normalize_path, PathError};
 pub use policy::{

@@ -1,4 +1,5 @@
-//! The values of a rule that need more than a type: rates, keys, methods and
+//! The values of a rule that need more than a type: rates, keys (with their
+//! `missing` and `normalize`), methods and
 //! names, each through the parser the command line uses. Rates and keys
 //! report their problems with the line of each part; a method or a name is
 //! one value, so its check returns the problem and the caller adds the line.
@@ -8,7 +9,7 @@ use super::Problems;
 use crate::args::DEFAULT_WINDOW;
 use http::Method;
 use limits::{parse_duration, Rate, RateError, Rates};
-use limits_http::KeySpec;
+use limits_http::{KeySpec, Missing, Normalize, NormalizeStep};
 use serde_spanned::Spanned;
 use std::ops::Range;
 
@@ -109,6 +110,62 @@ pub(super) fn key_spec(key: Spanned<KeyField>, p: &mut Problems<'_>) -> Option<K
             ok.then(|| joined.join("+").parse().ok()).flatten()
         }
     }
+}
+
+/// `missing = "ip" | "reject" | "shared"` and `normalize = [...]` on `key`
+/// (if it parsed), each value checked on its own line. Both are about the
+/// values a client sends: on a key that is only `ip`, either is a mistake.
+pub(super) fn key_options(
+    key: Option<KeySpec>,
+    missing: Option<Spanned<String>>,
+    normalize: Option<Spanned<Vec<Spanned<String>>>>,
+    p: &mut Problems<'_>,
+) -> Option<KeySpec> {
+    let mut ok = true;
+    let missing = missing.and_then(|m| match m.get_ref().parse::<Missing>() {
+        Ok(policy) => Some((policy, m.span())),
+        Err(e) => {
+            p.add(&m.span(), format!("missing: {e}"));
+            ok = false;
+            None
+        }
+    });
+    let normalize = normalize.map(|list| {
+        let span = list.span();
+        let mut steps = Vec::new();
+        for step in list.into_inner() {
+            match step.get_ref().parse::<NormalizeStep>() {
+                Ok(s) => steps.push(s),
+                Err(e) => {
+                    p.add(&step.span(), format!("normalize: {e}"));
+                    ok = false;
+                }
+            }
+        }
+        (Normalize::from_steps(steps), span)
+    });
+    let mut key = key?;
+    if !key.reads_client_values() {
+        let set = [
+            missing.as_ref().map(|(_, span)| ("missing", span)),
+            normalize.as_ref().map(|(_, span)| ("normalize", span)),
+        ];
+        for (field, span) in set.into_iter().flatten() {
+            let problem = format!(
+                "{field} applies to keys with a header, cookie, query, form or json part; \
+                 this rule's key is \"{key}\" (the address is never missing nor normalized)"
+            );
+            p.add(span, problem);
+            ok = false;
+        }
+    }
+    if let Some((policy, _)) = missing {
+        key = key.with_missing(policy);
+    }
+    if let Some((steps, _)) = normalize {
+        key = key.with_normalize(steps);
+    }
+    ok.then_some(key)
 }
 
 /// The methods a rule may name: the standard ones, in upper case.

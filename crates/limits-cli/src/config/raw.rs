@@ -23,6 +23,8 @@ pub(super) struct RawRule {
     pub path: Option<Spanned<String>>,
     pub methods: Option<Spanned<Vec<Spanned<String>>>>,
     pub key: Option<Spanned<KeyField>>,
+    pub missing: Option<Spanned<String>>,
+    pub normalize: Option<Spanned<Vec<Spanned<String>>>>,
     pub limiter: Option<Spanned<String>>,
     pub rates: Option<Spanned<String>>,
     pub limit: Option<Spanned<Whole>>,

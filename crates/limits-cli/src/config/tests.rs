@@ -142,3 +142,30 @@ fn load_names_the_file_it_could_not_read() {
         format!("{}:2: the file is not UTF-8 text", bad.display())
     );
 }
+
+#[test]
+fn missing_and_normalize_set_the_keys_policies() {
+    let text = "[[rule]]\nname = \"login\"\nrates = \"3/m\"\nkey = \"ip+json:user.email\"\n\
+                missing = \"shared\"\nnormalize = [\"lowercase\", \"trim\"]\n\n\
+                [[rule]]\nname = \"api\"\nrates = \"3/m\"\nkey = \"header:X-Api-Key\"\nnormalize = []\n";
+    let config = parse(text, "k.toml").expect("valid");
+    use limits_http::{Missing, Normalize, NormalizeStep};
+    assert_eq!(
+        config.rules[0].key,
+        key("ip+json:user.email")
+            .with_missing(Missing::Shared)
+            .with_normalize(Normalize::from_steps([
+                NormalizeStep::Lowercase,
+                NormalizeStep::Trim
+            ]))
+    );
+    assert_eq!(
+        config.rules[1].key,
+        key("header:x-api-key").with_normalize(Normalize::NONE)
+    );
+    // Left out: the defaults by kind of part.
+    let login = load(&example_path()).expect("example");
+    let account = &login.rules[3].key;
+    assert_eq!(account.missing(), Some(Missing::Reject));
+    assert_eq!(account.normalize(), Some(Normalize::ACCOUNT));
+}

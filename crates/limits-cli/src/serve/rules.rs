@@ -79,17 +79,24 @@ impl RuleSet {
     }
 
     /// What identifies a rule's state in the state file: its limiter, rates
-    /// and key. State saved under another shape is not loaded.
+    /// and key, with the key's `missing` policy and normalization (they
+    /// change the keys). State saved under another shape is not loaded.
     pub fn fingerprint(config: &RuleConfig) -> String {
         let burst = config
             .rule
             .burst()
             .map_or(String::new(), |b| format!(" burst={b}"));
+        let key = &config.key;
+        let missing = key
+            .missing()
+            .map_or("default".to_string(), |m| m.to_string());
+        let normalize = key
+            .normalize()
+            .map_or("default".to_string(), |n| n.to_string());
         format!(
-            "{} {}{burst} key={}",
+            "{} {}{burst} key={key} missing={missing} normalize={normalize}",
             config.rule.algorithm(),
             config.rule.rates(),
-            config.key
         )
     }
 }

@@ -262,3 +262,40 @@ fn a_number_too_large_for_a_field_says_so_in_words() {
     assert!(message.contains("is too large (at most"), "{message}");
     assert!(!message.contains("i128"), "{message}");
 }
+
+#[test]
+fn bad_missing_and_normalize_values_are_named_on_their_line() {
+    let key = "key = \"form:username\"\n";
+    assert_problem(
+        &rule_with(&format!("{key}missing = \"drop\"\n")),
+        5,
+        "missing: unknown missing policy \"drop\" (expected ip, reject or shared)",
+    );
+    assert_problem(
+        &rule_with(&format!(
+            "{key}normalize = [\n  \"trim\",\n  \"upper\",\n]\n"
+        )),
+        7,
+        "normalize: unknown normalization \"upper\" (expected trim, lowercase or nfkc)",
+    );
+    assert_problem(
+        &rule_with(&format!("{key}normalize = \"trim\"\n")),
+        5,
+        "expected a sequence",
+    );
+    assert_problem(&rule_with("missing = 1\n"), 4, "expected a string");
+}
+
+#[test]
+fn missing_and_normalize_on_an_address_key_are_errors() {
+    assert_problem(
+        &rule_with("missing = \"shared\"\n"),
+        4,
+        "missing applies to keys with a header, cookie, query, form or json part; this rule's key is \"ip\"",
+    );
+    assert_problem(
+        &rule_with("key = \"ip\"\nnormalize = []\n"),
+        5,
+        "normalize applies to keys with a header",
+    );
+}

@@ -1,0 +1,316 @@
+//! Which client a request belongs to: the key a rule limits by.
+//!
+//! A key is one part or several joined (`ip+form:username` limits each
+//! address's attempts on each account). Parts: the client address, a header,
+//! a cookie, a query parameter, and (for a login route, body read up to a
+//! small bound) a form or JSON body field.
+//!
+//! A limiter in front of a login form is a security control, so a client must
+//! not be able to choose its key, nor to make the limiter read a request
+//! differently from the upstream:
+//! - every part is tagged (`ip=…`, `header:x-api-key=…`, `form:username=…`)
+//!   and client values are escaped, so no value can produce another part's
+//!   tag, a part boundary, the fallback keys (`missing:ip=…`,
+//!   `missing:shared`) or a hashed key (`sha256:…`);
+//! - a field repeated with different values is refused ([`KeyError`]): the
+//!   upstream may read the other one;
+//! - bodies are read as a tolerant upstream reads them (BOM, charset,
+//!   nesting of any depth), and what happens when the field is missing or
+//!   unreadable is the rule's choice ([`Missing`]);
+//! - client values are normalized per rule ([`Normalize`]), so that `Alice`
+//!   and ` alice ` are one account.
+
+use http::header::{HeaderName, CONTENT_TYPE};
+use http::request::Parts;
+use sha2::{Digest, Sha256};
+use std::fmt;
+use std::net::IpAddr;
+
+mod body;
+mod fields;
+mod json;
+mod normalize;
+mod spec;
+#[cfg(test)]
+mod tests;
+
+use fields::Lookup;
+pub use normalize::{Normalize, NormalizeStep};
+pub use spec::{KeySpecError, Missing};
+
+/// Keys longer than this are stored as a hash, not raw: a client cannot make
+/// us hold arbitrarily long keys.
+pub const MAX_KEY_LEN: usize = 128;
+
+/// One part of a key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum KeyPart {
+    /// The client address (the peer, or the forwarded client when the peer is
+    /// a trusted proxy).
+    Ip,
+    /// A request header, e.g. `X-Api-Key`.
+    Header(HeaderName),
+    /// A cookie.
+    Cookie(String),
+    /// A query-string parameter.
+    Query(String),
+    /// A field of a `application/x-www-form-urlencoded` body.
+    Form(String),
+    /// A field of a JSON body; dots walk into objects (`user.email`).
+    Json(String),
+}
+
+impl KeyPart {
+    /// Whether the value comes from the request body.
+    fn in_body(&self) -> bool {
+        matches!(self, KeyPart::Form(_) | KeyPart::Json(_))
+    }
+}
+
+/// The parts of a key, in order, and what to do when one is missing or how
+/// to normalize client values (each with a default by kind of part).
+///
+/// ```
+/// use limits_http::{KeySpec, Missing, Normalize};
+/// let spec: KeySpec = "ip+form:username".parse().unwrap();
+/// assert!(spec.needs_body());
+/// assert_eq!(spec.to_string(), "ip+form:username");
+/// assert!("header:".parse::<KeySpec>().is_err());
+/// let spec = spec.with_missing(Missing::Shared).with_normalize(Normalize::NONE);
+/// assert_eq!(spec.missing(), Some(Missing::Shared));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KeySpec {
+    parts: Vec<KeyPart>,
+    missing: Option<Missing>,
+    normalize: Option<Normalize>,
+}
+
+/// Why a request has no key under a rule: the layer answers 400 naming the field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyError {
+    /// The key part, as written in the spec (`query:api_key`).
+    pub field: String,
+    /// What is wrong with it.
+    pub reason: KeyErrorReason,
+}
+
+/// What is wrong with a key field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyErrorReason {
+    /// It appears more than once with different values: the upstream may
+    /// read another one than the limiter.
+    Repeated,
+    /// It is not in the request (or is empty), and the rule says `reject`.
+    Missing,
+    /// The body cannot be read (why), and the rule says `reject`.
+    Unreadable(String),
+}
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let field = &self.field;
+        match &self.reason {
+            KeyErrorReason::Repeated => write!(
+                f,
+                "the key field {field} appears more than once with different values"
+            ),
+            KeyErrorReason::Missing => write!(
+                f,
+                "the request has no {field}, which this route's rate limit counts by"
+            ),
+            KeyErrorReason::Unreadable(why) => {
+                write!(f, "cannot read {field} from the request body: {why}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+impl KeySpec {
+    /// The client address alone: the default.
+    pub fn ip() -> KeySpec {
+        KeySpec::from_parts(vec![KeyPart::Ip])
+    }
+
+    fn from_parts(parts: Vec<KeyPart>) -> KeySpec {
+        KeySpec {
+            parts,
+            missing: None,
+            normalize: None,
+        }
+    }
+
+    /// The same parts, with `missing` for every part that is missing or
+    /// unreadable (instead of the default by kind of part).
+    pub fn with_missing(mut self, missing: Missing) -> KeySpec {
+        self.missing = Some(missing);
+        self
+    }
+
+    /// The same parts, with `normalize` for every client value (instead of
+    /// the default by kind of part). The address is never normalized.
+    pub fn with_normalize(mut self, normalize: Normalize) -> KeySpec {
+        self.normalize = Some(normalize);
+        self
+    }
+
+    /// The parts.
+    pub fn parts(&self) -> &[KeyPart] {
+        &self.parts
+    }
+
+    /// The `missing` policy set with [`KeySpec::with_missing`], if any.
+    pub fn missing(&self) -> Option<Missing> {
+        self.missing
+    }
+
+    /// The normalization set with [`KeySpec::with_normalize`], if any.
+    pub fn normalize(&self) -> Option<Normalize> {
+        self.normalize
+    }
+
+    /// What happens when `part` is missing or unreadable: the policy set, or
+    /// by default `reject` for body fields (an upstream that reads the body
+    /// differently must not get the attempts through) and `ip` for the rest.
+    pub fn missing_for(&self, part: &KeyPart) -> Missing {
+        self.missing.unwrap_or(if part.in_body() {
+            Missing::Reject
+        } else {
+            Missing::Ip
+        })
+    }
+
+    /// How `part`'s value is normalized: as set, or by default
+    /// [`Normalize::ACCOUNT`] for body fields (account names and emails) and
+    /// [`Normalize::NONE`] for the rest (API keys and tokens, where case matters).
+    pub fn normalize_for(&self, part: &KeyPart) -> Normalize {
+        self.normalize.unwrap_or(if part.in_body() {
+            Normalize::ACCOUNT
+        } else {
+            Normalize::NONE
+        })
+    }
+
+    /// Whether a part reads the request body.
+    pub fn needs_body(&self) -> bool {
+        self.parts.iter().any(KeyPart::in_body)
+    }
+
+    /// Whether a part takes a value from the client (anything but `ip`):
+    /// only such keys can be missing or normalized.
+    pub fn reads_client_values(&self) -> bool {
+        self.parts.iter().any(|p| *p != KeyPart::Ip)
+    }
+
+    /// The key of a request: `TAG=VALUE` for each part (values normalized and
+    /// escaped), joined by `|`, hashed when longer than [`MAX_KEY_LEN`]. When
+    /// a part is missing, empty or unreadable: `missing:ip=ADDRESS`,
+    /// `missing:shared`, or an error, as [`KeySpec::missing_for`] says. A
+    /// field repeated with different values is always an error. The body is
+    /// read with the charset of the request's Content-Type.
+    pub fn extract(
+        &self,
+        parts: &Parts,
+        client: Option<IpAddr>,
+        body: Option<&[u8]>,
+    ) -> Result<String, KeyError> {
+        let client_text = client.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
+        let content_type = parts.headers.get(CONTENT_TYPE);
+        let mut segments = Vec::with_capacity(self.parts.len());
+        let mut failed = None;
+        for part in &self.parts {
+            let lookup = match part {
+                KeyPart::Ip => Lookup::Found(client_text.clone()),
+                KeyPart::Header(name) => fields::header(&parts.headers, name),
+                KeyPart::Cookie(name) => fields::cookie(&parts.headers, name),
+                KeyPart::Query(name) => match parts.uri.query() {
+                    Some(q) => fields::pairs(q.as_bytes(), name),
+                    None => Lookup::Absent,
+                },
+                KeyPart::Form(name) => match body.map(|b| body::text(content_type, b, false)) {
+                    None => Lookup::Absent,
+                    Some(Ok(text)) => fields::pairs(text.as_bytes(), name),
+                    Some(Err(why)) => Lookup::Unreadable(why),
+                },
+                KeyPart::Json(path) => match body.map(|b| body::text(content_type, b, true)) {
+                    None => Lookup::Absent,
+                    Some(Ok(text)) => json::field(&text, path),
+                    Some(Err(why)) => Lookup::Unreadable(why),
+                },
+            };
+            let reason = match lookup {
+                Lookup::Found(v) => {
+                    let v = match part {
+                        KeyPart::Ip => v,
+                        _ => self.normalize_for(part).apply(&v),
+                    };
+                    if !v.is_empty() {
+                        segments.push(segment(part, &v));
+                        continue;
+                    }
+                    KeyErrorReason::Missing
+                }
+                Lookup::Absent => KeyErrorReason::Missing,
+                Lookup::Unreadable(why) => KeyErrorReason::Unreadable(why),
+                Lookup::Repeated => {
+                    return Err(KeyError {
+                        field: part.to_string(),
+                        reason: KeyErrorReason::Repeated,
+                    })
+                }
+            };
+            failed.get_or_insert((part, reason));
+        }
+        let Some((part, reason)) = failed else {
+            return Ok(bounded(segments.join("|")));
+        };
+        match self.missing_for(part) {
+            Missing::Ip => Ok(bounded(format!(
+                "missing:ip={}",
+                escape(&client_text, false)
+            ))),
+            Missing::Shared => Ok("missing:shared".to_string()),
+            Missing::Reject => Err(KeyError {
+                field: part.to_string(),
+                reason,
+            }),
+        }
+    }
+}
+
+/// `TAG=VALUE`: the part as written in the spec, then its value. Both are
+/// escaped so that `|` only ever separates parts and the first bare `=` of a
+/// part only ever ends its tag: a key decodes to one list of (tag, value).
+fn segment(part: &KeyPart, value: &str) -> String {
+    format!(
+        "{}={}",
+        escape(&part.to_string(), true),
+        escape(value, false)
+    )
+}
+
+/// `\` becomes `\\`, `|` becomes `\|`, and (in a tag) `=` becomes `\=`.
+fn escape(v: &str, tag: bool) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        if c == '\\' || c == '|' || (tag && c == '=') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Long keys become `sha256:` and 32 hex digits (128 bits of the digest of
+/// the whole key). No unhashed key starts with `sha256:`: every one starts
+/// with a part's tag or `missing:`.
+fn bounded(key: String) -> String {
+    if key.len() <= MAX_KEY_LEN {
+        return key;
+    }
+    let digest = Sha256::digest(key.as_bytes());
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
