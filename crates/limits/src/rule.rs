@@ -259,6 +259,41 @@ impl Rule {
         }
     }
 
+    /// How much of its quota `state` has used at `now`, in thousandths of the
+    /// most used rate's capacity: 0 for a key that is back to full (or whose
+    /// state belongs to another rule), 1000 only when some rate has nothing
+    /// left (the next request of cost 1 would be denied). It is what
+    /// forgetting the key would give back, as a share of the limit.
+    ///
+    /// ```
+    /// use limits::{Algorithm, Rule};
+    /// let rule = Rule::new(Algorithm::SlidingLog, "10/minute; 4/s".parse().unwrap());
+    /// let mut state = rule.new_state();
+    /// assert_eq!(rule.used_permille(&mut state, 0), 0);
+    /// rule.check(&mut state, 0, 1);
+    /// assert_eq!(rule.used_permille(&mut state, 0), 250); // 1 of 4 per second
+    /// rule.check(&mut state, 0, 3);
+    /// assert_eq!(rule.used_permille(&mut state, 0), 1000);
+    /// assert_eq!(rule.used_permille(&mut state, 1_000_000_000), 400); // 4 of 10
+    /// ```
+    pub fn used_permille(&self, state: &mut KeyState, now: u64) -> u16 {
+        fn used<A: RateAlgorithm>(engines: &[A], states: &mut States<A>, now: u64) -> u16 {
+            let mut most = 0;
+            for (a, s) in engines.iter().zip(states.iter_mut()) {
+                let t = a.advance(s, now);
+                if a.reset_after(s, t) == 0 {
+                    continue; // back to full: nothing used
+                }
+                let capacity = a.capacity().max(1);
+                let left = a.remaining(s, t).min(capacity);
+                let share = u128::from(capacity - left) * 1000 / u128::from(capacity);
+                most = most.max(u16::try_from(share).unwrap_or(1000));
+            }
+            most
+        }
+        with_engines!(&self.engines, &mut state.0, |e, s| used(e, s, now), 0)
+    }
+
     /// Whether `state` was made by a rule of this shape.
     fn owns(&self, state: &KeyState) -> bool {
         with_engines!(&self.engines, &state.0, |e, s| e.len() == s.len(), false)

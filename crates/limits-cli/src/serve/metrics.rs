@@ -1,6 +1,8 @@
 //! Prometheus metrics and the admin endpoint (`--admin ADDR`): decisions per
-//! rule, decision latency, keys tracked, evictions, store and upstream
-//! errors, unreadable client addresses; `/healthz` for load balancers.
+//! rule, decision latency, keys tracked, evictions (and those of limited
+//! keys, which each let a limited client start afresh: a sign that
+//! `--max-keys` is too small), store, upstream and client errors,
+//! unreadable client addresses; `/healthz` for load balancers.
 
 use super::rules::RuleSet;
 use crate::proxy::ProxyErrors;
@@ -41,6 +43,7 @@ pub struct Metrics {
     latency: Histogram,
     keys: Family<RuleLabel, Gauge>,
     evictions: Family<RuleLabel, Gauge>,
+    limited_evictions: Family<RuleLabel, Gauge>,
     store_errors: Family<RuleLabel, Counter>,
     upstream_errors: Family<KindLabel, Gauge>,
     client_errors: Family<KindLabel, Gauge>,
@@ -54,6 +57,7 @@ impl Metrics {
         let latency = Histogram::new(exponential_buckets(1e-6, 4.0, 10));
         let keys = Family::<RuleLabel, Gauge>::default();
         let evictions = Family::<RuleLabel, Gauge>::default();
+        let limited_evictions = Family::<RuleLabel, Gauge>::default();
         let store_errors = Family::<RuleLabel, Counter>::default();
         let upstream_errors = Family::<KindLabel, Gauge>::default();
         let client_errors = Family::<KindLabel, Gauge>::default();
@@ -73,6 +77,11 @@ impl Metrics {
             "evictions",
             "Keys evicted by --max-keys per rule (each forgot its state)",
             evictions.clone(),
+        );
+        registry.register(
+            "evictions_of_limited_keys",
+            "Of the evictions, keys at their limit or denied: each let a limited client start afresh (zero unless --max-keys is too small)",
+            limited_evictions.clone(),
         );
         registry.register(
             "store_errors",
@@ -100,6 +109,7 @@ impl Metrics {
             latency,
             keys,
             evictions,
+            limited_evictions,
             store_errors,
             upstream_errors,
             client_errors,
@@ -109,10 +119,13 @@ impl Metrics {
 
     /// Reads the gauges from the rules and the proxy, then encodes all.
     pub fn render(&self, rules: &RuleSet, upstream: Option<ProxyErrors>) -> String {
-        for (name, keys, evictions) in rules.sizes() {
+        for (name, keys, evictions, limited) in rules.sizes() {
             let label = RuleLabel { rule: name };
             self.keys.get_or_create(&label).set(keys as i64);
             self.evictions.get_or_create(&label).set(evictions as i64);
+            self.limited_evictions
+                .get_or_create(&label)
+                .set(limited as i64);
         }
         if let Some(errors) = upstream {
             let set = |family: &Family<KindLabel, Gauge>, kind: &str, v: u64| {

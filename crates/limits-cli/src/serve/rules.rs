@@ -65,11 +65,14 @@ impl RuleSet {
             .collect()
     }
 
-    /// (rule, keys tracked, keys evicted) for each rule.
-    pub fn sizes(&self) -> Vec<(String, usize, u64)> {
+    /// (rule, keys tracked, keys evicted, of which limited keys) for each rule.
+    pub fn sizes(&self) -> Vec<(String, usize, u64, u64)> {
         self.entries
             .iter()
-            .map(|(c, s)| (c.name.clone(), s.len(), s.evictions()))
+            .map(|(c, s)| {
+                let limited = s.limited_evictions();
+                (c.name.clone(), s.len(), s.evictions(), limited)
+            })
             .collect()
     }
 

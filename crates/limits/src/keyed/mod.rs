@@ -6,18 +6,24 @@
 //!
 //! - a key whose state can no longer affect any decision (its log has expired,
 //!   its bucket is full again) is dropped losslessly: every operation moves a
-//!   shard's CLOCK hand over a couple of slots and drops what is idle, without
+//!   shard's sweep cursor over a couple of slots and drops what is idle, without
 //!   needing traffic on those keys; [`KeyedLimiter::sweep`] drops them all;
-//! - with [`Options::max_keys`], a full shard evicts a key not used since the
-//!   hand last passed (CLOCK, an approximation of least-recently-used that
-//!   costs one flag per key). Eviction is the one case that forgets state, and
-//!   it is counted: [`KeyedLimiter::evictions`].
+//! - with [`Options::max_keys`], a full shard evicts a key. Eviction is the one
+//!   case that forgets state, and a forgotten key comes back with a fresh
+//!   limit, so the victim is the key whose forgetting costs least: among a few
+//!   keys under the CLOCK hand, the one with the most quota left, never a key
+//!   at its limit (or denied) while another candidate is not (see the shard
+//!   module). A flood of one-off keys thus evicts its own keys, not clients
+//!   that keep coming, and cannot buy a limited client an amnesty. Evictions
+//!   are counted, [`KeyedLimiter::evictions`], and those of limited keys apart,
+//!   [`KeyedLimiter::limited_evictions`]: it stays zero unless the table is
+//!   full of limited keys, the sign that `max_keys` is too small.
 
 mod shard;
 
-use crate::{Clock, Decision, KeyState, Mode, Rule, SystemClock};
+use crate::{Clock, Decision, Mode, Rule, SystemClock};
 use foldhash::fast::RandomState;
-use shard::Shard;
+use shard::{Room, Shard, Slot};
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,8 +35,9 @@ const SWEEP_PER_OPERATION: usize = 2;
 /// How a [`KeyedLimiter`] is laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
-    /// The most keys held at once; beyond it, least-recently-used keys (by
-    /// CLOCK, per shard) are evicted. `None`: no cap but memory.
+    /// The most keys held at once; beyond it, keys are evicted, those whose
+    /// forgetting costs least first (most quota left, then least recently
+    /// used, per shard). `None`: no cap but memory.
     pub max_keys: Option<usize>,
     /// The number of shards, rounded up to a power of two. Defaults to four
     /// per available core.
@@ -96,6 +103,7 @@ pub struct KeyedLimiter<K, C = SystemClock> {
     shard_shift: u32,
     per_shard_cap: usize,
     evictions: AtomicU64,
+    limited_evictions: AtomicU64,
 }
 
 impl<K: Hash + Eq + Send> KeyedLimiter<K, SystemClock> {
@@ -134,6 +142,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             shard_shift: 64 - shards.trailing_zeros(),
             per_shard_cap,
             evictions: AtomicU64::new(0),
+            limited_evictions: AtomicU64::new(0),
         }
     }
 
@@ -207,6 +216,9 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
                 let slot = &mut shard.slots[idx];
                 slot.referenced = true;
                 let d = self.rule.decide(&mut slot.state, now, cost, mode, each);
+                if mode == Mode::Record && limits_the_key(&d) {
+                    slot.denied = true;
+                }
                 if self.rule.is_idle(&mut slot.state, now) {
                     shard.remove(idx);
                 }
@@ -216,7 +228,8 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
                 let mut state = self.rule.new_state();
                 let d = self.rule.decide(&mut state, now, cost, mode, each);
                 if mode == Mode::Record && !self.rule.is_idle(&mut state, now) {
-                    self.insert(&mut shard, hash, key.to_owned(), state, now);
+                    let slot = Slot::new(hash, key.to_owned(), state, limits_the_key(&d));
+                    self.insert(&mut shard, slot, now);
                 }
                 d
             }
@@ -225,18 +238,16 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         decision
     }
 
-    fn insert(&self, shard: &mut Shard<K>, hash: u64, key: K, state: KeyState, now: u64) {
-        while shard.slots.len() >= self.per_shard_cap {
-            let freed = shard.make_room(&self.rule, now);
-            if freed.evicted > 0 {
-                self.evictions
-                    .fetch_add(freed.evicted as u64, Ordering::Relaxed);
-            }
-            if freed.idle + freed.evicted == 0 {
-                break;
+    /// Tracks a new key; a full shard gives up the key that costs least to
+    /// forget (see the shard module), and the eviction is counted.
+    fn insert(&self, shard: &mut Shard<K>, slot: Slot<K>, now: u64) {
+        let room = shard.add(slot, self.per_shard_cap, &self.rule, now);
+        if let Some(Room::Evicted { limited, .. }) = room {
+            self.evictions.fetch_add(1, Ordering::Relaxed);
+            if limited {
+                self.limited_evictions.fetch_add(1, Ordering::Relaxed);
             }
         }
-        shard.insert(hash, key, state);
     }
 
     fn shard(&self, hash: u64) -> MutexGuard<'_, Shard<K>> {
@@ -311,7 +322,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             if let Some(idx) = shard.find(hash, &key) {
                 shard.slots[idx].state = state;
             } else {
-                self.insert(&mut shard, hash, key, state, now);
+                self.insert(&mut shard, Slot::new(hash, key, state, false), now);
             }
             loaded += 1;
         }
@@ -333,6 +344,15 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         self.evictions.load(Ordering::Relaxed)
     }
 
+    /// Of the [`evictions`](Self::evictions), those of keys that were limited:
+    /// at their limit on some rate, or denied since their state was last back
+    /// to full. Each such eviction let a limited client start afresh; it only
+    /// happens when every key the shard weighed was limited, so a non-zero
+    /// count says `max_keys` is too small for the clients being limited.
+    pub fn limited_evictions(&self) -> u64 {
+        self.limited_evictions.load(Ordering::Relaxed)
+    }
+
     /// The memory held, and by how many keys.
     pub fn memory(&self) -> MemoryReport {
         let mut report = MemoryReport { keys: 0, bytes: 0 };
@@ -343,6 +363,12 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         }
         report
     }
+}
+
+/// Whether a recorded decision marks the key as limited: denied, other than
+/// for a cost no state could ever admit (which says nothing of the key).
+fn limits_the_key(d: &Decision) -> bool {
+    !d.allowed && !d.retry_after.is_never()
 }
 
 /// Locks a shard. A panic while holding a shard's lock cannot leave a state

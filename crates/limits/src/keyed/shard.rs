@@ -1,11 +1,40 @@
 //! One shard of the keyed limiter: the keys whose hash falls in it, their
-//! states, and a CLOCK hand that both sweeps idle keys and picks victims when
-//! the shard is full.
+//! states, a cursor that sweeps idle keys away, and a CLOCK hand that picks
+//! victims when the shard is full.
 //!
-//! Slots live in a dense `Vec` (so the hand can walk them); a `HashTable` of
-//! slot indices finds a key. A key costs its slot (hash, key, state, one
-//! "referenced" flag) plus about five bytes of table: no linked list, no two
-//! pointers per key as a true LRU would need.
+//! Slots live in a dense `Vec` (so the cursor and the hand can walk them); a `HashTable` of
+//! slot indices finds a key. A key costs its slot (hash, key, state, two
+//! flags) plus about five bytes of table: no linked list, no two pointers per
+//! key as a true LRU would need.
+//!
+//! # Choosing a victim: forget the least
+//!
+//! Evicting a key forgets what it has used, and the key comes back with a
+//! fresh limit: an eviction is an amnesty worth the key's used quota. Plain
+//! CLOCK (evict the first key not used since the hand last passed) weighs
+//! every key alike, so a client at its limit could be pushed out by a flood of
+//! one-off keys and come back forgiven, again and again. So a full shard
+//! weighs [`CANDIDATES`] keys under the hand and evicts the one whose
+//! forgetting costs least ([`forgetting_cost`]):
+//!
+//! 1. a key that no longer matters (idle) is taken at once, losslessly;
+//! 2. a *limited* key (some rate has nothing left, or it was denied since its
+//!    state was last back to full) is never taken while any candidate is not
+//!    limited: when all of them are, the hand looks further, up to
+//!    [`MAX_SCAN`] keys, before it gives in (and that eviction is counted
+//!    apart, as a limited eviction);
+//! 3. otherwise the least used share of its limit
+//!    ([`Rule::used_permille`]) goes first, so that a client that keeps
+//!    coming outweighs keys that came once or twice; among equals, one not
+//!    used since the hand last passed (the CLOCK second chance).
+//!
+//! The new key takes the victim's slot, which the hand has just passed: it is
+//! weighed again only after a full turn, time to show whether it returns. The
+//! hand moves only when a key is added to a full shard (the sweep has its own
+//! cursor), so that turn lasts about `slots / CANDIDATES` insertions. The
+//! cost per insertion stays bounded (at most [`MAX_SCAN`] states looked at,
+//! usually [`CANDIDATES`]), and the memory per key does not grow: the one new
+//! flag fits in the slot's padding.
 
 use crate::{KeyState, Rule};
 use hashbrown::HashTable;
@@ -18,19 +47,38 @@ pub(crate) struct Slot<K> {
     pub state: KeyState,
     /// Set on every use, cleared as the CLOCK hand passes: a second chance.
     pub referenced: bool,
+    /// Set when a request was denied; kept while the state lives (it is
+    /// dropped once back to full): the key is limited, so evicting it would
+    /// forgive it.
+    pub denied: bool,
 }
+
+/// Keys a full shard weighs before it evicts one.
+pub(crate) const CANDIDATES: usize = 4;
+
+/// The most keys a full shard looks at for one that is not limited.
+pub(crate) const MAX_SCAN: usize = 64;
+
+/// Costs at or above this are those of limited keys.
+const LIMITED: u32 = 1 << 16;
 
 pub(crate) struct Shard<K> {
     table: HashTable<u32>,
     pub slots: Vec<Slot<K>>,
+    /// Where eviction weighs keys next.
     hand: usize,
+    /// Where the amortized sweep looks for idle keys next.
+    cursor: usize,
 }
 
-/// What making room cost: keys dropped losslessly, and keys evicted.
-#[derive(Default)]
-pub(crate) struct Freed {
-    pub idle: usize,
-    pub evicted: usize,
+/// The slot a full shard gives up for a new key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Room {
+    /// Its key no longer mattered: dropped losslessly.
+    Idle(usize),
+    /// Its key was evicted, forgetting its state; `limited` if that key was
+    /// at its limit (or had been denied).
+    Evicted { at: usize, limited: bool },
 }
 
 impl<K> Shard<K> {
@@ -39,6 +87,7 @@ impl<K> Shard<K> {
             table: HashTable::new(),
             slots: Vec::new(),
             hand: 0,
+            cursor: 0,
         }
     }
 
@@ -52,20 +101,34 @@ impl<K> Shard<K> {
             .map(|&i| i as usize)
     }
 
-    pub fn insert(&mut self, hash: u64, key: K, state: KeyState) -> usize {
-        let idx = self.slots.len();
-        self.slots.push(Slot {
-            hash,
-            key,
-            state,
-            // A new key has not earned its second chance yet: in a flood of
-            // one-off keys they evict each other, not the established ones.
-            referenced: false,
-        });
+    /// Adds `slot` (its key must be new). A shard holding `cap` keys or more
+    /// first gives up the slot [`make_room`](Self::make_room) picks, and says
+    /// which: the new key takes that slot, dropping the key that was there.
+    pub fn add(&mut self, slot: Slot<K>, cap: usize, rule: &Rule, now: u64) -> Option<Room> {
+        let room = if self.slots.len() >= cap {
+            self.make_room(rule, now)
+        } else {
+            None
+        };
+        let hash = slot.hash;
+        let at = match room {
+            Some(Room::Idle(at) | Room::Evicted { at, .. }) => {
+                let old = self.slots[at].hash;
+                if let Ok(entry) = self.table.find_entry(old, |&i| i as usize == at) {
+                    entry.remove();
+                }
+                self.slots[at] = slot;
+                at
+            }
+            None => {
+                self.slots.push(slot);
+                self.slots.len() - 1
+            }
+        };
         let slots = &self.slots;
         self.table
-            .insert_unique(hash, idx as u32, |&i| slots[i as usize].hash);
-        idx
+            .insert_unique(hash, at as u32, |&i| slots[i as usize].hash);
+        room
     }
 
     /// Removes slot `idx`; the last slot moves into its place.
@@ -85,6 +148,9 @@ impl<K> Shard<K> {
         if self.hand >= self.slots.len() {
             self.hand = 0;
         }
+        if self.cursor >= self.slots.len() {
+            self.cursor = 0;
+        }
         self.shrink_if_sparse();
         slot
     }
@@ -99,17 +165,17 @@ impl<K> Shard<K> {
         }
     }
 
-    /// Moves the hand over up to `budget` slots, dropping those that can no
-    /// longer affect a decision.
+    /// Moves the sweep's cursor over up to `budget` slots, dropping those that
+    /// can no longer affect a decision.
     pub fn sweep(&mut self, rule: &Rule, now: u64, budget: usize) -> usize {
         let mut dropped = 0;
         for _ in 0..budget.min(self.slots.len()) {
-            let at = self.hand;
+            let at = self.cursor;
             if rule.is_idle(&mut self.slots[at].state, now) {
                 self.remove(at);
                 dropped += 1;
             } else {
-                self.hand = (at + 1) % self.slots.len();
+                self.cursor = (at + 1) % self.slots.len();
             }
             if self.slots.is_empty() {
                 break;
@@ -118,32 +184,33 @@ impl<K> Shard<K> {
         dropped
     }
 
-    /// Frees one slot: the first idle key under the hand, or else the first
-    /// not used since the hand last passed (CLOCK, an approximation of LRU).
-    pub fn make_room(&mut self, rule: &Rule, now: u64) -> Freed {
-        let mut freed = Freed::default();
-        if self.slots.is_empty() {
-            return freed;
-        }
-        // Two turns at most: the first clears every referenced flag.
-        for _ in 0..=2 * self.slots.len() {
+    /// Picks the slot to give up for a new key (see the module docs): the
+    /// first idle key under the hand, or else the candidate whose forgetting
+    /// costs least. The hand moves past every key it looked at, clearing
+    /// their second chance. `None` only for an empty shard.
+    pub fn make_room(&mut self, rule: &Rule, now: u64) -> Option<Room> {
+        let len = self.slots.len();
+        let mut best: Option<(u32, usize)> = None;
+        for looked in 0..MAX_SCAN.min(len) {
+            if looked >= CANDIDATES && best.is_some_and(|(cost, _)| cost < LIMITED) {
+                break;
+            }
             let at = self.hand;
+            self.hand = (at + 1) % len;
             let slot = &mut self.slots[at];
             if rule.is_idle(&mut slot.state, now) {
-                self.remove(at);
-                freed.idle += 1;
-                return freed;
+                return Some(Room::Idle(at));
             }
-            if slot.referenced {
-                slot.referenced = false;
-                self.hand = (at + 1) % self.slots.len();
-            } else {
-                self.remove(at);
-                freed.evicted += 1;
-                return freed;
+            let cost = forgetting_cost(rule, slot, now);
+            slot.referenced = false;
+            if best.is_none_or(|(least, _)| cost < least) {
+                best = Some((cost, at));
             }
         }
-        freed
+        best.map(|(cost, at)| Room::Evicted {
+            at,
+            limited: cost >= LIMITED,
+        })
     }
 
     /// Drops every idle key.
@@ -169,4 +236,32 @@ impl<K> Shard<K> {
                 .map(|s| rule.heap_bytes(&s.state))
                 .sum::<usize>()
     }
+}
+
+impl<K> Slot<K> {
+    /// A key's slot, as the key is first tracked; `denied` if that first
+    /// request was.
+    pub fn new(hash: u64, key: K, state: KeyState, denied: bool) -> Slot<K> {
+        Slot {
+            hash,
+            key,
+            state,
+            // A new key has not earned its second chance yet: in a flood of
+            // one-off keys they evict each other, not the established ones.
+            referenced: false,
+            denied,
+        }
+    }
+}
+
+/// What evicting `slot` would forgive, as a number to minimize: limited keys
+/// above all others ([`LIMITED`]), then the share of the limit used, then a
+/// key that was denied, then one used since the hand last passed.
+fn forgetting_cost<K>(rule: &Rule, slot: &mut Slot<K>, now: u64) -> u32 {
+    let used = u32::from(rule.used_permille(&mut slot.state, now));
+    let limited = slot.denied || used >= 1000;
+    (if limited { LIMITED } else { 0 })
+        | (used << 2)
+        | (u32::from(slot.denied) << 1)
+        | u32::from(slot.referenced)
 }
