@@ -8,17 +8,18 @@
 //! (as nginx's `limit_req` zones do). Within one rule, several rates are
 //! all-or-nothing.
 
-use crate::body::{read_bounded, BodyError};
+use crate::body::read_bounded;
 use crate::headers::{self, RuleStatus};
-use crate::path::{match_path, normalize_path, PathError};
+use crate::path::normalize_target;
 use crate::policy::{FailurePolicy, Outcome, Policy};
 use crate::problem::problem_with;
+use crate::responses::{self, ours};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::{Either, Full};
-use limits::{Mode, RetryAfter, Store};
+use limits::{Mode, Store};
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -57,6 +58,11 @@ impl<S> PolicyHandle<S> {
 
 /// Rate limits an HTTP service.
 ///
+/// The layer normalizes each request's path (see [`normalize_path`](crate::normalize_path))
+/// and hands the inner service the normalized request. Put it around the
+/// whole router, as below, so that routing sees the same path the rules
+/// matched; `Router::layer` would route on the path as sent.
+///
 /// ```
 /// use limits::{Algorithm, KeyedLimiter, Rule};
 /// use limits_http::{HttpRule, KeySpec, Policy, RateLimitLayer};
@@ -71,9 +77,8 @@ impl<S> PolicyHandle<S> {
 ///     cost: 1,
 ///     store: Arc::new(store),
 /// }]));
-/// let app: axum::Router = axum::Router::new()
-///     .route("/", axum::routing::get(|| async { "hello" }))
-///     .layer(layer);
+/// let routes = axum::Router::new().route("/", axum::routing::get(|| async { "hello" }));
+/// let app: axum::Router = axum::Router::new().fallback_service(tower_layer::Layer::layer(&layer, routes));
 /// # let _ = app;
 /// ```
 pub struct RateLimitLayer<S> {
@@ -175,11 +180,8 @@ where
         Ok(path) => path,
         Err(e) => {
             tracing::debug!(uri = %parts.uri, error = %e, "path refused");
-            return Ok(ours(problem_with(
-                StatusCode::BAD_REQUEST,
-                &e.to_string(),
-                Default::default(),
-            )));
+            let r = problem_with(StatusCode::BAD_REQUEST, &e.to_string(), Default::default());
+            return Ok(ours(r));
         }
     };
     let matching: Vec<_> = policy
@@ -213,7 +215,7 @@ where
                 _held = Some(reservation);
                 (ReqBody::from(bytes.clone()), Some(bytes))
             }
-            Err(e) => return Ok(ours(body_refused(e))),
+            Err(e) => return Ok(ours(responses::body_refused(e))),
         }
     } else {
         (body, None)
@@ -245,18 +247,9 @@ where
                     .decided(&rule.name, Outcome::StoreFailed, latency);
                 tracing::warn!(rule = %rule.name, key = %key, error = %e, policy = ?options.on_store_error, "rate limit store failed");
                 if options.on_store_error == FailurePolicy::Deny && !options.dry_run {
-                    let mut r = problem_with(
-                        StatusCode::SERVICE_UNAVAILABLE,
+                    return Ok(ours(responses::unavailable(
                         "the rate limit store is unavailable",
-                        Default::default(),
-                    );
-                    headers::write(
-                        r.headers_mut(),
-                        &[],
-                        false,
-                        Some(RetryAfter::After(Duration::from_secs(1))),
-                    );
-                    return Ok(ours(r));
+                    )));
                 }
                 continue;
             }
@@ -286,7 +279,7 @@ where
             .observer
             .decided(&rule.name, Outcome::Limited, latency);
         tracing::debug!(rule = %rule.name, key = %key, retry_after = %d.retry_after, "limited");
-        return Ok(ours(too_many(
+        return Ok(ours(responses::too_many(
             &rule.name,
             &statuses,
             options.legacy_headers,
@@ -305,92 +298,6 @@ where
         None,
     );
     Ok(response)
-}
-
-fn ours<B>(r: Response<Full<Bytes>>) -> Response<LimitedBody<B>> {
-    r.map(Either::Right)
-}
-
-/// 429 with Retry-After, the RateLimit headers so far, and a problem body.
-fn too_many(
-    rule: &str,
-    statuses: &[RuleStatus],
-    legacy: bool,
-    wait: RetryAfter,
-) -> Response<Full<Bytes>> {
-    let mut ext = serde_json::Map::new();
-    ext.insert("rule".into(), rule.into());
-    let detail = match wait {
-        RetryAfter::After(d) => {
-            let secs = headers::ceil_secs(d);
-            ext.insert("retry_after".into(), secs.into());
-            format!("rate limit {rule:?} exceeded; retry in {secs} s")
-        }
-        RetryAfter::Never => format!("this request costs more than rule {rule:?} can ever allow"),
-    };
-    let mut r = problem_with(StatusCode::TOO_MANY_REQUESTS, &detail, ext);
-    headers::write(r.headers_mut(), statuses, legacy, Some(wait));
-    r
-}
-
-/// Normalizes the request's path (rewriting the request so that whatever
-/// serves it sees the same path) and returns the path rules match on.
-/// `OPTIONS *` and `CONNECT host:port` have no path: they meet the rules of
-/// `/`, as any other request to the server would.
-fn normalize_target(parts: &mut http::request::Parts) -> Result<String, PathError> {
-    let path = parts.uri.path();
-    if !path.starts_with('/') {
-        return Ok("/".to_string());
-    }
-    let normal = match normalize_path(path)? {
-        std::borrow::Cow::Borrowed(_) => return Ok(match_path(path).into_owned()),
-        std::borrow::Cow::Owned(normal) => normal,
-    };
-    let matched = match_path(&normal).into_owned();
-    let target = match parts.uri.query() {
-        Some(query) => format!("{normal}?{query}"),
-        None => normal,
-    };
-    let mut uri = std::mem::take(&mut parts.uri).into_parts();
-    // The normalized path is built from the valid one: it stays valid.
-    uri.path_and_query = http::uri::PathAndQuery::try_from(target).ok();
-    parts.uri = http::Uri::from_parts(uri).unwrap_or_default();
-    Ok(matched)
-}
-
-/// The answer to a body that could not be read for its key.
-fn body_refused(e: BodyError) -> Response<Full<Bytes>> {
-    match e {
-        BodyError::TooLarge(max) => problem_with(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            &format!("the request body is larger than {max} bytes"),
-            Default::default(),
-        ),
-        BodyError::TimedOut(after) => problem_with(
-            StatusCode::REQUEST_TIMEOUT,
-            &format!("the request body did not arrive within {after:?}"),
-            Default::default(),
-        ),
-        BodyError::Malformed(why) => problem_with(
-            StatusCode::BAD_REQUEST,
-            &format!("the request body is malformed: {why}"),
-            Default::default(),
-        ),
-        BodyError::OverBudget => {
-            let mut r = problem_with(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many request bodies are being read at once; retry shortly",
-                Default::default(),
-            );
-            headers::write(
-                r.headers_mut(),
-                &[],
-                false,
-                Some(RetryAfter::After(Duration::from_secs(1))),
-            );
-            r
-        }
-    }
 }
 
 fn peer(ext: &http::Extensions) -> Option<IpAddr> {

@@ -17,6 +17,7 @@ mod layer;
 mod path;
 mod policy;
 mod problem;
+mod responses;
 
 pub use body::BodyBudget;
 pub use client_ip::{

@@ -180,6 +180,31 @@ fn decode_unreserved(path: &str) -> Result<Cow<'_, str>, PathError> {
     })
 }
 
+/// Normalizes the request's path (rewriting the request so that whatever
+/// serves it sees the same path) and returns the path rules match on.
+/// `OPTIONS *` and `CONNECT host:port` have no path: they meet the rules of
+/// `/`, as any other request to the server would.
+pub(crate) fn normalize_target(parts: &mut http::request::Parts) -> Result<String, PathError> {
+    let path = parts.uri.path();
+    if !path.starts_with('/') {
+        return Ok("/".to_string());
+    }
+    let normal = match normalize_path(path)? {
+        std::borrow::Cow::Borrowed(_) => return Ok(match_path(path).into_owned()),
+        std::borrow::Cow::Owned(normal) => normal,
+    };
+    let matched = match_path(&normal).into_owned();
+    let target = match parts.uri.query() {
+        Some(query) => format!("{normal}?{query}"),
+        None => normal,
+    };
+    let mut uri = std::mem::take(&mut parts.uri).into_parts();
+    // The normalized path is built from the valid one: it stays valid.
+    uri.path_and_query = http::uri::PathAndQuery::try_from(target).ok();
+    parts.uri = http::Uri::from_parts(uri).unwrap_or_default();
+    Ok(matched)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -101,7 +101,7 @@ pub struct ServeArgs {
     #[arg(long)]
     legacy_headers: bool,
 
-    /// Most keys tracked per rule; beyond it the least recently used are evicted.
+    /// Most keys tracked per rule; beyond it, the keys whose forgetting costs least (most quota left) are evicted, never a limited one while another can go.
     #[arg(long, default_value_t = 1_000_000, value_parser = flags::parse_max_keys)]
     max_keys: usize,
 

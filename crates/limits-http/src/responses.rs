@@ -1,0 +1,77 @@
+//! The answers the layer gives itself, instead of the inner service's:
+//! 429 with Retry-After, and the problems (RFC 9457) for requests it cannot
+//! decide on (a path it refuses, a body it cannot read, a store that cannot
+//! answer).
+
+use crate::body::BodyError;
+use crate::headers::{self, RuleStatus};
+use crate::layer::LimitedBody;
+use crate::problem::problem_with;
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use http_body_util::{Either, Full};
+use limits::RetryAfter;
+use std::time::Duration;
+
+/// One of our responses, in the layer's body type.
+pub(crate) fn ours<B>(r: Response<Full<Bytes>>) -> Response<LimitedBody<B>> {
+    r.map(Either::Right)
+}
+
+/// 429 with Retry-After, the RateLimit headers so far, and a problem body.
+pub(crate) fn too_many(
+    rule: &str,
+    statuses: &[RuleStatus],
+    legacy: bool,
+    wait: RetryAfter,
+) -> Response<Full<Bytes>> {
+    let mut ext = serde_json::Map::new();
+    ext.insert("rule".into(), rule.into());
+    let detail = match wait {
+        RetryAfter::After(d) => {
+            let secs = headers::ceil_secs(d);
+            ext.insert("retry_after".into(), secs.into());
+            format!("rate limit {rule:?} exceeded; retry in {secs} s")
+        }
+        RetryAfter::Never => format!("this request costs more than rule {rule:?} can ever allow"),
+    };
+    let mut r = problem_with(StatusCode::TOO_MANY_REQUESTS, &detail, ext);
+    headers::write(r.headers_mut(), statuses, legacy, Some(wait));
+    r
+}
+
+/// 503 with Retry-After: 1, for a moment of overload or a store outage.
+pub(crate) fn unavailable(detail: &str) -> Response<Full<Bytes>> {
+    let mut r = problem_with(StatusCode::SERVICE_UNAVAILABLE, detail, Default::default());
+    headers::write(
+        r.headers_mut(),
+        &[],
+        false,
+        Some(RetryAfter::After(Duration::from_secs(1))),
+    );
+    r
+}
+
+/// The answer to a body that could not be read for its key.
+pub(crate) fn body_refused(e: BodyError) -> Response<Full<Bytes>> {
+    match e {
+        BodyError::TooLarge(max) => problem_with(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("the request body is larger than {max} bytes"),
+            Default::default(),
+        ),
+        BodyError::TimedOut(after) => problem_with(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!("the request body did not arrive within {after:?}"),
+            Default::default(),
+        ),
+        BodyError::Malformed(why) => problem_with(
+            StatusCode::BAD_REQUEST,
+            &format!("the request body is malformed: {why}"),
+            Default::default(),
+        ),
+        BodyError::OverBudget => {
+            unavailable("too many request bodies are being read at once; retry shortly")
+        }
+    }
+}
