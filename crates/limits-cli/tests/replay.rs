@@ -4,6 +4,32 @@
 mod common;
 
 use common::{limits, write};
+use limits::{format_seconds, Algorithm, KeyedLimiter, ManualClock, Rule};
+use std::time::Duration;
+
+/// The rows `--decisions` should write for `events` (ns, key, cost), from
+/// the core's own KeyedLimiter: every field of each Decision, formatted.
+fn expected_rows(limiter: &str, rates: &str, events: &[(u64, &str, u64)]) -> Vec<String> {
+    let algorithm: Algorithm = limiter.parse().unwrap();
+    let rule = Rule::new(algorithm, rates.parse().unwrap());
+    let keyed: KeyedLimiter<String, ManualClock> =
+        KeyedLimiter::with_clock(rule, ManualClock::new(0));
+    events
+        .iter()
+        .map(|&(t, key, cost)| {
+            let d = keyed.check_at(key, t, cost);
+            let retry = d.retry_after.duration().map_or(String::new(), format_seconds);
+            format!(
+                "{},{key},{cost},{},{},{retry},{},{}",
+                format_seconds(Duration::from_nanos(t)),
+                d.allowed,
+                d.remaining,
+                format_seconds(d.reset_after),
+                format_seconds(d.refill_after),
+            )
+        })
+        .collect()
+}
 
 fn sample_log() -> String {
     format!("{}/tests/data/access.log", env!("CARGO_MANIFEST_DIR"))
@@ -12,6 +38,14 @@ fn sample_log() -> String {
 #[test]
 fn replay_csv_with_header_costs_and_exact_decisions() {
     let dir = tempfile::tempdir().unwrap();
+    let events = [
+        (0, "a", 1),
+        (1, "a", 2),
+        (500_000_000, "a", 1),
+        (999_999_999, "a", 1),
+        (1_000_000_001, "a", 1),
+        (2_000_000_000, "b", 4),
+    ];
     let trace = write(
         dir.path(),
         "t.csv",
@@ -37,18 +71,20 @@ fn replay_csv_with_header_costs_and_exact_decisions() {
     assert_eq!(
         rows,
         [
-            "time,key,cost,allowed,remaining,retry_after",
-            "0,a,1,true,2,0",
-            "0.000000001,a,2,true,0,0",
+            "time,key,cost,allowed,remaining,retry_after,reset_after,refill_after",
+            // back to full and one more free when the entry at 0 leaves, at 1s
+            "0,a,1,true,2,0,1,1",
+            "0.000000001,a,2,true,0,0,1,0.999999999",
             // full: the entry at 0 leaves the window (t - 1s, t] at t = 1s
-            "0.5,a,1,false,0,0.5",
-            "0.999999999,a,1,false,0,0.000000001",
+            "0.5,a,1,false,0,0.5,0.500000001,0.5",
+            "0.999999999,a,1,false,0,0.000000001,0.000000002,0.000000001",
             // at 1.000000001 the entry at 0 is gone and those at 1ns leave now
-            "1.000000001,a,1,true,2,0",
-            // cost above the limit: never
-            "2,b,4,false,3,",
+            "1.000000001,a,1,true,2,0,1,1",
+            // cost above the limit: never; the key is untouched, so full
+            "2,b,4,false,3,,0,0",
         ]
     );
+    assert_eq!(rows[1..], expected_rows("sliding-log", "3/s", &events));
     assert!(
         out.contains("limited most (sliding-log): a (2 rejected), b (1 rejected)"),
         "{out}"
@@ -195,5 +231,53 @@ fn replay_decisions_keep_input_order_when_the_log_is_reordered() {
     for (row, line) in rows.lines().skip(1).zip(log.lines()) {
         let key = row.split(',').nth(1).unwrap();
         assert!(line.starts_with(&format!("{key} ")), "{row} vs {line}");
+    }
+}
+
+#[test]
+fn replay_decisions_carry_reset_and_refill_of_every_limiter() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = [
+        (0, "a", 1),
+        (0, "a", 1),
+        (250_000_000, "a", 1),
+        (250_000_000, "b", 2),
+        (400_000_000, "a", 1),
+        (1_100_000_000, "a", 1),
+        (1_100_000_001, "b", 1),
+    ];
+    let text: String = events
+        .iter()
+        .map(|&(t, key, cost)| {
+            format!(
+                "{},{key},{cost}\n",
+                format_seconds(Duration::from_nanos(t))
+            )
+        })
+        .collect();
+    let trace = write(dir.path(), "t.csv", &text);
+    let out_csv = dir.path().join("out.csv");
+    for limiter in Algorithm::ALL.map(|a| a.name()) {
+        let (_, err, code) = limits(&[
+            "replay",
+            "--limiter",
+            limiter,
+            "--limit",
+            "2/s",
+            trace.to_str().unwrap(),
+            "--decisions",
+            out_csv.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{limiter}: {err}");
+        let rows = std::fs::read_to_string(&out_csv).unwrap();
+        let rows: Vec<&str> = rows.lines().skip(1).collect();
+        assert_eq!(rows, expected_rows(limiter, "2/s", &events), "{limiter}");
+        if limiter == "leaky-bucket" {
+            // A queue of 2 draining one per 0.5s: the first request leaves
+            // at once, the second at 0.5s, so one place is left; the bucket
+            // is full again one period after that departure (1s), and one
+            // more place frees at it (0.5s).
+            assert_eq!(rows[1], "0,a,1,true,1,0,1,0.5");
+        }
     }
 }

@@ -1,5 +1,12 @@
 //! `--decisions OUT.csv`: one row per input event, in input order, although
 //! events are decided in time order: rows wait until those before are known.
+//!
+//! Columns: `time,key,cost,allowed,remaining,retry_after,reset_after,refill_after`.
+//! Times are decimal seconds exact to the nanosecond. `retry_after` is empty
+//! when the request can never pass (its cost is above the limit);
+//! `reset_after` (until the key is back to its full limit) and `refill_after`
+//! (until `remaining` next grows) always have a value, 0 when the key is at
+//! its full limit.
 
 use limits::{format_seconds, Decision, RetryAfter};
 use std::collections::BTreeMap;
@@ -8,9 +15,21 @@ use std::io::BufWriter;
 use std::path::Path;
 use std::time::Duration;
 
+/// The header, in the order of every row's fields.
+const COLUMNS: [&str; 8] = [
+    "time",
+    "key",
+    "cost",
+    "allowed",
+    "remaining",
+    "retry_after",
+    "reset_after",
+    "refill_after",
+];
+
 pub struct DecisionsWriter {
     out: csv::Writer<BufWriter<File>>,
-    waiting: BTreeMap<u64, [String; 6]>,
+    waiting: BTreeMap<u64, [String; COLUMNS.len()]>,
     next: u64,
 }
 
@@ -19,8 +38,7 @@ impl DecisionsWriter {
         let file =
             File::create(path).map_err(|e| format!("--decisions {}: {e}", path.display()))?;
         let mut out = csv::Writer::from_writer(BufWriter::new(file));
-        out.write_record(["time", "key", "cost", "allowed", "remaining", "retry_after"])
-            .map_err(|e| e.to_string())?;
+        out.write_record(COLUMNS).map_err(|e| e.to_string())?;
         Ok(DecisionsWriter {
             out,
             waiting: BTreeMap::new(),
@@ -48,6 +66,8 @@ impl DecisionsWriter {
             d.allowed.to_string(),
             d.remaining.to_string(),
             retry,
+            format_seconds(d.reset_after),
+            format_seconds(d.refill_after),
         ];
         self.waiting.insert(seq, row);
         while let Some(row) = self.waiting.remove(&self.next) {
