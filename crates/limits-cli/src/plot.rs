@@ -12,8 +12,8 @@ mod panel;
 mod tests;
 
 use crate::report::limits_phrase;
-use crate::simulate::Simulation;
 use limits::format_seconds;
+use limits::simulate::Simulation;
 use panel::{Frame, BLUE, GREEN};
 use plotters::prelude::*;
 use std::path::Path;
@@ -31,7 +31,7 @@ const TITLE: u32 = 36;
 const MAX_ARRIVALS: usize = 10_000;
 
 /// Draws `sim` to `path` as an SVG picture: key 0's arrivals, then one panel
-/// per limiter, in `sim.outcomes`' order. The error names what went wrong
+/// per limiter, in `sim.results`' order. The error names what went wrong
 /// (the caller adds the path).
 pub fn draw(path: &Path, sim: &Simulation) -> Result<(), String> {
     let svg = render(sim)?;
@@ -50,15 +50,15 @@ fn render(sim: &Simulation) -> Result<String, String> {
     let window = sim.window();
     let last = (sim.arrivals.iter().map(|a| a.t))
         .chain(
-            sim.outcomes
+            sim.results
                 .iter()
-                .flat_map(|o| o.verdicts.iter().map(|v| v.release)),
+                .flat_map(|r| r.judged.iter().map(|j| j.release)),
         )
         .max()
         .unwrap_or(0);
     let end = last.saturating_add(window / 4).max(window);
     let mut lanes = vec![lanes::offered(sim, end)];
-    lanes.extend(sim.outcomes.iter().map(|o| lanes::limiter(sim, o, end)));
+    lanes.extend(sim.results.iter().map(|r| lanes::limiter(sim, r, end)));
     let peak = lanes.iter().map(|l| l.worst).max().unwrap_or(0);
     let limit = sim.limit();
     let frame = Frame {

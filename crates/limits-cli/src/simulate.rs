@@ -6,8 +6,8 @@
 use crate::args::{parse_algorithm, rule_for, RateArgs};
 use crate::report::{self, limits_phrase, Row};
 use clap::{Args, ValueEnum};
-use limits::simulate::{run, Outcome, Pattern};
-use limits::{format_seconds, Algorithm, Rates, Rule};
+use limits::simulate::{Pattern, Simulation};
+use limits::{format_seconds, Algorithm, Rule};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -24,7 +24,7 @@ pub struct SimulateArgs {
     #[command(flatten)]
     rate: RateArgs,
 
-    /// A limiter to run (repeat for several); default: all six, in table order.
+    /// A limiter to run (repeat for several); default: every one, in table order.
     #[arg(long = "limiter", value_parser = parse_algorithm)]
     limiters: Vec<Algorithm>,
 
@@ -58,27 +58,6 @@ enum Format {
 
 fn parse_pattern(s: &str) -> Result<Pattern, String> {
     s.parse()
-}
-
-/// A finished simulation: what was run and what each limiter did.
-pub struct Simulation {
-    pub pattern: Pattern,
-    pub rates: Rates,
-    pub keys: u32,
-    pub arrivals: Vec<limits::simulate::Arrival>,
-    pub outcomes: Vec<Outcome>,
-}
-
-impl Simulation {
-    /// The first rate's limit: the pattern's and the plot's limit line.
-    pub fn limit(&self) -> u64 {
-        self.rates.as_slice()[0].limit()
-    }
-
-    /// The first rate's window: the pattern's and the worst column's.
-    pub fn window(&self) -> u64 {
-        self.rates.as_slice()[0].window_nanos()
-    }
 }
 
 pub fn simulate(args: SimulateArgs) -> Result<(), String> {
@@ -124,15 +103,7 @@ fn build(args: &SimulateArgs) -> Result<Simulation, String> {
         .iter()
         .map(|&a| rule_for(a, rates.clone(), args.burst))
         .collect();
-    let arrivals = pattern.arrivals(first.limit(), first.window_nanos(), args.keys);
-    let outcomes = run(&rules, &arrivals, args.keys, first.window_nanos());
-    Ok(Simulation {
-        pattern,
-        rates,
-        keys: args.keys,
-        arrivals,
-        outcomes,
-    })
+    Ok(Simulation::new(pattern, rates, args.keys, &rules))
 }
 
 fn header(sim: &Simulation) -> String {
@@ -150,7 +121,7 @@ fn header(sim: &Simulation) -> String {
 }
 
 fn rows(sim: &Simulation) -> Vec<Row> {
-    sim.outcomes
+    sim.results
         .iter()
         .map(|o| Row {
             limiter: o.algorithm.name(),

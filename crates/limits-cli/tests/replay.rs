@@ -18,7 +18,10 @@ fn expected_rows(limiter: &str, rates: &str, events: &[(u64, &str, u64)]) -> Vec
         .iter()
         .map(|&(t, key, cost)| {
             let d = keyed.check_at(key, t, cost);
-            let retry = d.retry_after.duration().map_or(String::new(), format_seconds);
+            let retry = d
+                .retry_after
+                .duration()
+                .map_or(String::new(), format_seconds);
             format!(
                 "{},{key},{cost},{},{},{retry},{},{}",
                 format_seconds(Duration::from_nanos(t)),
@@ -249,10 +252,7 @@ fn replay_decisions_carry_reset_and_refill_of_every_limiter() {
     let text: String = events
         .iter()
         .map(|&(t, key, cost)| {
-            format!(
-                "{},{key},{cost}\n",
-                format_seconds(Duration::from_nanos(t))
-            )
+            format!("{},{key},{cost}\n", format_seconds(Duration::from_nanos(t)))
         })
         .collect();
     let trace = write(dir.path(), "t.csv", &text);

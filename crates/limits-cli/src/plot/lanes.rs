@@ -1,10 +1,9 @@
 //! What the panels show, in seconds and counts: key 0's arrivals, and for
-//! each limiter its verdicts and the count it let through in the trailing
+//! each limiter what each arrival got and the count it let through in the trailing
 //! window (t - W, t], counted at release times.
 
-use crate::simulate::Simulation;
 use limits::format_seconds;
-use limits::simulate::Outcome;
+use limits::simulate::{RunResult, Simulation};
 use std::time::Duration;
 
 /// One panel: markers, and the trailing-window count as a step line.
@@ -121,13 +120,13 @@ pub fn offered(sim: &Simulation, end: u64) -> Lane {
     }
 }
 
-/// What `outcome`'s limiter did with key 0's arrivals.
-pub fn limiter(sim: &Simulation, outcome: &Outcome, end: u64) -> Lane {
+/// What `result`'s limiter did with key 0's arrivals.
+pub fn limiter(sim: &Simulation, result: &RunResult, end: u64) -> Lane {
     let mut admitted = Vec::new();
     let mut refused = Vec::new();
-    for (a, v) in sim.arrivals.iter().zip(&outcome.verdicts) {
-        match (a.key, v.allowed) {
-            (0, true) => admitted.push((v.release, a.cost, a.t)),
+    for (a, j) in sim.arrivals.iter().zip(&result.judged) {
+        match (a.key, j.allowed) {
+            (0, true) => admitted.push((j.release, a.cost, a.t)),
             (0, false) => refused.push((a.t, a.cost)),
             _ => {}
         }
@@ -147,7 +146,7 @@ pub fn limiter(sim: &Simulation, outcome: &Outcome, end: u64) -> Lane {
     Lane {
         caption: format!(
             "{}: {} allowed, {} rejected, {} = {worst}",
-            outcome.algorithm,
+            result.algorithm,
             admitted.len(),
             refused.len(),
             worst_label(sim.window())

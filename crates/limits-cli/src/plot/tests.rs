@@ -1,24 +1,15 @@
 use super::*;
-use limits::simulate::{run, Pattern};
+use limits::simulate::{Pattern, Simulation};
 use limits::{Algorithm, Rule};
 use std::path::PathBuf;
 
 /// A simulation of every limiter, as `limits simulate` builds it.
 fn simulation(pattern: Pattern, rates: &str, keys: u32) -> Simulation {
     let rates: limits::Rates = rates.parse().expect("rates");
-    let first = rates.as_slice()[0];
     let rules: Vec<Rule> = (Algorithm::ALL.iter())
         .map(|&a| Rule::new(a, rates.clone()))
         .collect();
-    let arrivals = pattern.arrivals(first.limit(), first.window_nanos(), keys);
-    let outcomes = run(&rules, &arrivals, keys, first.window_nanos());
-    Simulation {
-        pattern,
-        rates,
-        keys,
-        arrivals,
-        outcomes,
-    }
+    Simulation::new(pattern, rates, keys, &rules)
 }
 
 /// A file in the temp directory that no other test or run uses.
@@ -43,7 +34,7 @@ fn draws_a_titled_svg_with_one_caption_per_limiter() {
     assert!(svg.contains("arrivals: 20 requests, worst 1s = 20"));
     assert!(svg.contains("sliding-log: 10 allowed, 10 rejected, worst 1s = 10"));
     assert!(svg.contains("fixed-window: 20 allowed, 0 rejected, worst 1s = 20"));
-    for o in &sim.outcomes {
+    for o in &sim.results {
         let caption = format!(
             "{}: {} allowed, {} rejected, worst 1s = {}",
             o.algorithm, o.allowed, o.rejected, o.worst_window
@@ -64,7 +55,7 @@ fn lanes_agree_with_the_engine_for_every_pattern() {
             lanes::offered(&sim, end).allowed.len(),
             sim.arrivals.len() / 2
         );
-        for o in &sim.outcomes {
+        for o in &sim.results {
             let lane = lanes::limiter(&sim, o, end);
             let what = format!("{pattern} {}", o.algorithm);
             assert_eq!(lane.worst, o.worst_window, "{what}");
@@ -101,7 +92,7 @@ fn an_unwritable_path_is_an_error() {
 fn too_many_requests_are_refused_not_drawn() {
     let mut sim = simulation(Pattern::Edge, "10/s", 1);
     sim.arrivals = Pattern::Steady.arrivals(2_000, 1_000_000_000, 1);
-    sim.outcomes.clear();
+    sim.results.clear();
     let err = render(&sim).expect_err("12000 requests");
     assert!(
         err.contains("12000 requests per client are too many"),

@@ -5,7 +5,6 @@
 mod access_log;
 mod decisions;
 mod reorder;
-mod scoreboard;
 mod trace;
 
 use crate::args::{parse_algorithm, rule_for, RateArgs};
@@ -13,9 +12,9 @@ use crate::report::{self, limits_phrase, Row};
 use clap::Args;
 use decisions::DecisionsWriter;
 use indicatif::{ProgressBar, ProgressStyle};
+use limits::simulate::Tally;
 use limits::{parse_duration, Algorithm, KeyedLimiter, ManualClock, Rule};
 use reorder::Reorder;
-use scoreboard::Scoreboard;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,7 +24,7 @@ use trace::{Event, LineError, TraceFormat};
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     /// The limiter (none, fixed-window, sliding-log, sliding-window,
-    /// token-bucket, leaky-bucket), or `all` to compare the six.
+    /// token-bucket, leaky-bucket), or `all` to compare them all.
     #[arg(long, default_value = "sliding-log", value_parser = parse_limiters)]
     limiter: Limiters,
 
@@ -106,27 +105,32 @@ impl BadLines {
     }
 }
 
-/// One limiter being replayed.
-struct Lane {
+/// One limiter being replayed, and the tally of its decisions.
+struct Replayed {
+    algorithm: Algorithm,
     limiter: KeyedLimiter<String, ManualClock>,
-    score: Scoreboard,
+    tally: Tally<String>,
 }
 
 pub fn replay(args: ReplayArgs) -> Result<(), String> {
     let rates = args.rate.rates()?;
     let window = rates.as_slice()[0].window_nanos();
     if args.decisions.is_some() && args.limiter.0.len() > 1 {
-        return Err("--decisions takes one limiter; --limiter all runs six".to_string());
+        return Err(format!(
+            "--decisions takes one limiter; --limiter all runs {}",
+            Algorithm::ALL.len()
+        ));
     }
     let rule = |a: Algorithm| rule_for(a, rates.clone(), args.burst);
     let keyed = |r: Rule| KeyedLimiter::with_clock(r, ManualClock::new(0));
-    let mut lanes: Vec<Lane> = args
+    let mut replayed: Vec<Replayed> = args
         .limiter
         .0
         .iter()
-        .map(|&a| Lane {
-            limiter: keyed(rule(a)),
-            score: Scoreboard::new(a, window),
+        .map(|&algorithm| Replayed {
+            algorithm,
+            limiter: keyed(rule(algorithm)),
+            tally: Tally::new(window).by_key(),
         })
         .collect();
     let exact = keyed(rule(Algorithm::SlidingLog));
@@ -148,9 +152,9 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
     let mut decide = |seq: u64, e: Event| -> Result<(), String> {
         requests += 1;
         let reference = exact.check_at(&e.key, e.t, e.cost).allowed;
-        for lane in &mut lanes {
-            let d = lane.limiter.check_at(&e.key, e.t, e.cost);
-            lane.score.count(&e.key, e.t, e.cost, &d, reference);
+        for r in &mut replayed {
+            let d = r.limiter.check_at(&e.key, e.t, e.cost);
+            r.tally.count(&e.key, e.t, e.cost, &d, reference);
             if let Some(w) = writer.as_mut() {
                 w.add(seq, e.t, &e.key, e.cost, &d)?;
             }
@@ -196,7 +200,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
         };
         return Err(format!("{name}: no events in the trace{skipped}"));
     }
-    print_summary(&name, requests, &rates, window, &lanes, &bad, args.top);
+    print_summary(&name, requests, &rates, window, &replayed, &bad, args.top);
     Ok(())
 }
 
@@ -219,7 +223,7 @@ fn print_summary(
     requests: u64,
     rates: &limits::Rates,
     window: u64,
-    lanes: &[Lane],
+    replayed: &[Replayed],
     bad: &BadLines,
     top: usize,
 ) {
@@ -227,36 +231,32 @@ fn print_summary(
         "replay {name}: {requests} requests, limit {}",
         limits_phrase(rates)
     );
-    let rows: Vec<Row> = lanes
+    let rows: Vec<Row> = replayed
         .iter()
-        .map(|l| Row {
-            limiter: l.score.algorithm.name(),
-            allowed: l.score.allowed,
-            rejected: l.score.rejected,
-            worst_window: l.score.worst_window(),
-            false_allows: l.score.false_allows,
-            false_denies: l.score.false_denies,
+        .map(|r| Row {
+            limiter: r.algorithm.name(),
+            allowed: r.tally.allowed,
+            rejected: r.tally.rejected,
+            worst_window: r.tally.worst_window(),
+            false_allows: r.tally.false_allows,
+            false_denies: r.tally.false_denies,
             bytes_per_key: None,
         })
         .collect();
     print!("{}", report::table(&title, window, &rows));
     if top > 0 {
         println!();
-        for lane in lanes {
-            let most = lane.score.limited_most(top);
+        for r in replayed {
+            let most = r.tally.limited_most(top);
             if most.is_empty() {
-                println!("limited most ({}): nobody", lane.score.algorithm);
+                println!("limited most ({}): nobody", r.algorithm);
                 continue;
             }
             let names: Vec<String> = most
                 .iter()
                 .map(|(k, n)| format!("{k} ({n} rejected)"))
                 .collect();
-            println!(
-                "limited most ({}): {}",
-                lane.score.algorithm,
-                names.join(", ")
-            );
+            println!("limited most ({}): {}", r.algorithm, names.join(", "));
         }
     }
     if bad.total > 0 {
