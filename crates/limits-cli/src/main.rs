@@ -50,7 +50,7 @@ fn run(command: Command) -> Result<(), String> {
     match command {
         Command::Limiters => {
             for algorithm in limits::Algorithm::ALL {
-                println!("{:<16}{}", algorithm.name(), describe(algorithm));
+                println!("{:<16}{}", algorithm.name(), algorithm.describe());
             }
             Ok(())
         }
@@ -67,18 +67,6 @@ fn run(command: Command) -> Result<(), String> {
             );
             Ok(())
         }
-    }
-}
-
-fn describe(algorithm: limits::Algorithm) -> &'static str {
-    use limits::Algorithm::*;
-    match algorithm {
-        None => "allows everything: the baseline",
-        FixedWindow => "a counter per window; up to 2x the limit across an edge",
-        SlidingLog => "exact: never more than the limit in any window; 8 bytes per request",
-        TokenBucket => "bursts up to the limit, then the limit per window, exactly",
-        SlidingWindow => "two counters, weighted; at most 2x the limit in any window",
-        LeakyBucket => "a queue draining evenly; admitted requests wait their turn",
     }
 }
 

@@ -51,6 +51,27 @@ impl Algorithm {
             Algorithm::LeakyBucket => "leaky-bucket",
         }
     }
+
+    /// What the algorithm promises, in one line (`limits limiters`).
+    ///
+    /// ```
+    /// use limits::Algorithm;
+    /// assert!(Algorithm::SlidingLog.describe().starts_with("exact"));
+    /// ```
+    pub fn describe(self) -> &'static str {
+        match self {
+            Algorithm::None => "allows everything: the baseline",
+            Algorithm::FixedWindow => "a counter per window; up to 2x the limit across an edge",
+            Algorithm::SlidingLog => {
+                "exact: never more than the limit in any window; 8 bytes per request"
+            }
+            Algorithm::TokenBucket => "bursts up to the limit, then the limit per window, exactly",
+            Algorithm::SlidingWindow => {
+                "two counters, weighted; at most 2x the limit in any window"
+            }
+            Algorithm::LeakyBucket => "a queue draining evenly; admitted requests wait their turn",
+        }
+    }
 }
 
 impl fmt::Display for Algorithm {
@@ -85,5 +106,22 @@ impl FromStr for Algorithm {
             .into_iter()
             .find(|a| a.name() == s)
             .ok_or_else(|| UnknownAlgorithm(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_algorithm_has_its_own_name_and_description() {
+        for (i, a) in Algorithm::ALL.into_iter().enumerate() {
+            assert_eq!(a.name().parse::<Algorithm>(), Ok(a));
+            assert!(!a.describe().is_empty(), "{a}");
+            for b in &Algorithm::ALL[i + 1..] {
+                assert!(a < *b, "ALL is in table order, each once: {a}, {b}");
+                assert_ne!(a.describe(), b.describe());
+            }
+        }
     }
 }

@@ -53,49 +53,95 @@ impl PartialEq for Rule {
 
 impl Eq for Rule {}
 
-/// The per-rate algorithms of a rule.
-#[derive(Clone, Debug)]
-enum Engines {
-    None(Vec<NoLimit>),
-    Fixed(Vec<FixedWindow>),
-    Log(Vec<SlidingLog>),
-    Token(Vec<TokenBucket>),
-    Window(Vec<SlidingWindow>),
-    Leaky(Vec<LeakyBucket>),
-}
-
 type States<A> = SmallVec<[<A as RateAlgorithm>::State; 1]>;
 
 /// What a rule keeps for one key: one state per rate.
 #[derive(Clone, Debug)]
 pub struct KeyState(pub(crate) StateKind);
 
-#[derive(Clone, Debug)]
-pub(crate) enum StateKind {
-    None(States<NoLimit>),
-    Fixed(States<FixedWindow>),
-    Log(States<SlidingLog>),
-    Token(States<TokenBucket>),
-    Window(States<SlidingWindow>),
-    Leaky(States<LeakyBucket>),
-}
+/// The one list of the per-rate algorithms a rule can run, as
+/// `Kind(engine type)`. From it come `Engines` (a rule's per-rate
+/// algorithms), `StateKind` (a key's per-rate states) and `with_engines!`,
+/// so that a new algorithm is one more entry here (and one arm in
+/// `Rule::build_engines`). `$d` is a literal `$`, passed in so that the
+/// generated macro can have metavariables of its own.
+macro_rules! rule_kinds {
+    ($d:tt $($kind:ident($engine:ty)),+ $(,)?) => {
+        /// The per-rate algorithms of a rule.
+        #[derive(Clone, Debug)]
+        enum Engines {
+            $($kind(Vec<$engine>),)+
+        }
 
-/// Runs `$body` with `$e` bound to the rule's per-rate algorithms and `$s` to
-/// the matching per-rate states; `$other` when the state belongs to another
-/// kind of rule.
-macro_rules! with_engines {
-    ($engines:expr, $state:expr, |$e:ident, $s:ident| $body:expr, $other:expr) => {
-        match ($engines, $state) {
-            (Engines::None($e), StateKind::None($s)) => $body,
-            (Engines::Fixed($e), StateKind::Fixed($s)) => $body,
-            (Engines::Log($e), StateKind::Log($s)) => $body,
-            (Engines::Token($e), StateKind::Token($s)) => $body,
-            (Engines::Window($e), StateKind::Window($s)) => $body,
-            (Engines::Leaky($e), StateKind::Leaky($s)) => $body,
-            #[allow(unreachable_patterns)]
-            _ => $other,
+        /// A key's per-rate states, of the kind of rule that made them.
+        #[derive(Clone, Debug)]
+        pub(crate) enum StateKind {
+            $($kind(States<$engine>),)+
+        }
+
+        /// Runs `$body` with `$e` bound to the rule's per-rate algorithms
+        /// and `$s` to the matching per-rate states; `$other` when the state
+        /// belongs to another kind of rule.
+        macro_rules! with_engines {
+            (
+                $d engines:expr, $d state:expr, |$d e:ident, $d s:ident| $d body:expr, $d other:expr
+            ) => {
+                match ($d engines, $d state) {
+                    $((Engines::$kind($d e), StateKind::$kind($d s)) => $d body,)+
+                    #[allow(unreachable_patterns)]
+                    _ => $d other,
+                }
+            };
+        }
+
+        impl Engines {
+            /// The largest cost that can ever pass: the smallest capacity.
+            fn max_cost(&self) -> u64 {
+                match self {
+                    $(Engines::$kind(e) => e.iter().map(RateAlgorithm::capacity).min(),)+
+                }
+                .unwrap_or(u64::MAX)
+            }
+
+            /// The states of a key never seen.
+            fn new_state(&self) -> StateKind {
+                match self {
+                    $(Engines::$kind(e) => {
+                        StateKind::$kind(e.iter().map(|_| Default::default()).collect())
+                    })+
+                }
+            }
+        }
+
+        impl StateKind {
+            /// Heap bytes beyond the inline size.
+            fn heap_bytes(&self) -> usize {
+                match self {
+                    $(StateKind::$kind(s) => heap_bytes::<$engine>(s),)+
+                }
+            }
         }
     };
+}
+
+rule_kinds! {$
+    None(NoLimit),
+    Fixed(FixedWindow),
+    Log(SlidingLog),
+    Token(TokenBucket),
+    Window(SlidingWindow),
+    Leaky(LeakyBucket),
+}
+
+/// Heap bytes of one key's states of algorithm `A`: the spilled vector and
+/// what each state holds.
+fn heap_bytes<A: RateAlgorithm>(s: &States<A>) -> usize {
+    let spilled = if s.spilled() {
+        s.capacity() * std::mem::size_of::<A::State>()
+    } else {
+        0
+    };
+    spilled + s.iter().map(A::heap_bytes).sum::<usize>()
 }
 
 impl Rule {
@@ -162,17 +208,7 @@ impl Rule {
     /// the leaky bucket, the smallest burst + 1). Larger costs are denied with
     /// [`RetryAfter::Never`].
     pub fn max_cost(&self) -> u64 {
-        fn min_capacity<A: RateAlgorithm>(engines: &[A]) -> u64 {
-            engines.iter().map(A::capacity).min().unwrap_or(u64::MAX)
-        }
-        match &self.engines {
-            Engines::None(e) => min_capacity(e),
-            Engines::Fixed(e) => min_capacity(e),
-            Engines::Log(e) => min_capacity(e),
-            Engines::Token(e) => min_capacity(e),
-            Engines::Window(e) => min_capacity(e),
-            Engines::Leaky(e) => min_capacity(e),
-        }
+        self.engines.max_cost()
     }
 
     /// Whether a request of `cost` can ever pass this rule.
@@ -182,17 +218,7 @@ impl Rule {
 
     /// The state of a key never seen.
     pub fn new_state(&self) -> KeyState {
-        fn fresh<A: RateAlgorithm>(e: &[A]) -> States<A> {
-            e.iter().map(|_| A::State::default()).collect()
-        }
-        KeyState(match &self.engines {
-            Engines::None(e) => StateKind::None(fresh(e)),
-            Engines::Fixed(e) => StateKind::Fixed(fresh(e)),
-            Engines::Log(e) => StateKind::Log(fresh(e)),
-            Engines::Token(e) => StateKind::Token(fresh(e)),
-            Engines::Window(e) => StateKind::Window(fresh(e)),
-            Engines::Leaky(e) => StateKind::Leaky(fresh(e)),
-        })
+        KeyState(self.engines.new_state())
     }
 
     /// Decides a request of `cost` at `now` and records it if allowed.
@@ -241,22 +267,7 @@ impl Rule {
 
     /// Bytes of heap memory `state` holds beyond its inline size.
     pub fn heap_bytes(&self, state: &KeyState) -> usize {
-        fn heap<A: RateAlgorithm>(s: &States<A>) -> usize {
-            let spilled = if s.spilled() {
-                s.capacity() * std::mem::size_of::<A::State>()
-            } else {
-                0
-            };
-            spilled + s.iter().map(A::heap_bytes).sum::<usize>()
-        }
-        match &state.0 {
-            StateKind::None(s) => heap::<NoLimit>(s),
-            StateKind::Fixed(s) => heap::<FixedWindow>(s),
-            StateKind::Log(s) => heap::<SlidingLog>(s),
-            StateKind::Token(s) => heap::<TokenBucket>(s),
-            StateKind::Window(s) => heap::<SlidingWindow>(s),
-            StateKind::Leaky(s) => heap::<LeakyBucket>(s),
-        }
+        state.0.heap_bytes()
     }
 
     /// How much of its quota `state` has used at `now`, in thousandths of the
