@@ -44,6 +44,24 @@ pub trait Store: Send + Sync + 'static {
         cost: u64,
         mode: Mode,
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send;
+
+    /// Decides as [`decide`](Store::decide) does, but at `now` (nanoseconds
+    /// on the store's time scale) instead of the store's own clock: what a
+    /// conformance suite needs to replay a trace with exact times (ties at
+    /// one nanosecond, times exactly on window edges). A store that cannot
+    /// be told the time keeps this default, which answers with an error.
+    fn decide_at(
+        &self,
+        key: &str,
+        now: u64,
+        cost: u64,
+        mode: Mode,
+    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
+        let _ = (key, now, cost, mode);
+        std::future::ready(Err(StoreError(
+            "this store cannot decide at an explicit time".to_owned(),
+        )))
+    }
 }
 
 impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
@@ -74,8 +92,49 @@ impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
         cost: u64,
         mode: Mode,
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
-        let mut per_rate = SmallVec::new();
-        let decision = KeyedLimiter::decide(self, key, None, cost, mode, |d| per_rate.push(d));
-        std::future::ready(Ok(Verdict { decision, per_rate }))
+        std::future::ready(Ok(verdict(self, key, None, cost, mode)))
     }
+
+    /// Decides in memory at `now`, at once: never an error.
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, ManualClock, Mode, Rule, Store};
+    /// use std::future::Future;
+    /// use std::task::{Context, Poll, Waker};
+    ///
+    /// let rule = Rule::new(Algorithm::SlidingLog, "1/s".parse().unwrap());
+    /// let store: KeyedLimiter<String, ManualClock> = KeyedLimiter::with_clock(rule, ManualClock::new(0));
+    /// let mut at = |now| {
+    ///     let mut fut = std::pin::pin!(store.decide_at("k", now, 1, Mode::Record));
+    ///     match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+    ///         Poll::Ready(Ok(verdict)) => verdict.decision.allowed,
+    ///         _ => panic!("not ready"),
+    ///     }
+    /// };
+    /// assert!(at(0));
+    /// assert!(!at(999_999_999)); // the clock never moved: the times given count
+    /// assert!(at(1_000_000_000));
+    /// ```
+    fn decide_at(
+        &self,
+        key: &str,
+        now: u64,
+        cost: u64,
+        mode: Mode,
+    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
+        std::future::ready(Ok(verdict(self, key, Some(now), cost, mode)))
+    }
+}
+
+/// The in-memory verdict, at `now` or the limiter's clock.
+fn verdict<C: Clock>(
+    store: &KeyedLimiter<String, C>,
+    key: &str,
+    now: Option<u64>,
+    cost: u64,
+    mode: Mode,
+) -> Verdict {
+    let mut per_rate = SmallVec::new();
+    let decision = KeyedLimiter::decide(store, key, now, cost, mode, |d| per_rate.push(d));
+    Verdict { decision, per_rate }
 }

@@ -1,11 +1,9 @@
 //! The fixed window against its reference model and its invariant.
 
-mod common;
-
-use common::{
+use limits::{Algorithm, Rule};
+use limits_conformance::{
     allowed_by_key, case, check_retry_is_exact, compare_with_model, config, worst_window,
 };
-use limits::{Algorithm, Rule};
 use proptest::prelude::*;
 
 proptest! {

@@ -1,10 +1,8 @@
 //! The keyed limiter: lossless dropping of idle keys, the key cap, peeks,
 //! memory, and threads.
 
-mod common;
-
-use common::{case, config};
 use limits::{Algorithm, KeyState, KeyedLimiter, ManualClock, Options, Rule};
+use limits_conformance::{case, config};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,7 +46,7 @@ proptest! {
     /// A peek answers what a check would, and records nothing.
     #[test]
     fn keyed_peek_predicts_check_and_records_nothing(algorithm in algorithm(), case in case(2)) {
-        let limiter = common::limiter(&case, algorithm);
+        let limiter = limits_conformance::limiter(&case, algorithm);
         for e in &case.events {
             let peeked = limiter.peek_at(&e.key, e.t, e.cost);
             let again = limiter.peek_at(&e.key, e.t, e.cost);

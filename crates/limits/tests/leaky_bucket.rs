@@ -1,12 +1,10 @@
 //! The leaky bucket (a queue, nginx-style) against its reference model, and
 //! the shape it promises: departures never closer than W / L.
 
-mod common;
-
-use common::{
+use limits::{Algorithm, Rule};
+use limits_conformance::{
     allowed_by_key, case, check_retry_is_exact, compare_with_model, config, worst_window,
 };
-use limits::{Algorithm, Rule};
 use proptest::prelude::*;
 use std::time::Duration;
 

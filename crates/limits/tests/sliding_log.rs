@@ -1,12 +1,10 @@
 //! The exact sliding log against its reference model, its invariants, and the
 //! seed documents' examples.
 
-mod common;
-
-use common::{
+use limits::{Algorithm, KeyedLimiter, ManualClock, Rule};
+use limits_conformance::{
     allowed_by_key, case, check_retry_is_exact, compare_with_model, config, worst_window,
 };
-use limits::{Algorithm, KeyedLimiter, ManualClock, Rule};
 use proptest::prelude::*;
 use std::time::Duration;
 

@@ -1,12 +1,10 @@
 //! The sliding window counter against its reference model, and the bound of
 //! the seed chapter's exercise: never more than 2L in any window.
 
-mod common;
-
-use common::{
+use limits::{Algorithm, Rule};
+use limits_conformance::{
     allowed_by_key, case, check_retry_is_exact, compare_with_model, config, worst_window,
 };
-use limits::{Algorithm, Rule};
 use proptest::prelude::*;
 
 proptest! {

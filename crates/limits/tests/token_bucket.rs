@@ -1,10 +1,8 @@
 //! The token bucket against its reference model, its burst invariant, and
 //! exactness when the window is not divisible by the limit.
 
-mod common;
-
-use common::{allowed_by_key, case, check_retry_is_exact, compare_with_model, config};
 use limits::{Algorithm, Rule};
+use limits_conformance::{allowed_by_key, case, check_retry_is_exact, compare_with_model, config};
 use proptest::prelude::*;
 
 proptest! {

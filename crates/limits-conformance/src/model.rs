@@ -1,0 +1,207 @@
+//! The reference limiter for one rate of one key: the plainest form of each
+//! algorithm (a Vec of every admitted timestamp, counts per window index,
+//! tokens and departures as exact rationals), whole history kept.
+//!
+//! A model only answers "would this cost pass at t?" and "record it", plus the
+//! leaky bucket's delay; every other field of a decision is derived from that
+//! by definition in [`RuleModel`](crate::RuleModel).
+
+use crate::Q;
+use limits::Algorithm;
+use std::collections::BTreeMap;
+
+/// A reference limiter for one rate (`l` per `w` nanoseconds) and one key.
+#[derive(Clone, Debug)]
+pub enum Model {
+    /// Fixed window: window index -> cost admitted in it.
+    Fixed {
+        /// The limit.
+        l: u64,
+        /// The window, in nanoseconds.
+        w: u64,
+        /// Cost admitted per window index `t / w`.
+        counts: BTreeMap<u64, u64>,
+    },
+    /// Sliding log: every admitted timestamp ever, one per unit of cost.
+    Log {
+        /// The limit.
+        l: u64,
+        /// The window, in nanoseconds.
+        w: u64,
+        /// One entry per admitted unit, never pruned.
+        log: Vec<u64>,
+    },
+    /// Sliding window counter: counts per window index, a rational estimate.
+    Window {
+        /// The limit.
+        l: u64,
+        /// The window, in nanoseconds.
+        w: u64,
+        /// Cost admitted per window index `t / w`.
+        counts: BTreeMap<u64, u64>,
+    },
+    /// Token bucket: tokens as a rational, refilled continuously since `last`.
+    Token {
+        /// The limit (the bucket's size).
+        l: u64,
+        /// The window: `l` tokens refill per `w` nanoseconds.
+        w: u64,
+        /// Tokens at `last`.
+        tokens: Q,
+        /// The time of the last admitted request.
+        last: Option<u64>,
+    },
+    /// Leaky bucket as a queue: the departure time of the last admitted unit.
+    Leaky {
+        /// The limit: `l` departures per `w` nanoseconds.
+        l: u64,
+        /// The window, in nanoseconds.
+        w: u64,
+        /// How many units may wait behind the one departing.
+        burst: u64,
+        /// When the last admitted unit departs, exactly.
+        last_departure: Option<Q>,
+    },
+}
+
+impl Model {
+    /// The model of `algorithm` for the rate `l` per `w` ns. Panics for
+    /// [`Algorithm::None`], which has nothing to model.
+    pub fn new(algorithm: Algorithm, l: u64, w: u64, burst: Option<u64>) -> Model {
+        match algorithm {
+            Algorithm::FixedWindow => Model::Fixed {
+                l,
+                w,
+                counts: BTreeMap::new(),
+            },
+            Algorithm::SlidingLog => Model::Log {
+                l,
+                w,
+                log: Vec::new(),
+            },
+            Algorithm::SlidingWindow => Model::Window {
+                l,
+                w,
+                counts: BTreeMap::new(),
+            },
+            Algorithm::TokenBucket => Model::Token {
+                l,
+                w,
+                tokens: Q::int(l),
+                last: None,
+            },
+            Algorithm::LeakyBucket => Model::Leaky {
+                l,
+                w,
+                burst: burst.unwrap_or(l),
+                last_departure: None,
+            },
+            Algorithm::None => panic!("no model for none"),
+        }
+    }
+
+    /// The most that can pass at one instant from scratch.
+    pub fn capacity(&self) -> u64 {
+        match self {
+            Model::Leaky { burst, .. } => burst + 1,
+            Model::Fixed { l, .. }
+            | Model::Log { l, .. }
+            | Model::Window { l, .. }
+            | Model::Token { l, .. } => *l,
+        }
+    }
+
+    /// Whether a request of cost `c` would pass at `t`.
+    pub fn allows(&self, t: u64, c: u64) -> bool {
+        match self {
+            Model::Fixed { l, w, counts } => counts.get(&(t / w)).unwrap_or(&0) + c <= *l,
+            Model::Log { l, w, log } => {
+                // The window is (t - W, t]: an entry counts while e + W > t.
+                let live = log.iter().filter(|&&e| e + w > t).count() as u64;
+                live + c <= *l
+            }
+            Model::Window { l, w, counts } => {
+                let idx = t / w;
+                let prev = if idx == 0 {
+                    0
+                } else {
+                    *counts.get(&(idx - 1)).unwrap_or(&0)
+                };
+                let curr = *counts.get(&idx).unwrap_or(&0);
+                let elapsed = t - idx * w;
+                let estimate = Q::new((prev * (w - elapsed)) as i128, *w as i128) + Q::int(curr);
+                (estimate + Q::int(c)).le(Q::int(*l))
+            }
+            Model::Token { .. } => Q::int(c).le(self.tokens_at(t)),
+            Model::Leaky { burst, w, l, .. } => {
+                let (_, departs) = self.departure(t, c);
+                (departs - Q::int(t)).le(Q::new((*burst * *w) as i128, *l as i128))
+            }
+        }
+    }
+
+    fn tokens_at(&self, t: u64) -> Q {
+        match self {
+            Model::Token { l, w, tokens, last } => match last {
+                None => Q::int(*l),
+                Some(last) => {
+                    let refill = Q::new(((t - last) as i128) * (*l as i128), *w as i128);
+                    (*tokens + refill).min(Q::int(*l))
+                }
+            },
+            _ => unreachable!(),
+        }
+    }
+
+    /// (first unit's departure, last unit's departure) for a request of c.
+    fn departure(&self, t: u64, c: u64) -> (Q, Q) {
+        match self {
+            Model::Leaky {
+                l,
+                w,
+                last_departure,
+                ..
+            } => {
+                let period = Q::new(*w as i128, *l as i128);
+                let first = match last_departure {
+                    None => Q::int(t),
+                    Some(d) => Q::int(t).max(*d + period),
+                };
+                let last = first + period * Q::int(c.saturating_sub(1));
+                (first, last)
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    /// Records an admitted request of cost `c` at `t`.
+    pub fn record(&mut self, t: u64, c: u64) {
+        let after = match self {
+            Model::Token { .. } => Some(self.tokens_at(t) - Q::int(c)),
+            _ => None,
+        };
+        let departs = match self {
+            Model::Leaky { .. } => Some(self.departure(t, c).1),
+            _ => None,
+        };
+        match self {
+            Model::Fixed { w, counts, .. } | Model::Window { w, counts, .. } => {
+                *counts.entry(t / *w).or_default() += c
+            }
+            Model::Log { log, .. } => log.extend(std::iter::repeat_n(t, c as usize)),
+            Model::Token { tokens, last, .. } => {
+                *tokens = after.unwrap();
+                *last = Some(t);
+            }
+            Model::Leaky { last_departure, .. } => *last_departure = departs,
+        }
+    }
+
+    /// Nanoseconds an admitted request of c waits before it departs.
+    pub fn delay(&self, t: u64, c: u64) -> u64 {
+        match self {
+            Model::Leaky { .. } => (self.departure(t, c).1 - Q::int(t)).ceil() as u64,
+            _ => 0,
+        }
+    }
+}

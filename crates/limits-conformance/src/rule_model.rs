@@ -1,0 +1,152 @@
+//! The reference for one key of a rule: one [`Model`] per rate, decided
+//! all-or-nothing, with every field of a decision derived by definition.
+//!
+//! `remaining` is found by recording cost-1 requests on a copy until one is
+//! denied; `retry_after`, `reset_after` and `refill_after` by searching for
+//! the first nanosecond at which the defining condition holds. No formula of
+//! the real limiters is repeated here, so the two cannot share a mistake.
+
+use crate::Model;
+use limits::{Algorithm, Decision, Mode, RetryAfter};
+use std::time::Duration;
+
+/// One key of a rule: its rates' models, in the rule's rate order.
+#[derive(Clone, Debug)]
+pub struct RuleModel(pub Vec<Model>);
+
+impl RuleModel {
+    /// A key never seen, for `algorithm` with `rates` as (limit, window ns).
+    pub fn new(algorithm: Algorithm, rates: &[(u64, u64)], burst: Option<u64>) -> RuleModel {
+        RuleModel(
+            rates
+                .iter()
+                .map(|&(l, w)| Model::new(algorithm, l, w, burst))
+                .collect(),
+        )
+    }
+
+    /// The largest cost that can ever pass: the smallest rate's capacity.
+    pub fn capacity(&self) -> u64 {
+        self.0.iter().map(Model::capacity).min().unwrap_or(u64::MAX)
+    }
+
+    /// Whether every rate would let a request of cost `c` pass at `t`.
+    pub fn allows(&self, t: u64, c: u64) -> bool {
+        self.0.iter().all(|m| m.allows(t, c))
+    }
+
+    fn record(&mut self, t: u64, c: u64) {
+        for m in &mut self.0 {
+            m.record(t, c);
+        }
+    }
+
+    /// Cost-1 requests that would pass at t, one after another.
+    pub fn remaining(&self, t: u64) -> u64 {
+        let mut copy = self.clone();
+        let mut n = 0;
+        while n <= self.capacity() && copy.allows(t, 1) {
+            copy.record(t, 1);
+            n += 1;
+        }
+        n
+    }
+
+    /// Every rate back to its full limit: the state of a key never seen.
+    fn is_full(&self, t: u64) -> bool {
+        self.rates().all(|one| one.remaining(t) == one.capacity())
+    }
+
+    /// Each rate alone, as a rule of one rate.
+    fn rates(&self) -> impl Iterator<Item = RuleModel> + '_ {
+        self.0.iter().map(|m| RuleModel(vec![m.clone()]))
+    }
+
+    /// The wait until a request of `c` passes at `t` if nothing else arrives.
+    fn wait(&self, t: u64, c: u64) -> RetryAfter {
+        if c == 0 || self.allows(t, c) {
+            RetryAfter::ZERO
+        } else if c > self.capacity() {
+            RetryAfter::Never
+        } else {
+            RetryAfter::After(ns(first_after(t, |at| self.allows(at, c))))
+        }
+    }
+
+    /// The decision, every field derived from `allows` by definition.
+    pub fn decide(&mut self, t: u64, c: u64) -> Decision {
+        self.decide_each(t, c, Mode::Record).0
+    }
+
+    /// The combined decision and each rate's own, as a
+    /// [`Verdict`](limits::Verdict) has them: every rate carries the combined
+    /// `allowed`, its own wait when the rule denies, and its own remaining,
+    /// reset and refill after the request. A peek records nothing.
+    pub fn decide_each(&mut self, t: u64, c: u64, mode: Mode) -> (Decision, Vec<Decision>) {
+        let allowed = c == 0 || self.allows(t, c);
+        let retry: Vec<RetryAfter> = self.rates().map(|one| one.wait(t, c)).collect();
+        let combined_retry = self.wait(t, c);
+        let delays: Vec<u64> = self
+            .0
+            .iter()
+            .map(|m| if allowed && c > 0 { m.delay(t, c) } else { 0 })
+            .collect();
+        if allowed && c > 0 && mode == Mode::Record {
+            self.record(t, c);
+        }
+        let combined = self.describe(t, allowed, combined_retry, delays.iter().copied().max());
+        let each = self
+            .rates()
+            .zip(retry.into_iter().zip(delays))
+            .map(|(one, (retry, delay))| one.describe(t, allowed, retry, Some(delay)))
+            .collect();
+        (combined, each)
+    }
+
+    /// A decision at `t` on this state (after any recording).
+    fn describe(&self, t: u64, allowed: bool, retry: RetryAfter, delay: Option<u64>) -> Decision {
+        let remaining = self.remaining(t);
+        let reset_after = if self.is_full(t) {
+            0
+        } else {
+            first_after(t, |at| self.is_full(at))
+        };
+        let refill_after = if remaining == self.capacity() {
+            0
+        } else {
+            first_after(t, |at| self.remaining(at) > remaining)
+        };
+        Decision {
+            allowed,
+            remaining,
+            retry_after: if allowed { RetryAfter::ZERO } else { retry },
+            reset_after: ns(reset_after),
+            delay: ns(delay.unwrap_or(0)),
+            refill_after: ns(refill_after),
+        }
+    }
+}
+
+fn ns(n: u64) -> Duration {
+    Duration::from_nanos(n)
+}
+
+/// The smallest d >= 1 with `holds(t + d)`, for a condition that, once true,
+/// stays true. Panics if there is none within 2^50 ns.
+pub fn first_after(t: u64, holds: impl Fn(u64) -> bool) -> u64 {
+    let mut hi = 1u64;
+    while !holds(t + hi) {
+        hi *= 2;
+        assert!(hi < 1 << 50, "condition never holds after t={t}");
+    }
+    let mut lo = hi / 2; // holds(t + lo) is false, or lo == 0
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if holds(t + mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}

@@ -1,0 +1,225 @@
+//! The conformance suite any [`Store`] can run: random multi-key traces with
+//! explicit times (ties at one nanosecond, times on window edges, costs above
+//! one, several rates per rule), every answer compared with the reference
+//! models field by field, combined and per rate, plus each algorithm's
+//! promises as properties.
+//!
+//! Stores are async; the suite drives them on a current-thread tokio runtime
+//! of its own (I/O and timers enabled), one per check, and calls `make` on it,
+//! so a store that connects somewhere can connect in `make`. Call it from a
+//! plain `#[test]`, not from inside another runtime.
+//!
+//! `make` is called with the rule to decide for and must return a store with
+//! no state: it is called once per case and again for every probe of a
+//! denial's wait, so a shared backend needs a fresh key prefix per call.
+
+mod run;
+
+use crate::{edge_case, Case};
+use limits::{Algorithm, Rule, Store};
+use proptest::test_runner::{Config as ProptestConfig, TestCaseError, TestError, TestRunner};
+use std::fmt;
+use std::future::Future;
+
+/// The algorithms the suite holds a store to: all but `none`.
+pub const ALGORITHMS: [Algorithm; 5] = [
+    Algorithm::FixedWindow,
+    Algorithm::SlidingLog,
+    Algorithm::TokenBucket,
+    Algorithm::SlidingWindow,
+    Algorithm::LeakyBucket,
+];
+
+/// How much the suite tries.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Random cases per algorithm and property.
+    pub cases: u32,
+    /// The most rates a generated rule has.
+    pub max_rates: usize,
+    /// The most requests in a generated trace.
+    pub max_events: usize,
+    /// Whether the store answers peeks ([`Mode::Peek`](limits::Mode)): then
+    /// every request is peeked before it is recorded, the peek compared with
+    /// the models too, and a denial's wait is probed with peeks.
+    pub peeks: bool,
+}
+
+impl Default for Config {
+    /// 200 cases of up to 3 rates and 40 requests, peeks on: a few seconds
+    /// for the in-memory store.
+    fn default() -> Config {
+        Config {
+            cases: 200,
+            max_rates: 3,
+            max_events: 40,
+            peeks: true,
+        }
+    }
+}
+
+/// What the suite checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Property {
+    /// Every decision's allowed, remaining, retry_after, reset_after,
+    /// refill_after and delay, combined and per rate, equal the models'.
+    MatchesModels,
+    /// Every denial's retry_after is exact to the nanosecond.
+    RetryAfterExact,
+    /// What the algorithm promises over any window holds for what passed:
+    /// at most L in any (t - W, t] for the sliding log (and the leaky
+    /// bucket's departures), 2L for the fixed and sliding windows, and
+    /// L + L * t / W over any span t for the token bucket.
+    Invariants,
+}
+
+impl Property {
+    /// Every property, in the order the suite runs them.
+    pub const ALL: [Property; 3] = [
+        Property::MatchesModels,
+        Property::RetryAfterExact,
+        Property::Invariants,
+    ];
+}
+
+/// Where a store's answer and the suite's expectation part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The field that differs: `remaining`, `per_rate[1].retry_after`,
+    /// `allowed` (an invariant broken), `error` (the store failed).
+    pub field: String,
+    /// What was said and expected, and where in the trace.
+    pub detail: String,
+}
+
+impl Mismatch {
+    fn at(mut self, place: String) -> Mismatch {
+        self.detail = format!("{}, at {place}", self.detail);
+        self
+    }
+}
+
+/// A store failed the suite: the property, the field, and the smallest trace
+/// found that shows it.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    /// The algorithm of the rule.
+    pub algorithm: Algorithm,
+    /// The property that failed.
+    pub property: Property,
+    /// What differs.
+    pub mismatch: Mismatch,
+    /// The rule shape and trace, shrunk by proptest (none if the suite could
+    /// not start).
+    pub case: Option<Case>,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Mismatch { field, detail } = &self.mismatch;
+        write!(
+            f,
+            "{} {:?}: {field}: {detail}",
+            self.algorithm, self.property
+        )?;
+        if let Some(case) = &self.case {
+            write!(f, "\nminimal case: {case:?}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// Checks one property of stores made by `make` for rules of `algorithm`,
+/// over `config.cases` random cases; the error names the field.
+///
+/// ```
+/// use limits::{Algorithm, KeyedLimiter, ManualClock, Rule};
+/// use limits_conformance::{check, Config, Property};
+///
+/// let memory = |rule: Rule| async move {
+///     KeyedLimiter::<String, ManualClock>::with_clock(rule, ManualClock::new(0))
+/// };
+/// let config = Config { cases: 20, ..Config::default() };
+/// check(memory, Algorithm::SlidingLog, Property::MatchesModels, &config).unwrap();
+/// ```
+pub fn check<S, F, Fut>(
+    make: F,
+    algorithm: Algorithm,
+    property: Property,
+    config: &Config,
+) -> Result<(), Failure>
+where
+    S: Store,
+    F: Fn(Rule) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let failure = |mismatch, case| Failure {
+        algorithm,
+        property,
+        mismatch,
+        case,
+    };
+    let suite_error = |detail: String| Mismatch {
+        field: "suite".to_owned(),
+        detail,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| failure(suite_error(format!("no runtime: {e}")), None))?;
+    let one =
+        |case: &Case| runtime.block_on(run::check_case(&make, algorithm, property, case, config));
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases: config.cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    let strategy = edge_case(config.max_rates, config.max_events);
+    match runner.run(&strategy, |case| {
+        one(&case).map_err(|m| TestCaseError::fail(format!("{}: {}", m.field, m.detail)))
+    }) {
+        Ok(()) => Ok(()),
+        Err(TestError::Fail(reason, case)) => {
+            // Run the smallest case once more for the structured mismatch.
+            let mismatch = one(&case)
+                .err()
+                .unwrap_or_else(|| suite_error(reason.to_string()));
+            Err(failure(mismatch, Some(case)))
+        }
+        Err(TestError::Abort(reason)) => Err(failure(suite_error(reason.to_string()), None)),
+    }
+}
+
+/// Runs the whole suite (every algorithm, every property) on stores made by
+/// `make`, stopping at the first failure.
+pub fn run_suite<S, F, Fut>(make: F, config: &Config) -> Result<(), Failure>
+where
+    S: Store,
+    F: Fn(Rule) -> Fut,
+    Fut: Future<Output = S>,
+{
+    for algorithm in ALGORITHMS {
+        for property in Property::ALL {
+            check(&make, algorithm, property, config)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`check`], panicking with the failure: the body of one generated test.
+pub fn assert_conforms<S, F, Fut>(
+    make: F,
+    algorithm: Algorithm,
+    property: Property,
+    config: &Config,
+) where
+    S: Store,
+    F: Fn(Rule) -> Fut,
+    Fut: Future<Output = S>,
+{
+    if let Err(failure) = check(make, algorithm, property, config) {
+        panic!("the store does not conform: {failure}");
+    }
+}
