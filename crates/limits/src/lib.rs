@@ -33,6 +33,7 @@ mod clock;
 mod decision;
 mod duration;
 mod keyed;
+mod local_store;
 mod parse;
 mod rate;
 mod rule;
@@ -46,7 +47,8 @@ pub use decision::{Decision, RetryAfter};
 pub use duration::{format_duration, format_seconds, parse_duration, parse_seconds};
 pub use keyed::{KeyedLimiter, MemoryReport, Options};
 pub use parse::ParseError;
-pub use rate::{Rate, RateError, Rates, MAX_LIMIT, MAX_WINDOW};
+pub use local_store::LocalStore;
+pub use rate::{Rate, RateError, Rates, DEFAULT_WINDOW, MAX_LIMIT, MAX_WINDOW};
 pub use rule::{KeyState, Mode, Rule};
 pub use store::{Store, StoreError, Verdict};
 

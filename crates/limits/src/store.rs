@@ -5,7 +5,7 @@
 //! (another crate) answers over the network, with the same semantics. The
 //! trait needs std futures only, no async runtime, so it lives in the core.
 
-use crate::{Clock, Decision, KeyedLimiter, Mode, Rule};
+use crate::{Clock, Decision, KeyedLimiter, LocalStore, Mode, Rule};
 use smallvec::SmallVec;
 use std::fmt;
 use std::future::Future;
@@ -44,6 +44,13 @@ pub trait Store: Send + Sync + 'static {
         cost: u64,
         mode: Mode,
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send;
+
+    /// The store's in-process features (sweeping, state files, key and
+    /// eviction counts), if its state lives in this process; `None` for a
+    /// shared store such as Redis, which keeps its own.
+    fn local(&self) -> Option<&dyn LocalStore> {
+        None
+    }
 }
 
 impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
@@ -77,5 +84,9 @@ impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
         let mut per_rate = SmallVec::new();
         let decision = KeyedLimiter::decide(self, key, None, cost, mode, |d| per_rate.push(d));
         std::future::ready(Ok(Verdict { decision, per_rate }))
+    }
+
+    fn local(&self) -> Option<&dyn LocalStore> {
+        Some(self)
     }
 }
