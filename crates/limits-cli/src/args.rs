@@ -2,7 +2,7 @@
 //! what rate. Rates go through the core's one parser.
 
 use clap::Args;
-use limits::{parse_duration, Algorithm, Rate, Rates, Rule};
+use limits::{parse_duration, Algorithm, Rate, Rates, Rule, DEFAULT_WINDOW};
 
 /// `--limiter NAME --limit N [--window D] [--burst B]`, or `--limit 100/min`.
 #[derive(Args, Clone, Debug)]
@@ -24,21 +24,7 @@ pub struct RuleArgs {
 impl RuleArgs {
     /// The rule these arguments describe.
     pub fn rule(&self) -> Result<Rule, String> {
-        Ok(rule_for(self.limiter, self.rate.rates()?, self.burst))
-    }
-}
-
-/// The window of a plain `--limit N` without `--window` (and of a plain
-/// `limit = N` in a configuration file).
-pub const DEFAULT_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// A rule of `limiter` at `rates`, with the leaky bucket's burst if given:
-/// how every command and the config file build one.
-pub fn rule_for(limiter: Algorithm, rates: Rates, burst: Option<u64>) -> Rule {
-    let rule = Rule::new(limiter, rates);
-    match burst {
-        Some(burst) => rule.with_burst(burst),
-        None => rule,
+        Ok(Rule::build(self.limiter, self.rate.rates()?, self.burst))
     }
 }
 

@@ -3,7 +3,7 @@
 //! chapter could not show: decisions that differ from the exact sliding log,
 //! and memory per key.
 
-use crate::args::{parse_algorithm, rule_for, RateArgs};
+use crate::args::{parse_algorithm, RateArgs};
 use crate::report::{self, limits_phrase, Row};
 use clap::{Args, ValueEnum};
 use limits::simulate::{run, Outcome, Pattern};
@@ -122,7 +122,7 @@ fn build(args: &SimulateArgs) -> Result<Simulation, String> {
     limiters.dedup();
     let rules: Vec<Rule> = limiters
         .iter()
-        .map(|&a| rule_for(a, rates.clone(), args.burst))
+        .map(|&a| Rule::build(a, rates.clone(), args.burst))
         .collect();
     let arrivals = pattern.arrivals(first.limit(), first.window_nanos(), args.keys);
     let outcomes = run(&rules, &arrivals, args.keys, first.window_nanos());

@@ -1,4 +1,4 @@
-//! The configuration of `limits serve`: a TOML file of `[[rule]]` tables.
+//! The configuration file of the server: a TOML file of `[[rule]]` tables.
 //!
 //! Why a module of its own: a rate-limit file is read once, at start, and a
 //! mistake in it must stop the server before the first request rather than
@@ -9,57 +9,48 @@
 //! limiter names and key specs go through the parsers the command line uses,
 //! so that a rule means in the file exactly what it means on `limits rule`.
 //!
+//! A rule comes out in the server's one runtime shape, [`ServerRule`], with a
+//! fresh store built by [`StoreOptions`]; the server swaps in the old store of
+//! a rule that did not change on reload.
+//!
 //! The format, with every field, is in `docs/limits.example.toml`.
+//!
+//! ```
+//! use limits_server::{config, StoreOptions};
+//! let text = "[[rule]]\nname = \"api\"\npath = \"/api\"\nrates = \"10/s\"\n";
+//! let rules = config::parse(text, "limits.toml", &StoreOptions::default()).unwrap();
+//! assert_eq!(rules[0].path_prefix, "/api");
+//! let bad = config::parse("[[rule]]\nname = \"api\"\n", "limits.toml", &StoreOptions::default());
+//! assert_eq!(bad.err().unwrap(), "limits.toml:1: rule \"api\" has no rates: add rates = \"10/second\" (or limit = 10, window = \"1s\")");
+//! ```
 
+use crate::rules::{check_cost, ServerRule};
+use crate::store::StoreOptions;
 use http::Method;
 use limits::{Algorithm, Rule, MAX_LIMIT};
-use limits_http::KeySpec;
+use limits_http::{HttpRule, KeySpec};
 use raw::{RawFile, RawRule};
 use serde_spanned::Spanned;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
 mod fields;
 mod raw;
 #[cfg(test)]
 mod tests;
 
-/// Every rule of a configuration file, in file order: a request is limited by
-/// every rule whose path prefix and method match it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ServeConfig {
-    /// The rules, in the order of their `[[rule]]` tables.
-    pub rules: Vec<RuleConfig>,
-}
-
-/// One `[[rule]]` table, validated.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RuleConfig {
-    /// Unique among the rules; `[A-Za-z0-9_.-]{1,64}`, as it goes into HTTP headers.
-    pub name: String,
-    /// The path prefix the rule applies to; starts with `/`; default `/`.
-    pub path_prefix: String,
-    /// The methods the rule applies to; empty means any method.
-    pub methods: Vec<Method>,
-    /// What a request is counted by, with what to do when its field is
-    /// missing (`missing`) and how client values are normalized
-    /// (`normalize`); default the client address.
-    pub key: KeySpec,
-    /// The limiter, its rates and (leaky bucket only) its burst.
-    pub rule: Rule,
-    /// What one request costs; at least 1 and at most `rule.max_cost()`.
-    pub cost: u64,
-}
-
-/// Reads and validates the file at `path`; problems are reported as
+/// Reads and validates the file at `path`: its rules in file order (a
+/// request is limited by every rule whose path prefix and method match it),
+/// each with a new store built by `stores`. Problems are reported as
 /// `FILE:LINE: problem`, one a line.
-pub fn load(path: &Path) -> Result<ServeConfig, String> {
+pub fn load(path: &Path, stores: &StoreOptions) -> Result<Vec<ServerRule>, String> {
     let origin = path.display().to_string();
     let bytes =
         std::fs::read(path).map_err(|e| format!("{origin}: cannot read the configuration: {e}"))?;
     match std::str::from_utf8(&bytes) {
-        Ok(text) => parse(text, &origin),
+        Ok(text) => parse(text, &origin, stores),
         Err(e) => {
             let line = line_at(&bytes, e.valid_up_to());
             Err(format!("{origin}:{line}: the file is not UTF-8 text"))
@@ -67,9 +58,9 @@ pub fn load(path: &Path) -> Result<ServeConfig, String> {
     }
 }
 
-/// Parses and validates configuration `text`; `origin` names the file in
-/// messages (`origin:LINE: problem`).
-pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, String> {
+/// Parses and validates configuration `text`, as [`load`] does; `origin`
+/// names the file in messages (`origin:LINE: problem`).
+pub fn parse(text: &str, origin: &str, stores: &StoreOptions) -> Result<Vec<ServerRule>, String> {
     let file: RawFile = toml::from_str(text).map_err(|e| {
         let line = line_at(text.as_bytes(), e.span().map_or(0, |s| s.start));
         let message = e.message().trim().replace('\n', "; ");
@@ -93,12 +84,12 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, String> {
             list.into_inner()
                 .0
                 .into_iter()
-                .filter_map(|raw| rule_config(raw, &mut problems, &mut names))
+                .filter_map(|raw| rule_config(raw, &mut problems, &mut names, stores))
                 .collect()
         }
     };
     if problems.found.is_empty() {
-        return Ok(ServeConfig { rules });
+        return Ok(rules);
     }
     problems.found.sort_by_key(|(line, _)| *line);
     let lines: Vec<String> = problems
@@ -138,7 +129,8 @@ fn rule_config(
     raw: Spanned<RawRule>,
     p: &mut Problems<'_>,
     names: &mut HashMap<String, usize>,
-) -> Option<RuleConfig> {
+    stores: &StoreOptions,
+) -> Option<ServerRule> {
     let before = p.found.len();
     let table = raw.span();
     let raw = raw.into_inner();
@@ -234,42 +226,25 @@ fn rule_config(
         b
     });
 
-    let cost = raw.cost.map(|c| (c.get_ref().0, c.span()));
-    if let Some((0, span)) = &cost {
-        p.add(span, "cost must be at least 1");
+    let (cost, cost_span) = raw
+        .cost
+        .map_or((1, table.clone()), |c| (c.get_ref().0, c.span()));
+    let rule = match (algorithm, rates) {
+        (Some(algorithm), Some(rates)) => Some(Rule::build(algorithm, rates, burst)),
+        _ => None,
+    };
+    if let Err(e) = check_cost(cost, rule.as_ref()) {
+        p.add(&cost_span, e.message("cost"));
     }
-
-    let (Some(algorithm), Some(rates), Some(key)) = (algorithm, rates, key) else {
+    let (Some(rule), Some(key)) = (rule, key) else {
         return None;
     };
-    let rule = crate::args::rule_for(algorithm, rates, burst);
-    let (cost, cost_span) = cost.unwrap_or((1, table));
-    let most = rule.max_cost();
-    if cost > most {
-        let (cap, raise) = match (algorithm, rule.burst()) {
-            (Algorithm::LeakyBucket, Some(_)) => {
-                (format!("burst {} + 1", most.saturating_sub(1)), "the burst")
-            }
-            (Algorithm::LeakyBucket, None) => (
-                format!(
-                    "burst {} + 1; the burst defaults to the limit",
-                    most.saturating_sub(1)
-                ),
-                "the burst",
-            ),
-            _ => (format!("limit {most}"), "the limit"),
-        };
-        p.add(
-            &cost_span,
-            format!("cost {cost} is above what the rule can ever pass ({cap}): lower cost or raise {raise}"),
-        );
-    }
-    (p.found.len() == before).then_some(RuleConfig {
+    (p.found.len() == before).then(|| HttpRule {
         name,
         path_prefix,
         methods,
         key,
-        rule,
         cost,
+        store: Arc::new(stores.store(rule)),
     })
 }

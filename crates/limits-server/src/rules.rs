@@ -1,105 +1,204 @@
-//! The rules a server enforces, each with its in-memory store. On reload, a
-//! rule whose configuration did not change keeps its store, and so its
+//! The rules a server enforces, each with its store. A rule has one runtime
+//! shape, the layer's own [`HttpRule`] over a [`RuleStore`]: the limiter
+//! (algorithm, rates, burst) lives in the store, where it decides. On
+//! reload, a rule whose shape did not change keeps its store, and so its
 //! clients' state.
 
-use crate::config::RuleConfig;
-use limits::{KeyedLimiter, Options, SystemClock};
+use crate::store::{RuleStore, StoreOptions};
+use limits::{Algorithm, Rule, Store};
 use limits_http::HttpRule;
 use std::sync::Arc;
 
-/// A rule's state: keys to limiter state, in memory.
-pub type MemoryStore = KeyedLimiter<String, SystemClock>;
+/// A rule of the server: which requests, keyed how, at what cost, decided
+/// by which store (which holds the limiter).
+pub type ServerRule = HttpRule<RuleStore>;
 
-/// The rules in force, in order, with their stores.
-pub struct RuleSet {
-    pub entries: Vec<(RuleConfig, Arc<MemoryStore>)>,
+/// Whether two rules are the same but for their stores: same name, match,
+/// key, cost, kind of store and limiter. A reloaded rule keeps the state of
+/// the old rule it has the same shape as.
+pub fn same_shape(a: &ServerRule, b: &ServerRule) -> bool {
+    a.name == b.name
+        && a.path_prefix == b.path_prefix
+        && a.methods == b.methods
+        && a.key == b.key
+        && a.cost == b.cost
+        && a.store.same_kind(&b.store)
 }
 
-impl RuleSet {
-    /// Stores for `configs`, reusing those of `previous` rules that are
-    /// unchanged (same name, match, key, limiter, rates and cost).
-    pub fn build(configs: Vec<RuleConfig>, previous: Option<&RuleSet>, max_keys: usize) -> RuleSet {
-        let entries = configs
-            .into_iter()
-            .map(|config| {
-                let kept = previous
-                    .and_then(|p| p.entries.iter().find(|(c, _)| *c == config))
-                    .map(|(_, store)| store.clone());
-                let store = kept.unwrap_or_else(|| {
-                    let options = Options {
-                        max_keys: Some(max_keys),
-                        ..Options::default()
-                    };
-                    Arc::new(KeyedLimiter::with_options(
-                        config.rule.clone(),
-                        SystemClock::new(),
-                        options,
-                    ))
-                });
-                (config, store)
-            })
-            .collect();
-        RuleSet { entries }
+/// `rules` with the stores of the `previous` rules of the same shape, and
+/// how many they kept.
+pub fn keep_state(mut rules: Vec<ServerRule>, previous: &[ServerRule]) -> (Vec<ServerRule>, usize) {
+    let mut kept = 0;
+    for rule in &mut rules {
+        if let Some(old) = previous.iter().find(|old| same_shape(rule, old)) {
+            rule.store = old.store.clone();
+            kept += 1;
+        }
+    }
+    (rules, kept)
+}
+
+/// What identifies a rule's state in the state file: its limiter, rates
+/// and key, with the key's `missing` policy and normalization (they change
+/// the keys). State saved under another shape is not loaded.
+pub fn fingerprint(rule: &ServerRule) -> String {
+    let limiter = rule.store.rule();
+    let burst = limiter
+        .burst()
+        .map_or(String::new(), |b| format!(" burst={b}"));
+    let key = &rule.key;
+    let missing = key
+        .missing()
+        .map_or("default".to_string(), |m| m.to_string());
+    let normalize = key
+        .normalize()
+        .map_or("default".to_string(), |n| n.to_string());
+    format!(
+        "{} {}{burst} key={key} missing={missing} normalize={normalize}",
+        limiter.algorithm(),
+        limiter.rates(),
+    )
+}
+
+/// (rule, keys tracked, keys evicted, of which limited keys) for each rule
+/// whose store is in this process.
+pub(crate) fn sizes(rules: &[ServerRule]) -> Vec<(String, usize, u64, u64)> {
+    rules
+        .iter()
+        .filter_map(|r| {
+            let local = r.store.local()?;
+            let sizes = (local.len(), local.evictions(), local.limited_evictions());
+            Some((r.name.clone(), sizes.0, sizes.1, sizes.2))
+        })
+        .collect()
+}
+
+/// Drops every key that can no longer affect a decision, in the stores in
+/// this process.
+pub(crate) fn sweep(rules: &[ServerRule]) -> usize {
+    rules
+        .iter()
+        .filter_map(|r| r.store.local())
+        .map(|local| local.sweep())
+        .sum()
+}
+
+/// Why a cost cannot go with a rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CostError {
+    /// A cost of 0 would count nothing.
+    Zero,
+    /// Above what the rule can ever pass: every request would be denied.
+    TooHigh {
+        /// The cost asked for.
+        cost: u64,
+        /// The rule's capacity, explained ("limit 10", "burst 3 + 1").
+        cap: String,
+        /// What to raise instead ("the limit", "the burst").
+        raise: &'static str,
+    },
+}
+
+impl CostError {
+    /// The problem, naming the field (`cost`, `--cost`) it is about.
+    ///
+    /// ```
+    /// use limits::{Algorithm, Rule};
+    /// use limits_server::check_cost;
+    /// let rule = Rule::new(Algorithm::FixedWindow, "10/s".parse().unwrap());
+    /// let problem = check_cost(20, Some(&rule)).unwrap_err().message("cost");
+    /// assert_eq!(problem, "cost 20 is above what the rule can ever pass (limit 10): lower cost or raise the limit");
+    /// assert!(check_cost(10, Some(&rule)).is_ok());
+    /// ```
+    pub fn message(&self, field: &str) -> String {
+        match self {
+            CostError::Zero => format!("{field} must be at least 1"),
+            CostError::TooHigh { cost, cap, raise } => format!(
+                "{field} {cost} is above what the rule can ever pass ({cap}): lower {field} or raise {raise}"
+            ),
+        }
+    }
+}
+
+/// Checks that `cost` is at least 1 and at most what `rule` can ever pass:
+/// the one check of a rule's cost, for every front end. Without a rule (it
+/// was invalid), only the lower bound is checked.
+pub fn check_cost(cost: u64, rule: Option<&Rule>) -> Result<(), CostError> {
+    if cost == 0 {
+        return Err(CostError::Zero);
+    }
+    let Some(rule) = rule else { return Ok(()) };
+    let most = rule.max_cost();
+    if cost <= most {
+        return Ok(());
+    }
+    let (cap, raise) = match (rule.algorithm(), rule.burst()) {
+        (Algorithm::LeakyBucket, Some(_)) => {
+            (format!("burst {} + 1", most.saturating_sub(1)), "the burst")
+        }
+        (Algorithm::LeakyBucket, None) => (
+            format!(
+                "burst {} + 1; the burst defaults to the limit",
+                most.saturating_sub(1)
+            ),
+            "the burst",
+        ),
+        _ => (format!("limit {most}"), "the limit"),
+    };
+    Err(CostError::TooHigh { cost, cap, raise })
+}
+
+/// A rule over all paths and methods, as the command line gives one:
+/// named "default", keyed by `key`, its cost checked.
+pub(crate) fn single(
+    rule: Rule,
+    key: limits_http::KeySpec,
+    cost: u64,
+    stores: &StoreOptions,
+) -> Result<ServerRule, String> {
+    check_cost(cost, Some(&rule)).map_err(|e| e.message("--cost"))?;
+    Ok(HttpRule {
+        name: "default".into(),
+        path_prefix: "/".into(),
+        methods: vec![],
+        key,
+        cost,
+        store: Arc::new(stores.store(rule)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use limits_http::KeySpec;
+
+    fn rule(name: &str, rates: &str) -> ServerRule {
+        let limiter = Rule::new(Algorithm::SlidingLog, rates.parse().unwrap());
+        let mut r = single(limiter, KeySpec::ip(), 1, &StoreOptions::default()).unwrap();
+        r.name = name.into();
+        r
     }
 
-    /// How many of this set's stores came from `previous`.
-    pub fn kept_from(&self, previous: &RuleSet) -> usize {
-        self.entries
-            .iter()
-            .filter(|(_, s)| previous.entries.iter().any(|(_, p)| Arc::ptr_eq(s, p)))
-            .count()
+    #[test]
+    fn unchanged_rules_keep_their_stores_and_changed_ones_start_afresh() {
+        let old = vec![rule("a", "5/s"), rule("b", "5/s")];
+        let new = vec![rule("a", "5/s"), rule("b", "6/s"), rule("c", "5/s")];
+        let (new, kept) = keep_state(new, &old);
+        assert_eq!(kept, 1);
+        assert!(Arc::ptr_eq(&new[0].store, &old[0].store));
+        assert!(!Arc::ptr_eq(&new[1].store, &old[1].store));
+        assert_eq!(
+            fingerprint(&new[0]),
+            "sliding-log 5/s key=ip missing=default normalize=default"
+        );
     }
 
-    /// The rules as the HTTP layer takes them.
-    pub fn http_rules(&self) -> Vec<HttpRule<MemoryStore>> {
-        self.entries
-            .iter()
-            .map(|(c, store)| HttpRule {
-                name: c.name.clone(),
-                path_prefix: c.path_prefix.clone(),
-                methods: c.methods.clone(),
-                key: c.key.clone(),
-                cost: c.cost,
-                store: store.clone(),
-            })
-            .collect()
-    }
-
-    /// (rule, keys tracked, keys evicted, of which limited keys) for each rule.
-    pub fn sizes(&self) -> Vec<(String, usize, u64, u64)> {
-        self.entries
-            .iter()
-            .map(|(c, s)| {
-                let limited = s.limited_evictions();
-                (c.name.clone(), s.len(), s.evictions(), limited)
-            })
-            .collect()
-    }
-
-    /// Drops every key that can no longer affect a decision.
-    pub fn sweep(&self) -> usize {
-        self.entries.iter().map(|(_, s)| s.sweep()).sum()
-    }
-
-    /// What identifies a rule's state in the state file: its limiter, rates
-    /// and key, with the key's `missing` policy and normalization (they
-    /// change the keys). State saved under another shape is not loaded.
-    pub fn fingerprint(config: &RuleConfig) -> String {
-        let burst = config
-            .rule
-            .burst()
-            .map_or(String::new(), |b| format!(" burst={b}"));
-        let key = &config.key;
-        let missing = key
-            .missing()
-            .map_or("default".to_string(), |m| m.to_string());
-        let normalize = key
-            .normalize()
-            .map_or("default".to_string(), |n| n.to_string());
-        format!(
-            "{} {}{burst} key={key} missing={missing} normalize={normalize}",
-            config.rule.algorithm(),
-            config.rule.rates(),
-        )
+    #[test]
+    fn costs_are_checked_against_the_rule_or_alone() {
+        assert_eq!(check_cost(0, None), Err(CostError::Zero));
+        assert_eq!(check_cost(99, None), Ok(()));
+        let leaky = Rule::build(Algorithm::LeakyBucket, "2/s".parse().unwrap(), None);
+        let problem = check_cost(4, Some(&leaky)).unwrap_err().message("--cost");
+        assert_eq!(problem, "--cost 4 is above what the rule can ever pass (burst 2 + 1; the burst defaults to the limit): lower --cost or raise the burst");
     }
 }

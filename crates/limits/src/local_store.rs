@@ -132,7 +132,10 @@ mod tests {
         let fresh_local = Store::local(&fresh).expect("in memory");
         assert!(fresh_local.is_empty());
         assert_eq!(fresh_local.import(saved), 1);
-        assert!(!fresh.check_at("b", 1, 1).allowed, "the import carried the state");
+        assert!(
+            !fresh.check_at("b", 1, 1).allowed,
+            "the import carried the state"
+        );
         fresh.clock().set(2_000_000_000);
         assert_eq!(fresh_local.sweep(), 1);
         assert!(fresh_local.is_empty());

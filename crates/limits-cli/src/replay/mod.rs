@@ -8,7 +8,7 @@ mod reorder;
 mod scoreboard;
 mod trace;
 
-use crate::args::{parse_algorithm, rule_for, RateArgs};
+use crate::args::{parse_algorithm, RateArgs};
 use crate::report::{self, limits_phrase, Row};
 use clap::Args;
 use decisions::DecisionsWriter;
@@ -118,7 +118,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
     if args.decisions.is_some() && args.limiter.0.len() > 1 {
         return Err("--decisions takes one limiter; --limiter all runs six".to_string());
     }
-    let rule = |a: Algorithm| rule_for(a, rates.clone(), args.burst);
+    let rule = |a: Algorithm| Rule::build(a, rates.clone(), args.burst);
     let keyed = |r: Rule| KeyedLimiter::with_clock(r, ManualClock::new(0));
     let mut lanes: Vec<Lane> = args
         .limiter

@@ -1,0 +1,215 @@
+//! `limits serve`: flags and glue. The flags are mapped here to a plain
+//! [`ServerConfig`], and the server itself (rules file, listener, reload,
+//! metrics, state, proxy) is the `limits-server` library; this module only
+//! adds what is the command's own: the demo API and the process's signals.
+
+mod demo;
+mod flags;
+
+use crate::args::RuleArgs;
+use clap::{Args, ValueEnum};
+use limits::parse_duration;
+use limits_http::{
+    BodyBudget, ClientIp, ClientIpHeader, FailurePolicy, KeySpec, TrustedProxies,
+    DEFAULT_IPV6_PREFIX,
+};
+use limits_server::{
+    Backend, Bounds, LayerOptions, Proxy, RulesSource, Server, ServerConfig, StoreOptions,
+};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    rule: RuleArgs,
+
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+
+    /// What a client is: ip, header:NAME, cookie:NAME or query:NAME (joined by + for several).
+    #[arg(long, default_value = "ip", value_parser = parse_key)]
+    key: KeySpec,
+
+    /// Cost of one request under the command-line rule.
+    #[arg(long, default_value_t = 1)]
+    cost: u64,
+
+    /// Believe the --client-ip-header from peers in this network (repeatable).
+    #[arg(long = "trust-proxy", value_name = "CIDR")]
+    trust_proxy: Vec<String>,
+
+    /// The one header that names the client: x-forwarded-for, forwarded or x-real-ip. Read
+    /// only from --trust-proxy peers, walked from the right through trusted hops; every other
+    /// forwarding header is ignored.
+    #[arg(
+        long,
+        value_name = "HEADER",
+        default_value = "x-forwarded-for",
+        value_parser = parse_client_ip_header
+    )]
+    client_ip_header: ClientIpHeader,
+
+    /// Key IPv6 clients by this prefix length, 1 to 128 (one host usually has a whole /64).
+    #[arg(
+        long,
+        value_name = "BITS",
+        default_value_t = DEFAULT_IPV6_PREFIX,
+        value_parser = clap::value_parser!(u8).range(1..=128)
+    )]
+    ipv6_prefix: u8,
+
+    /// Proxy every request to this API (http://host:port[/base]) instead of the demo API.
+    #[arg(long, value_name = "URL")]
+    upstream: Option<String>,
+
+    /// How long to wait for the upstream's response headers before answering 504.
+    #[arg(long, default_value = "30s", value_parser = parse_timeout)]
+    upstream_timeout: Duration,
+
+    /// Rules from a TOML file instead of the command-line rule; SIGHUP reloads it.
+    /// Not with --limiter, --limit, --window, --burst, --key or --cost: the
+    /// file's rules would silently win.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["limiter", "limit", "window", "burst", "key", "cost"]
+    )]
+    config: Option<PathBuf>,
+
+    /// Never reject: count and log what would have been limited, still send the headers.
+    #[arg(long)]
+    dry_run: bool,
+
+    /// Serve Prometheus /metrics and /healthz on this address (off by default).
+    #[arg(long, value_name = "ADDR")]
+    admin: Option<SocketAddr>,
+
+    /// Save the limiters' state here on shutdown and load it on start.
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+
+    /// Also send X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset.
+    #[arg(long)]
+    legacy_headers: bool,
+
+    /// Most keys tracked per rule; beyond it, the keys whose forgetting costs least (most quota left) are evicted, never a limited one while another can go.
+    #[arg(long, default_value_t = 1_000_000, value_parser = flags::parse_max_keys)]
+    max_keys: usize,
+
+    /// When the store cannot decide: allow the request, or answer 503.
+    #[arg(long, value_enum, default_value_t = OnStoreError::Allow)]
+    on_store_error: OnStoreError,
+
+    /// Longest wait for a request's headers, and idle keep-alive time.
+    #[arg(long, default_value = "10s", value_parser = parse_timeout)]
+    header_timeout: Duration,
+
+    /// Longest wait for the whole body of a request whose rule keys on a form
+    /// or JSON field (408 after it).
+    #[arg(long, default_value = "10s", value_parser = parse_timeout)]
+    body_timeout: Duration,
+
+    /// Most bytes all such bodies may hold in memory at once, across
+    /// connections (beyond it: 503 with Retry-After).
+    #[arg(long, value_name = "BYTES", default_value_t = limits_http::DEFAULT_BODY_BUDGET)]
+    max_body_memory: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum OnStoreError {
+    Allow,
+    Deny,
+}
+
+fn parse_key(s: &str) -> Result<KeySpec, String> {
+    let spec: KeySpec = s
+        .parse()
+        .map_err(|e: limits_http::KeySpecError| e.to_string())?;
+    if spec.needs_body() {
+        return Err(
+            "form: and json: keys read the body; use them in a --config rule for a login route"
+                .into(),
+        );
+    }
+    Ok(spec)
+}
+
+fn parse_client_ip_header(s: &str) -> Result<ClientIpHeader, String> {
+    s.parse()
+}
+
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+pub fn serve(args: ServeArgs) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(run(args))
+}
+
+async fn run(args: ServeArgs) -> Result<(), String> {
+    let layer = layer_options(&args)?;
+    flags::warn_trust_everyone(&args.trust_proxy);
+    let server = Server::new(server_config(&args, layer)?)?;
+    let backend = match &args.upstream {
+        Some(url) => Backend::proxy(Proxy::new(url, args.upstream_timeout)?, url),
+        None => Backend::new("the demo API", demo::router()),
+    };
+    server
+        .serve(backend, limits_server::shutdown_signal())
+        .await
+}
+
+/// The layer's options from the flags.
+fn layer_options(args: &ServeArgs) -> Result<LayerOptions, String> {
+    let trusted: Vec<&str> = args.trust_proxy.iter().map(String::as_str).collect();
+    Ok(LayerOptions {
+        dry_run: args.dry_run,
+        legacy_headers: args.legacy_headers,
+        client_ip: ClientIp::new(
+            TrustedProxies::parse(&trusted)?,
+            args.client_ip_header,
+            args.ipv6_prefix,
+        )?,
+        on_store_error: match args.on_store_error {
+            OnStoreError::Allow => FailurePolicy::Allow,
+            OnStoreError::Deny => FailurePolicy::Deny,
+        },
+        body_timeout: args.body_timeout,
+        body_budget: BodyBudget::new(args.max_body_memory),
+        ..LayerOptions::default()
+    })
+}
+
+/// The server's configuration from the flags: the rules of `--config`, or
+/// the one command-line rule.
+fn server_config(args: &ServeArgs, layer: LayerOptions) -> Result<ServerConfig, String> {
+    let rules = match &args.config {
+        Some(path) => RulesSource::File(path.clone()),
+        None => RulesSource::One {
+            rule: args.rule.rule()?,
+            key: args.key.clone(),
+            cost: args.cost,
+        },
+    };
+    Ok(ServerConfig {
+        listen: args.listen,
+        admin: args.admin,
+        layer,
+        bounds: Bounds {
+            header_timeout: args.header_timeout,
+            ..Bounds::default()
+        },
+        state: args.state.clone(),
+        stores: StoreOptions {
+            max_keys: args.max_keys,
+        },
+        ..ServerConfig::new(rules)
+    })
+}
