@@ -29,7 +29,7 @@ use crate::store::StoreOptions;
 use http::Method;
 use limits::{Algorithm, Rule, MAX_LIMIT};
 use limits_http::{HttpRule, KeySpec};
-use raw::{RawFile, RawRule};
+use raw::{RawFile, RawRule, Whole};
 use serde_spanned::Spanned;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -135,26 +135,7 @@ fn rule_config(
     let table = raw.span();
     let raw = raw.into_inner();
 
-    let name = match raw.name {
-        None => {
-            p.add(&table, "this [[rule]] has no name: add name = \"...\"");
-            String::new()
-        }
-        Some(name) => {
-            if let Err(problem) = fields::check_name(name.get_ref()) {
-                p.add(&name.span(), problem);
-            } else if let Some(first) = names.get(name.get_ref()) {
-                let problem = format!(
-                    "rule name {:?} is already used on line {first}",
-                    name.get_ref()
-                );
-                p.add(&name.span(), problem);
-            } else {
-                names.insert(name.get_ref().clone(), p.line(&name.span()));
-            }
-            name.into_inner()
-        }
-    };
+    let name = rule_name(raw.name, &table, p, names);
     let label = if name.is_empty() {
         "this rule".to_string()
     } else {
@@ -172,22 +153,7 @@ fn rule_config(
         }
     };
 
-    let mut methods: Vec<Method> = Vec::new();
-    if let Some(list) = raw.methods {
-        if list.get_ref().is_empty() {
-            p.add(
-                &list.span(),
-                "methods is empty: leave it out to match any method",
-            );
-        }
-        for m in list.into_inner() {
-            match fields::method(m.get_ref()) {
-                Ok(m) if methods.contains(&m) => {}
-                Ok(m) => methods.push(m),
-                Err(problem) => p.add(&m.span(), problem),
-            }
-        }
-    }
+    let methods = raw.methods.map_or_else(Vec::new, |list| methods(list, p));
 
     let key = match raw.key {
         None => Some(KeySpec::ip()),
@@ -208,23 +174,7 @@ fn rule_config(
 
     let rates = fields::rates(&label, &table, raw.rates, raw.limit, raw.window, p);
 
-    let burst = raw.burst.map(|burst| {
-        let b = burst.get_ref().0;
-        match algorithm {
-            Some(a) if a != Algorithm::LeakyBucket => {
-                let problem = format!(
-                    "burst applies only to limiter = \"leaky-bucket\" (this rule's limiter is {a})"
-                );
-                p.add(&burst.span(), problem);
-            }
-            _ if b > MAX_LIMIT => p.add(
-                &burst.span(),
-                format!("burst {b} is too large (at most 2^62)"),
-            ),
-            _ => {}
-        }
-        b
-    });
+    let burst = raw.burst.map(|burst| checked_burst(burst, algorithm, p));
 
     let (cost, cost_span) = raw
         .cost
@@ -247,4 +197,72 @@ fn rule_config(
         cost,
         store: Arc::new(stores.store(rule)),
     })
+}
+
+/// The rule's name, checked: present, a plain token, not used before
+/// (`names` maps the names seen so far to their lines).
+fn rule_name(
+    name: Option<Spanned<String>>,
+    table: &Range<usize>,
+    p: &mut Problems<'_>,
+    names: &mut HashMap<String, usize>,
+) -> String {
+    match name {
+        None => {
+            p.add(table, "this [[rule]] has no name: add name = \"...\"");
+            String::new()
+        }
+        Some(name) => {
+            if let Err(problem) = fields::check_name(name.get_ref()) {
+                p.add(&name.span(), problem);
+            } else if let Some(first) = names.get(name.get_ref()) {
+                let problem = format!(
+                    "rule name {:?} is already used on line {first}",
+                    name.get_ref()
+                );
+                p.add(&name.span(), problem);
+            } else {
+                names.insert(name.get_ref().clone(), p.line(&name.span()));
+            }
+            name.into_inner()
+        }
+    }
+}
+
+/// The methods of `list`, each checked; duplicates dropped.
+fn methods(list: Spanned<Vec<Spanned<String>>>, p: &mut Problems<'_>) -> Vec<Method> {
+    let mut methods: Vec<Method> = Vec::new();
+    if list.get_ref().is_empty() {
+        p.add(
+            &list.span(),
+            "methods is empty: leave it out to match any method",
+        );
+    }
+    for m in list.into_inner() {
+        match fields::method(m.get_ref()) {
+            Ok(m) if methods.contains(&m) => {}
+            Ok(m) => methods.push(m),
+            Err(problem) => p.add(&m.span(), problem),
+        }
+    }
+    methods
+}
+
+/// The leaky bucket's burst: only on that limiter, at most 2^62.
+fn checked_burst(burst: Spanned<Whole>, algorithm: Option<Algorithm>, p: &mut Problems<'_>) -> u64 {
+    let b = burst.get_ref().0;
+    match algorithm {
+        Some(a) if a != Algorithm::LeakyBucket => {
+            let problem = format!(
+                "burst applies only to limiter = \"leaky-bucket\" (this rule's limiter is {a})"
+            );
+            p.add(&burst.span(), problem);
+        }
+        _ if b > MAX_LIMIT => p.add(
+            &burst.span(),
+            format!("burst {b} is too large (at most 2^62)"),
+        ),
+        _ => {}
+    }
+    b
 }
