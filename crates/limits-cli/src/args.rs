@@ -14,21 +14,18 @@ pub struct RuleArgs {
 
     #[command(flatten)]
     pub rate: RateArgs,
-
-    /// Queue capacity of the leaky bucket (nginx's burst); defaults to the
-    /// limit.
-    #[arg(long)]
-    pub burst: Option<u64>,
 }
 
 impl RuleArgs {
     /// The rule these arguments describe.
     pub fn rule(&self) -> Result<Rule, String> {
-        Ok(Rule::build(self.limiter, self.rate.rates()?, self.burst))
+        self.rate.rule(self.limiter)
     }
 }
 
-/// `--limit N [--window D]` or `--limit RATES` ("100/min", "10/s; 1000/h").
+/// `--limit N [--window D]` or `--limit RATES` ("100/min", "10/s; 1000/h"),
+/// and `--burst B`: a rule's numbers, whichever limiter(s) they go to. Every
+/// command takes them from here, so each flag is declared once.
 #[derive(Args, Clone, Debug)]
 pub struct RateArgs {
     /// Requests allowed per window: a number (with --window), or rates such
@@ -39,9 +36,19 @@ pub struct RateArgs {
     /// The window for a plain --limit N, e.g. 1s, 500ms, 1.5s, 5m [default: 1s].
     #[arg(long)]
     pub window: Option<String>,
+
+    /// Queue capacity of the leaky bucket (nginx's burst); defaults to the
+    /// limit.
+    #[arg(long)]
+    pub burst: Option<u64>,
 }
 
 impl RateArgs {
+    /// A rule of `limiter` with these rates and burst.
+    pub fn rule(&self, limiter: Algorithm) -> Result<Rule, String> {
+        Ok(Rule::build(limiter, self.rates()?, self.burst))
+    }
+
     /// The rates, or an error naming the flag and what was wrong with it.
     pub fn rates(&self) -> Result<Rates, String> {
         let limit = self.limit.trim();
@@ -79,6 +86,7 @@ mod tests {
         RateArgs {
             limit: limit.into(),
             window: window.map(Into::into),
+            burst: None,
         }
         .rates()
         .map(|r| r.to_string())

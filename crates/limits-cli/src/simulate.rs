@@ -28,10 +28,6 @@ pub struct SimulateArgs {
     #[arg(long = "limiter", value_parser = parse_algorithm)]
     limiters: Vec<Algorithm>,
 
-    /// Queue capacity of the leaky bucket; defaults to the limit.
-    #[arg(long)]
-    burst: Option<u64>,
-
     /// Clients; every one receives the whole pattern.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     keys: u32,
@@ -122,7 +118,7 @@ fn build(args: &SimulateArgs) -> Result<Simulation, String> {
     limiters.dedup();
     let rules: Vec<Rule> = limiters
         .iter()
-        .map(|&a| Rule::build(a, rates.clone(), args.burst))
+        .map(|&a| Rule::build(a, rates.clone(), args.rate.burst))
         .collect();
     let arrivals = pattern.arrivals(first.limit(), first.window_nanos(), args.keys);
     let outcomes = run(&rules, &arrivals, args.keys, first.window_nanos());

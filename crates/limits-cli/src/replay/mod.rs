@@ -32,10 +32,6 @@ pub struct ReplayArgs {
     #[command(flatten)]
     rate: RateArgs,
 
-    /// Queue capacity of the leaky bucket; defaults to the limit.
-    #[arg(long)]
-    burst: Option<u64>,
-
     /// The trace: CSV `time,key[,cost]` (time in decimal seconds from the
     /// trace's zero) or an nginx/Apache combined access log.
     trace: PathBuf,
@@ -118,7 +114,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
     if args.decisions.is_some() && args.limiter.0.len() > 1 {
         return Err("--decisions takes one limiter; --limiter all runs six".to_string());
     }
-    let rule = |a: Algorithm| Rule::build(a, rates.clone(), args.burst);
+    let rule = |a: Algorithm| Rule::build(a, rates.clone(), args.rate.burst);
     let keyed = |r: Rule| KeyedLimiter::with_clock(r, ManualClock::new(0));
     let mut lanes: Vec<Lane> = args
         .limiter
