@@ -2,7 +2,7 @@
 //! what rate. Rates go through the core's one parser.
 
 use clap::Args;
-use limits::{parse_duration, Algorithm, Rate, Rates, Rule};
+use limits::{parse_duration, Algorithm, Rate, Rates, Rule, DEFAULT_WINDOW};
 
 /// `--limiter NAME --limit N [--window D] [--burst B]`, or `--limit 100/min`.
 #[derive(Args, Clone, Debug)]
@@ -14,35 +14,18 @@ pub struct RuleArgs {
 
     #[command(flatten)]
     pub rate: RateArgs,
-
-    /// Queue capacity of the leaky bucket (nginx's burst); defaults to the
-    /// limit.
-    #[arg(long)]
-    pub burst: Option<u64>,
 }
 
 impl RuleArgs {
     /// The rule these arguments describe.
     pub fn rule(&self) -> Result<Rule, String> {
-        Ok(rule_for(self.limiter, self.rate.rates()?, self.burst))
+        self.rate.rule(self.limiter)
     }
 }
 
-/// The window of a plain `--limit N` without `--window` (and of a plain
-/// `limit = N` in a configuration file).
-pub const DEFAULT_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// A rule of `limiter` at `rates`, with the leaky bucket's burst if given:
-/// how every command and the config file build one.
-pub fn rule_for(limiter: Algorithm, rates: Rates, burst: Option<u64>) -> Rule {
-    let rule = Rule::new(limiter, rates);
-    match burst {
-        Some(burst) => rule.with_burst(burst),
-        None => rule,
-    }
-}
-
-/// `--limit N [--window D]` or `--limit RATES` ("100/min", "10/s; 1000/h").
+/// `--limit N [--window D]` or `--limit RATES` ("100/min", "10/s; 1000/h"),
+/// and `--burst B`: a rule's numbers, whichever limiter(s) they go to. Every
+/// command takes them from here, so each flag is declared once.
 #[derive(Args, Clone, Debug)]
 pub struct RateArgs {
     /// Requests allowed per window: a number (with --window), or rates such
@@ -53,9 +36,19 @@ pub struct RateArgs {
     /// The window for a plain --limit N, e.g. 1s, 500ms, 1.5s, 5m [default: 1s].
     #[arg(long)]
     pub window: Option<String>,
+
+    /// Queue capacity of the leaky bucket (nginx's burst); defaults to the
+    /// limit.
+    #[arg(long)]
+    pub burst: Option<u64>,
 }
 
 impl RateArgs {
+    /// A rule of `limiter` with these rates and burst.
+    pub fn rule(&self, limiter: Algorithm) -> Result<Rule, String> {
+        Ok(Rule::build(limiter, self.rates()?, self.burst))
+    }
+
     /// The rates, or an error naming the flag and what was wrong with it.
     pub fn rates(&self) -> Result<Rates, String> {
         let limit = self.limit.trim();
@@ -93,6 +86,7 @@ mod tests {
         RateArgs {
             limit: limit.into(),
             window: window.map(Into::into),
+            burst: None,
         }
         .rates()
         .map(|r| r.to_string())

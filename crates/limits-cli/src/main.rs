@@ -1,9 +1,7 @@
 //! `limits`: the command-line face of the toolkit.
 
 mod args;
-mod config;
 mod plot;
-mod proxy;
 mod replay;
 mod report;
 mod serve;

@@ -3,7 +3,7 @@
 //! chapter could not show: decisions that differ from the exact sliding log,
 //! and memory per key.
 
-use crate::args::{parse_algorithm, rule_for, RateArgs};
+use crate::args::{parse_algorithm, RateArgs};
 use crate::report::{self, limits_phrase, Row};
 use clap::{Args, ValueEnum};
 use limits::simulate::{Pattern, Simulation};
@@ -27,10 +27,6 @@ pub struct SimulateArgs {
     /// A limiter to run (repeat for several); default: every one, in table order.
     #[arg(long = "limiter", value_parser = parse_algorithm)]
     limiters: Vec<Algorithm>,
-
-    /// Queue capacity of the leaky bucket; defaults to the limit.
-    #[arg(long)]
-    burst: Option<u64>,
 
     /// Clients; every one receives the whole pattern.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -101,7 +97,7 @@ fn build(args: &SimulateArgs) -> Result<Simulation, String> {
     limiters.dedup();
     let rules: Vec<Rule> = limiters
         .iter()
-        .map(|&a| rule_for(a, rates.clone(), args.burst))
+        .map(|&a| Rule::build(a, rates.clone(), args.rate.burst))
         .collect();
     Ok(Simulation::new(pattern, rates, args.keys, &rules))
 }

@@ -33,6 +33,7 @@ mod clock;
 mod decision;
 mod duration;
 mod keyed;
+mod local_store;
 mod parse;
 mod rate;
 mod rule;
@@ -45,8 +46,9 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::{Decision, RetryAfter};
 pub use duration::{format_duration, format_seconds, parse_duration, parse_seconds};
 pub use keyed::{KeyedLimiter, MemoryReport, Options};
+pub use local_store::LocalStore;
 pub use parse::ParseError;
-pub use rate::{Rate, RateError, Rates, MAX_LIMIT, MAX_WINDOW};
+pub use rate::{Rate, RateError, Rates, DEFAULT_WINDOW, MAX_LIMIT, MAX_WINDOW};
 pub use rule::{KeyState, Mode, Rule};
 pub use store::{Store, StoreError, Verdict};
 

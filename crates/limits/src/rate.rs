@@ -16,6 +16,10 @@ pub const MAX_LIMIT: u64 = 1 << 62;
 /// The longest window a rate may have: 2^62 ns, about 146 years.
 pub const MAX_WINDOW: Duration = Duration::from_nanos(1 << 62);
 
+/// The window of a bare limit with no window of its own (`--limit 10`,
+/// `limit = 10` in a configuration file): one second, in every front end.
+pub const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
+
 /// A limit of `limit` units of cost per `window`.
 ///
 /// ```

@@ -173,6 +173,23 @@ impl Rule {
         self
     }
 
+    /// A rule of `algorithm` at `rates`, with the leaky bucket's burst if
+    /// one is given: how every front end (flags, config file) builds one.
+    ///
+    /// ```
+    /// use limits::{Algorithm, Rule};
+    /// let rates: limits::Rates = "10/s".parse().unwrap();
+    /// assert_eq!(Rule::build(Algorithm::LeakyBucket, rates.clone(), Some(4)).burst(), Some(4));
+    /// assert_eq!(Rule::build(Algorithm::LeakyBucket, rates, None).burst(), None);
+    /// ```
+    pub fn build(algorithm: Algorithm, rates: Rates, burst: Option<u64>) -> Rule {
+        let rule = Rule::new(algorithm, rates);
+        match burst {
+            Some(burst) => rule.with_burst(burst),
+            None => rule,
+        }
+    }
+
     fn build_engines(&self) -> Engines {
         let rates = self.rates.iter().copied();
         match self.algorithm {

@@ -5,7 +5,7 @@
 //! (another crate) answers over the network, with the same semantics. The
 //! trait needs std futures only, no async runtime, so it lives in the core.
 
-use crate::{Clock, Decision, KeyedLimiter, Mode, Rule};
+use crate::{Clock, Decision, KeyedLimiter, LocalStore, Mode, Rule};
 use smallvec::SmallVec;
 use std::fmt;
 use std::future::Future;
@@ -61,6 +61,13 @@ pub trait Store: Send + Sync + 'static {
         std::future::ready(Err(StoreError(
             "this store cannot decide at an explicit time".to_owned(),
         )))
+    }
+
+    /// The store's in-process features (sweeping, state files, key and
+    /// eviction counts), if its state lives in this process; `None` for a
+    /// shared store such as Redis, which keeps its own.
+    fn local(&self) -> Option<&dyn LocalStore> {
+        None
     }
 }
 
@@ -123,6 +130,10 @@ impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
         mode: Mode,
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
         std::future::ready(Ok(verdict(self, key, Some(now), cost, mode)))
+    }
+
+    fn local(&self) -> Option<&dyn LocalStore> {
+        Some(self)
     }
 }
 

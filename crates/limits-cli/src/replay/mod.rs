@@ -7,7 +7,7 @@ mod decisions;
 mod reorder;
 mod trace;
 
-use crate::args::{parse_algorithm, rule_for, RateArgs};
+use crate::args::{parse_algorithm, RateArgs};
 use crate::report::{self, limits_phrase, Row};
 use clap::Args;
 use decisions::DecisionsWriter;
@@ -30,10 +30,6 @@ pub struct ReplayArgs {
 
     #[command(flatten)]
     rate: RateArgs,
-
-    /// Queue capacity of the leaky bucket; defaults to the limit.
-    #[arg(long)]
-    burst: Option<u64>,
 
     /// The trace: CSV `time,key[,cost]` (time in decimal seconds from the
     /// trace's zero) or an nginx/Apache combined access log.
@@ -121,7 +117,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
             Algorithm::ALL.len()
         ));
     }
-    let rule = |a: Algorithm| rule_for(a, rates.clone(), args.burst);
+    let rule = |a: Algorithm| Rule::build(a, rates.clone(), args.rate.burst);
     let keyed = |r: Rule| KeyedLimiter::with_clock(r, ManualClock::new(0));
     let mut replayed: Vec<Replayed> = args
         .limiter

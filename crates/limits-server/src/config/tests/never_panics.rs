@@ -1,7 +1,7 @@
 //! Whatever the text, `parse` answers: a configuration that keeps its
 //! promises, or problems that each name a line of the text.
 
-use super::super::parse;
+use super::parse;
 use proptest::prelude::*;
 
 /// The fields a table may have or not, whatever else it has.
@@ -142,15 +142,15 @@ fn tomlish() -> impl Strategy<Value = String> {
 fn check(text: &str) -> Result<(), TestCaseError> {
     match parse(text, "p.toml") {
         Ok(config) => {
-            prop_assert!(!config.rules.is_empty());
-            for r in &config.rules {
-                prop_assert!(r.path_prefix.starts_with('/'));
-                prop_assert!(r.cost >= 1 && r.cost <= r.rule.max_cost());
+            prop_assert!(!config.is_empty());
+            for r in &config {
+                prop_assert!(r.1.starts_with('/'));
+                prop_assert!(r.5 >= 1 && r.5 <= r.4.max_cost());
             }
-            let mut names: Vec<&str> = config.rules.iter().map(|r| r.name.as_str()).collect();
+            let mut names: Vec<&str> = config.iter().map(|r| r.0.as_str()).collect();
             names.sort_unstable();
             names.dedup();
-            prop_assert_eq!(names.len(), config.rules.len());
+            prop_assert_eq!(names.len(), config.len());
         }
         Err(err) => {
             let last = text.split('\n').count();

@@ -15,6 +15,31 @@ fn key(spec: &str) -> KeySpec {
     spec.parse().expect(spec)
 }
 
+/// A rule's fields, with its limiter (from its store) for the store.
+type Shape = (String, String, Vec<Method>, KeySpec, Rule, u64);
+
+fn shape(r: &ServerRule) -> Shape {
+    use limits::Store;
+    let rule = r.store.rule().clone();
+    (
+        r.name.clone(),
+        r.path_prefix.clone(),
+        r.methods.clone(),
+        r.key.clone(),
+        rule,
+        r.cost,
+    )
+}
+
+fn parse(text: &str, origin: &str) -> Result<Vec<Shape>, String> {
+    super::parse(text, origin, &StoreOptions::default())
+        .map(|rules| rules.iter().map(shape).collect())
+}
+
+fn load(path: &Path) -> Result<Vec<Shape>, String> {
+    super::load(path, &StoreOptions::default()).map(|rules| rules.iter().map(shape).collect())
+}
+
 const FULL: &str = r#"
 # Every field, both rate forms, both key forms.
 [[rule]]
@@ -48,50 +73,50 @@ cost = 5
 fn a_full_file_parses_to_the_rules_it_names() {
     let config = parse(FULL, "full.toml").expect("valid");
     let expected = vec![
-        RuleConfig {
-            name: "login-per-account".into(),
-            path_prefix: "/login".into(),
-            methods: vec![Method::POST],
-            key: key("form:username"),
-            rule: rule(Algorithm::SlidingLog, "5/m; 20/h"),
-            cost: 1,
-        },
-        RuleConfig {
-            name: "api_v2.keys".into(),
-            path_prefix: "/api/".into(),
-            methods: vec![Method::GET, Method::HEAD],
-            key: key("ip+header:x-api-key"),
-            rule: rule(Algorithm::TokenBucket, "100/m"),
-            cost: 5,
-        },
-        RuleConfig {
-            name: "queue".into(),
-            path_prefix: "/".into(),
-            methods: vec![],
-            key: KeySpec::ip(),
-            rule: rule(Algorithm::LeakyBucket, "2/s").with_burst(4),
-            cost: 5,
-        },
+        (
+            "login-per-account".into(),
+            "/login".into(),
+            vec![Method::POST],
+            key("form:username"),
+            rule(Algorithm::SlidingLog, "5/m; 20/h"),
+            1,
+        ),
+        (
+            "api_v2.keys".into(),
+            "/api/".into(),
+            vec![Method::GET, Method::HEAD],
+            key("ip+header:x-api-key"),
+            rule(Algorithm::TokenBucket, "100/m"),
+            5,
+        ),
+        (
+            "queue".into(),
+            "/".into(),
+            vec![],
+            KeySpec::ip(),
+            rule(Algorithm::LeakyBucket, "2/s").with_burst(4),
+            5,
+        ),
     ];
-    assert_eq!(config.rules, expected);
+    assert_eq!(config, expected);
 }
 
 #[test]
 fn defaults_fill_every_optional_field() {
     let config = parse("[[rule]]\nname = \"d\"\nlimit = 10\n", "d.toml").expect("valid");
     assert_eq!(
-        config.rules,
-        vec![RuleConfig {
-            name: "d".into(),
-            path_prefix: "/".into(),
-            methods: vec![],
-            key: KeySpec::ip(),
-            rule: rule(Algorithm::SlidingLog, "10/s"),
-            cost: 1,
-        }]
+        config,
+        vec![(
+            "d".into(),
+            "/".into(),
+            vec![],
+            KeySpec::ip(),
+            rule(Algorithm::SlidingLog, "10/s"),
+            1,
+        )]
     );
     let inline = parse("rule = [{ name = \"x\", rates = \"1/h\" }]", "i.toml").expect("valid");
-    assert_eq!(inline.rules[0].rule, rule(Algorithm::SlidingLog, "1/h"));
+    assert_eq!(inline[0].4, rule(Algorithm::SlidingLog, "1/h"));
 }
 
 #[test]
@@ -99,7 +124,7 @@ fn the_largest_passable_cost_is_accepted() {
     let text = "[[rule]]\nname = \"a\"\nrates = \"10/s; 3/m\"\ncost = 3\n\n\
                 [[rule]]\nname = \"b\"\nlimiter = \"leaky-bucket\"\nlimit = 2\ncost = 3\n";
     let config = parse(text, "c.toml").expect("valid");
-    let costs: Vec<u64> = config.rules.iter().map(|r| r.cost).collect();
+    let costs: Vec<u64> = config.iter().map(|r| r.5).collect();
     assert_eq!(costs, vec![3, 3]);
 }
 
@@ -110,7 +135,7 @@ fn example_path() -> std::path::PathBuf {
 #[test]
 fn the_example_file_loads() {
     let config = load(&example_path()).expect("docs/limits.example.toml");
-    let names: Vec<&str> = config.rules.iter().map(|r| r.name.as_str()).collect();
+    let names: Vec<&str> = config.iter().map(|r| r.0.as_str()).collect();
     assert_eq!(
         names,
         [
@@ -121,7 +146,7 @@ fn the_example_file_loads() {
             "login-per-address"
         ]
     );
-    assert!(config.rules.iter().all(|r| r.cost <= r.rule.max_cost()));
+    assert!(config.iter().all(|r| r.5 <= r.4.max_cost()));
 }
 
 #[test]
@@ -151,7 +176,7 @@ fn missing_and_normalize_set_the_keys_policies() {
     let config = parse(text, "k.toml").expect("valid");
     use limits_http::{Missing, Normalize, NormalizeStep};
     assert_eq!(
-        config.rules[0].key,
+        config[0].3,
         key("ip+json:user.email")
             .with_missing(Missing::Shared)
             .with_normalize(Normalize::from_steps([
@@ -160,12 +185,12 @@ fn missing_and_normalize_set_the_keys_policies() {
             ]))
     );
     assert_eq!(
-        config.rules[1].key,
+        config[1].3,
         key("header:x-api-key").with_normalize(Normalize::NONE)
     );
     // Left out: the defaults by kind of part.
     let login = load(&example_path()).expect("example");
-    let account = &login.rules[3].key;
+    let account = &login[3].3;
     assert_eq!(account.missing(), Some(Missing::Reject));
     assert_eq!(account.normalize(), Some(Normalize::ACCOUNT));
 }

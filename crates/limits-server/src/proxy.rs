@@ -1,4 +1,4 @@
-//! `limits serve --upstream URL`: the reverse proxy behind the limiter.
+//! The reverse proxy behind the limiter (`limits serve --upstream URL`).
 //!
 //! A reverse proxy is a client to the upstream and a server to the caller at
 //! once, and most of what it must get right is keeping those two roles apart:
@@ -23,14 +23,14 @@
 //! Plain HTTP/1.1 to the upstream only: there is no TLS in this build.
 
 mod body;
-mod headers;
+mod forwarding;
 #[cfg(test)]
 mod tests;
 mod upstream;
 
 use axum::body::Body;
 use body::Watched;
-use headers::{add_forwarding, original_host, strip_hop_by_hop};
+use forwarding::{add_forwarding, original_host, strip_hop_by_hop};
 use http::header::{self, HeaderValue};
 use http::uri::{Authority, Uri};
 use http::{Request, Response, StatusCode, Version};

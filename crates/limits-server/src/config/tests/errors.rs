@@ -1,6 +1,6 @@
 //! Every kind of mistake: the line it is reported on, and what it says.
 
-use super::super::parse;
+use super::parse;
 
 /// The one problem `text` has, as `(line, message)`.
 fn problem(text: &str) -> (usize, String) {

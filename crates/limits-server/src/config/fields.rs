@@ -6,9 +6,8 @@
 
 use super::raw::{KeyField, Whole};
 use super::Problems;
-use crate::args::DEFAULT_WINDOW;
 use http::Method;
-use limits::{parse_duration, Rate, RateError, Rates};
+use limits::{parse_duration, Rate, RateError, Rates, DEFAULT_WINDOW};
 use limits_http::{KeySpec, Missing, Normalize, NormalizeStep};
 use serde_spanned::Spanned;
 use std::ops::Range;

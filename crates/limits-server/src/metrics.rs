@@ -4,8 +4,8 @@
 //! `--max-keys` is too small), store, upstream and client errors,
 //! unreadable client addresses; `/healthz` for load balancers.
 
-use super::rules::RuleSet;
 use crate::proxy::ProxyErrors;
+use crate::rules::{self, ServerRule};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use axum::routing::get;
@@ -51,6 +51,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// Every metric at zero, registered under the `limits_` prefix.
     pub fn new() -> Metrics {
         let mut registry = Registry::with_prefix("limits");
         let decisions = Family::<DecisionLabels, Counter>::default();
@@ -117,9 +118,10 @@ impl Metrics {
         }
     }
 
-    /// Reads the gauges from the rules and the proxy, then encodes all.
-    pub fn render(&self, rules: &RuleSet, upstream: Option<ProxyErrors>) -> String {
-        for (name, keys, evictions, limited) in rules.sizes() {
+    /// Reads the gauges from the rules (those whose store is in this
+    /// process) and the proxy, then encodes all.
+    pub fn render(&self, rules: &[ServerRule], upstream: Option<ProxyErrors>) -> String {
+        for (name, keys, evictions, limited) in rules::sizes(rules) {
             let label = RuleLabel { rule: name };
             self.keys.get_or_create(&label).set(keys as i64);
             self.evictions.get_or_create(&label).set(evictions as i64);

@@ -9,8 +9,8 @@
 //! of one. A symlinked state file keeps its link: its target is replaced.
 //! State dated after now (beyond [`CLOCK_TOLERANCE`]) is dropped on load.
 
-use super::rules::RuleSet;
-use limits::{Clock, SystemClock};
+use crate::rules::{fingerprint, ServerRule};
+use limits::{Clock, Store, SystemClock};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -130,22 +130,25 @@ fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Writes every rule's state to `path` (atomically: a temporary file renamed
-/// over it, or over the target of the symlink `path` is). Returns how many
-/// keys were saved.
-pub fn save(path: &Path, rules: &RuleSet) -> Result<usize, String> {
+/// Writes the state of every rule whose store is in this process to `path`
+/// (atomically: a temporary file renamed over it, or over the target of the
+/// symlink `path` is). Returns how many keys were saved.
+pub fn save(path: &Path, rules: &[ServerRule]) -> Result<usize, String> {
     let mut file = StateFile {
         version: VERSION,
         rules: BTreeMap::new(),
     };
     let mut saved = 0;
-    for (config, store) in &rules.entries {
-        let keys = store.export();
+    for rule in rules {
+        let Some(local) = rule.store.local() else {
+            continue;
+        };
+        let keys = local.export();
         saved += keys.len();
         file.rules.insert(
-            config.name.clone(),
+            rule.name.clone(),
             SavedRule {
-                shape: RuleSet::fingerprint(config),
+                shape: fingerprint(rule),
                 keys,
             },
         );
@@ -156,11 +159,12 @@ pub fn save(path: &Path, rules: &RuleSet) -> Result<usize, String> {
     Ok(saved)
 }
 
-/// Loads the state in `path` into the rules of the same name and shape,
+/// Loads the state in `path` into the rules of the same name and shape
+/// whose store is in this process,
 /// without the keys dated after now + [`CLOCK_TOLERANCE`] (counted in the
 /// log). A missing file is a first start: nothing to load. Returns the keys
 /// loaded.
-pub fn load(path: &Path, rules: &RuleSet) -> Result<usize, String> {
+pub fn load(path: &Path, rules: &[ServerRule]) -> Result<usize, String> {
     let text = match std::fs::read(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
@@ -178,27 +182,29 @@ pub fn load(path: &Path, rules: &RuleSet) -> Result<usize, String> {
     let tolerance = u64::try_from(CLOCK_TOLERANCE.as_nanos()).unwrap_or(u64::MAX);
     let latest = SystemClock::new().now().saturating_add(tolerance);
     let (mut loaded, mut dropped) = (0, 0);
-    for (config, store) in &rules.entries {
-        match file.rules.get(&config.name) {
-            Some(saved) if saved.shape == RuleSet::fingerprint(config) => {
-                let (future, keys): (Vec<_>, Vec<_>) =
-                    saved.keys.iter().cloned().partition(|(_, words)| {
-                        config
-                            .rule
-                            .decode_state(words)
-                            .is_some_and(|s| config.rule.is_state_later_than(&s, latest))
-                    });
-                dropped += future.len();
-                loaded += store.import(keys);
-            }
-            Some(saved) => tracing::warn!(
-                rule = %config.name,
+    for rule in rules {
+        let (Some(local), Some(saved)) = (rule.store.local(), file.rules.get(&rule.name)) else {
+            continue;
+        };
+        let shape = fingerprint(rule);
+        if saved.shape != shape {
+            tracing::warn!(
+                rule = %rule.name,
                 saved = %saved.shape,
-                now = %RuleSet::fingerprint(config),
+                now = %shape,
                 "rule changed since the state was saved; starting it afresh"
-            ),
-            None => {}
+            );
+            continue;
         }
+        let limiter = rule.store.rule();
+        let (future, keys): (Vec<_>, Vec<_>) =
+            saved.keys.iter().cloned().partition(|(_, words)| {
+                limiter
+                    .decode_state(words)
+                    .is_some_and(|s| limiter.is_state_later_than(&s, latest))
+            });
+        dropped += future.len();
+        loaded += local.import(keys);
     }
     if dropped > 0 {
         let entries = if dropped == 1 { "entry" } else { "entries" };

@@ -27,9 +27,21 @@ pub struct Bounds {
     pub drain_timeout: Duration,
 }
 
+impl Default for Bounds {
+    /// Headers within 10 s, 16 KiB and 100 of them; 30 s to drain.
+    fn default() -> Bounds {
+        Bounds {
+            header_timeout: Duration::from_secs(10),
+            max_head_bytes: 16 * 1024,
+            max_headers: 100,
+            drain_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
 /// Serves `app` on `listener` until `shutdown` completes, then stops
 /// accepting and lets in-flight requests finish (up to the drain timeout).
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
     bounds: Bounds,

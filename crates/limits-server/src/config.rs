@@ -1,0 +1,268 @@
+//! The configuration file of the server: a TOML file of `[[rule]]` tables.
+//!
+//! Why a module of its own: a rate-limit file is read once, at start, and a
+//! mistake in it must stop the server before the first request rather than
+//! limit the wrong thing quietly. So everything that can be checked without a
+//! request is checked here, each problem is reported as `FILE:LINE: problem`
+//! (all of them, one a line, once the file is valid TOML of the right shape;
+//! a TOML syntax or type error is reported alone), and rates, durations,
+//! limiter names and key specs go through the parsers the command line uses,
+//! so that a rule means in the file exactly what it means on `limits rule`.
+//!
+//! A rule comes out in the server's one runtime shape, [`ServerRule`], with a
+//! fresh store built by [`StoreOptions`]; the server swaps in the old store of
+//! a rule that did not change on reload.
+//!
+//! The format, with every field, is in `docs/limits.example.toml`.
+//!
+//! ```
+//! use limits_server::{config, StoreOptions};
+//! let text = "[[rule]]\nname = \"api\"\npath = \"/api\"\nrates = \"10/s\"\n";
+//! let rules = config::parse(text, "limits.toml", &StoreOptions::default()).unwrap();
+//! assert_eq!(rules[0].path_prefix, "/api");
+//! let bad = config::parse("[[rule]]\nname = \"api\"\n", "limits.toml", &StoreOptions::default());
+//! assert_eq!(bad.err().unwrap(), "limits.toml:1: rule \"api\" has no rates: add rates = \"10/second\" (or limit = 10, window = \"1s\")");
+//! ```
+
+use crate::rules::{check_cost, ServerRule};
+use crate::store::StoreOptions;
+use http::Method;
+use limits::{Algorithm, Rule, MAX_LIMIT};
+use limits_http::{HttpRule, KeySpec};
+use raw::{RawFile, RawRule, Whole};
+use serde_spanned::Spanned;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+mod fields;
+mod raw;
+#[cfg(test)]
+mod tests;
+
+/// Reads and validates the file at `path`: its rules in file order (a
+/// request is limited by every rule whose path prefix and method match it),
+/// each with a new store built by `stores`. Problems are reported as
+/// `FILE:LINE: problem`, one a line.
+pub fn load(path: &Path, stores: &StoreOptions) -> Result<Vec<ServerRule>, String> {
+    let origin = path.display().to_string();
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("{origin}: cannot read the configuration: {e}"))?;
+    match std::str::from_utf8(&bytes) {
+        Ok(text) => parse(text, &origin, stores),
+        Err(e) => {
+            let line = line_at(&bytes, e.valid_up_to());
+            Err(format!("{origin}:{line}: the file is not UTF-8 text"))
+        }
+    }
+}
+
+/// Parses and validates configuration `text`, as [`load`] does; `origin`
+/// names the file in messages (`origin:LINE: problem`).
+pub fn parse(text: &str, origin: &str, stores: &StoreOptions) -> Result<Vec<ServerRule>, String> {
+    let file: RawFile = toml::from_str(text).map_err(|e| {
+        let line = line_at(text.as_bytes(), e.span().map_or(0, |s| s.start));
+        let message = e.message().trim().replace('\n', "; ");
+        format!("{origin}:{line}: {message}")
+    })?;
+    let mut problems = Problems {
+        text,
+        found: Vec::new(),
+    };
+    let rules = match file.rule {
+        None => {
+            problems.add(&(0..0), "no rules: add a [[rule]] table");
+            Vec::new()
+        }
+        Some(list) if list.get_ref().0.is_empty() => {
+            problems.add(&list.span(), "no rules: add a [[rule]] table");
+            Vec::new()
+        }
+        Some(list) => {
+            let mut names = HashMap::new();
+            list.into_inner()
+                .0
+                .into_iter()
+                .filter_map(|raw| rule_config(raw, &mut problems, &mut names, stores))
+                .collect()
+        }
+    };
+    if problems.found.is_empty() {
+        return Ok(rules);
+    }
+    problems.found.sort_by_key(|(line, _)| *line);
+    let lines: Vec<String> = problems
+        .found
+        .iter()
+        .map(|(line, problem)| format!("{origin}:{line}: {problem}"))
+        .collect();
+    Err(lines.join("\n"))
+}
+
+/// The 1-based line of byte `at` in `text`.
+fn line_at(text: &[u8], at: usize) -> usize {
+    let end = at.min(text.len());
+    text[..end].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+/// The problems found so far, by line.
+struct Problems<'a> {
+    text: &'a str,
+    found: Vec<(usize, String)>,
+}
+
+impl Problems<'_> {
+    fn add(&mut self, span: &Range<usize>, problem: impl Into<String>) {
+        let line = self.line(span);
+        self.found.push((line, problem.into()));
+    }
+
+    fn line(&self, span: &Range<usize>) -> usize {
+        line_at(self.text.as_bytes(), span.start)
+    }
+}
+
+/// Validates one rule, adding its problems; `None` if it has any. `names`
+/// maps the names seen so far to their lines.
+fn rule_config(
+    raw: Spanned<RawRule>,
+    p: &mut Problems<'_>,
+    names: &mut HashMap<String, usize>,
+    stores: &StoreOptions,
+) -> Option<ServerRule> {
+    let before = p.found.len();
+    let table = raw.span();
+    let raw = raw.into_inner();
+
+    let name = rule_name(raw.name, &table, p, names);
+    let label = if name.is_empty() {
+        "this rule".to_string()
+    } else {
+        format!("rule {name:?}")
+    };
+
+    let path_prefix = match raw.path {
+        None => "/".to_string(),
+        Some(path) => {
+            if !path.get_ref().starts_with('/') {
+                let problem = format!("path {:?} must start with '/'", path.get_ref());
+                p.add(&path.span(), problem);
+            }
+            path.into_inner()
+        }
+    };
+
+    let methods = raw.methods.map_or_else(Vec::new, |list| methods(list, p));
+
+    let key = match raw.key {
+        None => Some(KeySpec::ip()),
+        Some(key) => fields::key_spec(key, p),
+    };
+    let key = fields::key_options(key, raw.missing, raw.normalize, p);
+
+    let algorithm = match raw.limiter {
+        None => Some(Algorithm::SlidingLog),
+        Some(name) => match name.get_ref().parse::<Algorithm>() {
+            Ok(a) => Some(a),
+            Err(e) => {
+                p.add(&name.span(), e.to_string());
+                None
+            }
+        },
+    };
+
+    let rates = fields::rates(&label, &table, raw.rates, raw.limit, raw.window, p);
+
+    let burst = raw.burst.map(|burst| checked_burst(burst, algorithm, p));
+
+    let (cost, cost_span) = raw
+        .cost
+        .map_or((1, table.clone()), |c| (c.get_ref().0, c.span()));
+    let rule = match (algorithm, rates) {
+        (Some(algorithm), Some(rates)) => Some(Rule::build(algorithm, rates, burst)),
+        _ => None,
+    };
+    if let Err(e) = check_cost(cost, rule.as_ref()) {
+        p.add(&cost_span, e.message("cost"));
+    }
+    let (Some(rule), Some(key)) = (rule, key) else {
+        return None;
+    };
+    (p.found.len() == before).then(|| HttpRule {
+        name,
+        path_prefix,
+        methods,
+        key,
+        cost,
+        store: Arc::new(stores.store(rule)),
+    })
+}
+
+/// The rule's name, checked: present, a plain token, not used before
+/// (`names` maps the names seen so far to their lines).
+fn rule_name(
+    name: Option<Spanned<String>>,
+    table: &Range<usize>,
+    p: &mut Problems<'_>,
+    names: &mut HashMap<String, usize>,
+) -> String {
+    match name {
+        None => {
+            p.add(table, "this [[rule]] has no name: add name = \"...\"");
+            String::new()
+        }
+        Some(name) => {
+            if let Err(problem) = fields::check_name(name.get_ref()) {
+                p.add(&name.span(), problem);
+            } else if let Some(first) = names.get(name.get_ref()) {
+                let problem = format!(
+                    "rule name {:?} is already used on line {first}",
+                    name.get_ref()
+                );
+                p.add(&name.span(), problem);
+            } else {
+                names.insert(name.get_ref().clone(), p.line(&name.span()));
+            }
+            name.into_inner()
+        }
+    }
+}
+
+/// The methods of `list`, each checked; duplicates dropped.
+fn methods(list: Spanned<Vec<Spanned<String>>>, p: &mut Problems<'_>) -> Vec<Method> {
+    let mut methods: Vec<Method> = Vec::new();
+    if list.get_ref().is_empty() {
+        p.add(
+            &list.span(),
+            "methods is empty: leave it out to match any method",
+        );
+    }
+    for m in list.into_inner() {
+        match fields::method(m.get_ref()) {
+            Ok(m) if methods.contains(&m) => {}
+            Ok(m) => methods.push(m),
+            Err(problem) => p.add(&m.span(), problem),
+        }
+    }
+    methods
+}
+
+/// The leaky bucket's burst: only on that limiter, at most 2^62.
+fn checked_burst(burst: Spanned<Whole>, algorithm: Option<Algorithm>, p: &mut Problems<'_>) -> u64 {
+    let b = burst.get_ref().0;
+    match algorithm {
+        Some(a) if a != Algorithm::LeakyBucket => {
+            let problem = format!(
+                "burst applies only to limiter = \"leaky-bucket\" (this rule's limiter is {a})"
+            );
+            p.add(&burst.span(), problem);
+        }
+        _ if b > MAX_LIMIT => p.add(
+            &burst.span(),
+            format!("burst {b} is too large (at most 2^62)"),
+        ),
+        _ => {}
+    }
+    b
+}

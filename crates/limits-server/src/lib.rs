@@ -1,0 +1,48 @@
+//! The rate-limiting server as a library: what `limits serve` runs, for any
+//! program to embed around its own service.
+//!
+//! - [`config`]: the TOML rules file, every problem reported as `FILE:LINE`.
+//! - [`ServerRule`]: a rule with its store ([`RuleStore`], chosen per rule),
+//!   kept across reloads when unchanged ([`same_shape`]).
+//! - [`Server`]: the listener and its bounds, graceful drain, reload on
+//!   SIGHUP, a sweeper, Prometheus metrics on an admin port, state saved on
+//!   shutdown and loaded on start; configured by a plain [`ServerConfig`].
+//! - [`Proxy`]: the reverse proxy to put behind the limits.
+//!
+//! The server takes the service to protect as an axum [`Router`](axum::Router)
+//! (any tower service becomes one with `Router::fallback_service`):
+//!
+//! ```no_run
+//! use limits_server::{config, Server, ServerConfig, RulesSource};
+//!
+//! # async fn run() -> Result<(), String> {
+//! let config = ServerConfig::new(RulesSource::File("limits.toml".into()));
+//! let app = axum::Router::new().route("/", axum::routing::get(|| async { "hello\n" }));
+//! Server::new(config)?.serve(app, limits_server::shutdown_signal()).await
+//! # }
+//! ```
+//!
+//! Dependencies go one way: the `limits` command -> this crate ->
+//! `limits-http` (the layer) -> `limits` (the core).
+
+#![warn(missing_docs)]
+
+pub mod config;
+mod listener;
+mod metrics;
+mod proxy;
+mod rules;
+mod server;
+mod server_config;
+mod state;
+mod store;
+mod tasks;
+
+pub use listener::Bounds;
+pub use proxy::{Proxy, ProxyErrors};
+pub use rules::{check_cost, fingerprint, keep_state, same_shape, CostError, ServerRule};
+pub use server::{Backend, Server};
+pub use server_config::{LayerOptions, RulesSource, ServerConfig};
+pub use state::CLOCK_TOLERANCE;
+pub use store::{RuleStore, StoreOptions};
+pub use tasks::shutdown_signal;

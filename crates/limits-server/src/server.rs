@@ -1,0 +1,209 @@
+//! The running server: the rules in force behind the HTTP layer, around a
+//! service it is given, on a listener with bounds; with its admin endpoint,
+//! sweeper, reload on SIGHUP, and state saved on the way out.
+//!
+//! It prints one line on stdout as it starts listening, opens the admin
+//! port, reloads and stops (`limits serve: listening on http://ADDR in
+//! front of NAME`, ...): scripts and tests read them.
+
+use crate::config;
+use crate::listener;
+use crate::metrics::Metrics;
+use crate::proxy::Proxy;
+use crate::rules::{self, ServerRule};
+use crate::server_config::{RulesSource, ServerConfig};
+use crate::state;
+use crate::store::RuleStore;
+use crate::tasks;
+use axum::Router;
+use limits_http::{Policy, PolicyHandle, RateLimitLayer};
+use std::future::Future;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+/// What the server puts behind its limits: a router (any tower service can
+/// become one with [`Router::fallback_service`]), named in the startup
+/// line, and the reverse proxy if it is one (its errors go to `/metrics`).
+pub struct Backend {
+    router: Router,
+    name: String,
+    proxy: Option<Proxy>,
+}
+
+impl Backend {
+    /// `router`, called `name` in the startup line ("in front of NAME").
+    pub fn new(name: impl Into<String>, router: Router) -> Backend {
+        Backend {
+            router,
+            name: name.into(),
+            proxy: None,
+        }
+    }
+
+    /// The reverse proxy `proxy`, called `name` (its upstream URL).
+    pub fn proxy(proxy: Proxy, name: impl Into<String>) -> Backend {
+        let forward = proxy.clone();
+        let router = Router::new().fallback(move |req: axum::extract::Request| {
+            let proxy = forward.clone();
+            async move {
+                let client = req
+                    .extensions()
+                    .get::<limits_http::PeerAddr>()
+                    .map(|p| p.0.ip());
+                proxy.forward(req, client).await
+            }
+        });
+        Backend {
+            router,
+            name: name.into(),
+            proxy: Some(proxy),
+        }
+    }
+}
+
+impl From<Router> for Backend {
+    /// `router`, called "the app".
+    fn from(router: Router) -> Backend {
+        Backend::new("the app", router)
+    }
+}
+
+/// A server ready to run: its rules built (and their state loaded), not yet
+/// listening.
+///
+/// ```no_run
+/// use limits::{Algorithm, Rule};
+/// use limits_http::KeySpec;
+/// use limits_server::{RulesSource, Server, ServerConfig};
+///
+/// # async fn run() -> Result<(), String> {
+/// let rule = Rule::new(Algorithm::SlidingLog, "10/s".parse().unwrap());
+/// let config = ServerConfig::new(RulesSource::One { rule, key: KeySpec::ip(), cost: 1 });
+/// let app = axum::Router::new().route("/", axum::routing::get(|| async { "hello\n" }));
+/// Server::new(config)?.serve(app, limits_server::shutdown_signal()).await
+/// # }
+/// ```
+pub struct Server {
+    shared: Arc<Shared>,
+    layer: RateLimitLayer<RuleStore>,
+}
+
+/// What the server's tasks share.
+pub(crate) struct Shared {
+    pub(crate) config: ServerConfig,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) handle: PolicyHandle<RuleStore>,
+}
+
+impl Server {
+    /// Builds the rules of `config` (reading its rules file), checks that
+    /// the state file can be written and loads it. Errors say what is wrong
+    /// and name the flag or file line it came from.
+    pub fn new(config: ServerConfig) -> Result<Server, String> {
+        let rules = load_rules(&config)?;
+        if let Some(path) = &config.state {
+            state::check_writable(path)?;
+            let n = state::load(path, &rules)?;
+            tracing::info!(keys = n, file = %path.display(), "state loaded");
+        }
+        let metrics = Arc::new(Metrics::new());
+        let layer = RateLimitLayer::new(policy(rules, &config, &metrics));
+        let shared = Arc::new(Shared {
+            handle: layer.handle(),
+            config,
+            metrics,
+        });
+        Ok(Server { shared, layer })
+    }
+
+    /// The layer with the server's rules, for an embedder who serves it
+    /// themselves (reloads still reach it).
+    pub fn layer(&self) -> &RateLimitLayer<RuleStore> {
+        &self.layer
+    }
+
+    /// Listens on the configured address and serves `backend` behind the
+    /// limits until `shutdown` completes; see [`serve_on`](Self::serve_on).
+    pub async fn serve(
+        self,
+        backend: impl Into<Backend>,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), String> {
+        let addr = self.shared.config.listen;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("--listen {addr}: {e}"))?;
+        self.serve_on(listener, backend, shutdown).await
+    }
+
+    /// Serves `backend` behind the limits on `listener` until `shutdown`
+    /// completes, then drains in-flight requests and saves the state.
+    /// Meanwhile: the admin endpoint if configured, a sweep of idle keys
+    /// every second, and reloads on SIGHUP if asked for; all stop with it.
+    pub async fn serve_on(
+        self,
+        listener: TcpListener,
+        backend: impl Into<Backend>,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), String> {
+        let backend = backend.into();
+        let shared = self.shared;
+        // The layer goes around the whole router, so that routing (and the
+        // proxy) see the path the layer normalized and matched its rules on.
+        let app = Router::new().fallback_service(tower::Layer::layer(&self.layer, backend.router));
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        let bounds = shared.config.bounds;
+        let mut background = Vec::new();
+        if let Some(addr) = shared.config.admin {
+            background.push(tasks::start_admin(addr, shared.clone(), backend.proxy, bounds).await?);
+        }
+        background.push(tokio::spawn(tasks::sweep_forever(shared.clone())));
+        if shared.config.reload_on_hangup {
+            background.extend(tasks::watch_hangups(shared.clone()));
+        }
+        let upstream = backend.name;
+        println!("limits serve: listening on http://{local} in front of {upstream}");
+        tracing::info!(%local, upstream, "listening");
+
+        listener::serve(listener, app, bounds, shutdown).await;
+        for task in background {
+            task.abort();
+        }
+
+        let saved = match &shared.config.state {
+            Some(path) => state::save(path, &shared.handle.current().rules).map(|n| {
+                tracing::info!(keys = n, file = %path.display(), "state saved");
+            }),
+            None => Ok(()),
+        };
+        println!("limits serve: stopped");
+        saved.map_err(|e| format!("state not saved: {e}"))
+    }
+}
+
+/// The rules of the configured source, each with a new store.
+pub(crate) fn load_rules(config: &ServerConfig) -> Result<Vec<ServerRule>, String> {
+    match &config.rules {
+        RulesSource::File(path) => config::load(path, &config.stores),
+        RulesSource::One { rule, key, cost } => Ok(vec![rules::single(
+            rule.clone(),
+            key.clone(),
+            *cost,
+            &config.stores,
+        )?]),
+    }
+}
+
+/// The layer's policy: `rules` with the configured options, observed by
+/// `metrics`.
+pub(crate) fn policy(
+    rules: Vec<ServerRule>,
+    config: &ServerConfig,
+    metrics: &Arc<Metrics>,
+) -> Policy<RuleStore> {
+    Policy {
+        rules,
+        options: config.layer.clone(),
+        observer: metrics.clone(),
+    }
+}

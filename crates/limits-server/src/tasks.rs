@@ -1,0 +1,125 @@
+//! What runs beside the listener: the admin endpoint, the sweeper, the
+//! reload on SIGHUP; and the signals that end a server owning its process.
+
+use crate::listener::{self, Bounds};
+use crate::metrics;
+use crate::proxy::Proxy;
+use crate::rules;
+use crate::server::{load_rules, policy, Shared};
+use crate::server_config::RulesSource;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+/// Binds the admin endpoint (`/metrics`, `/healthz`) and serves it with the
+/// main listener's bounds (a client that half-sends requests to the admin
+/// port holds nothing for long) until the task is aborted.
+pub(crate) async fn start_admin(
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    proxy: Option<Proxy>,
+    bounds: Bounds,
+) -> Result<JoinHandle<()>, String> {
+    let render = Arc::new(move || {
+        let upstream = proxy.as_ref().map(Proxy::errors);
+        let policy = shared.handle.current();
+        shared.metrics.render(&policy.rules, upstream)
+    });
+    let admin = TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("--admin {addr}: {e}"))?;
+    let local = admin.local_addr().map_err(|e| e.to_string())?;
+    println!("limits serve: admin on http://{local}/metrics");
+    let router = metrics::admin_router(render);
+    Ok(tokio::spawn(listener::serve(
+        admin,
+        router,
+        bounds,
+        std::future::pending(),
+    )))
+}
+
+/// Drops idle keys every second, so memory follows the active clients even
+/// when no traffic comes to sweep them.
+pub(crate) async fn sweep_forever(shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        rules::sweep(&shared.handle.current().rules);
+    }
+}
+
+/// Handles SIGHUP from now on (its default action would end the server
+/// without draining or saving state), reloading the rules on each.
+pub(crate) fn watch_hangups(shared: Arc<Shared>) -> Option<JoinHandle<()>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::hangup()) {
+            Ok(mut hangups) => {
+                return Some(tokio::spawn(async move {
+                    while hangups.recv().await.is_some() {
+                        reload(&shared);
+                    }
+                }));
+            }
+            Err(e) => tracing::error!(error = %e, "cannot listen for SIGHUP; reload disabled"),
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = shared;
+    None
+}
+
+/// Re-reads the rules file: unchanged rules keep their state; a bad file
+/// keeps the old rules and says why. Without a file, says so.
+fn reload(shared: &Shared) {
+    if !matches!(shared.config.rules, RulesSource::File(_)) {
+        tracing::warn!("SIGHUP: no --config to reload; still serving");
+        println!("limits serve: SIGHUP: no --config to reload; still serving");
+        return;
+    }
+    match load_rules(&shared.config) {
+        Ok(fresh) => {
+            let old = shared.handle.current();
+            let (fresh, kept) = rules::keep_state(fresh, &old.rules);
+            let count = fresh.len();
+            shared
+                .handle
+                .replace(policy(fresh, &shared.config, &shared.metrics));
+            tracing::info!(rules = count, kept, "config reloaded");
+            println!("limits serve: config reloaded ({count} rules, {kept} kept their state)");
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "config not reloaded; keeping the old rules");
+            println!("limits serve: config not reloaded: {e}");
+        }
+    }
+}
+
+/// Completes on Ctrl-C or SIGTERM: the end of a server that owns its
+/// process, to pass to [`Server::serve`](crate::Server::serve).
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}
