@@ -8,7 +8,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use limits::{Algorithm, KeyedLimiter, ManualClock, Mode, Rule, Store, StoreError, Verdict};
 use limits_http::{
-    ClientIp, ClientIpHeader, FailurePolicy, HttpRule, KeySpec, Observer, Options, Outcome,
+    ClientIp, ClientIpHeader, FailurePolicy, HttpRule, KeySpec, LayerOptions, Observer, Outcome,
     PeerAddr, Policy, RateLimitLayer, TrustedProxies,
 };
 use std::net::SocketAddr;
@@ -309,9 +309,9 @@ async fn a_store_outage_gets_the_configured_policy() {
         200
     );
     let mut policy = Policy::new(vec![rule("default", "/", "ip", down())]);
-    policy.options = Options {
+    policy.options = LayerOptions {
         on_store_error: FailurePolicy::Deny,
-        ..Options::default()
+        ..LayerOptions::default()
     };
     let deny = app(policy);
     let r = send(&deny, request("/", "192.0.2.1:1")).await;

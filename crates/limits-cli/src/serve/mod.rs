@@ -14,8 +14,8 @@ use crate::proxy::Proxy;
 use clap::{Args, ValueEnum};
 use limits::parse_duration;
 use limits_http::{
-    BodyBudget, ClientIp, ClientIpHeader, FailurePolicy, KeySpec, Options, Policy, PolicyHandle,
-    RateLimitLayer, TrustedProxies, DEFAULT_IPV6_PREFIX,
+    BodyBudget, ClientIp, ClientIpHeader, FailurePolicy, KeySpec, LayerOptions, Policy,
+    PolicyHandle, RateLimitLayer, TrustedProxies, DEFAULT_IPV6_PREFIX,
 };
 use listener::Bounds;
 use metrics::Metrics;
@@ -154,7 +154,7 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 /// Everything the running server shares between its tasks.
 struct Server {
     args: ServeArgs,
-    options: Options,
+    options: LayerOptions,
     metrics: Arc<Metrics>,
     rules: Mutex<Arc<RuleSet>>,
     handle: PolicyHandle<MemoryStore>,
@@ -170,7 +170,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
 
 async fn run(args: ServeArgs) -> Result<(), String> {
     let trusted: Vec<&str> = args.trust_proxy.iter().map(String::as_str).collect();
-    let options = Options {
+    let options = LayerOptions {
         dry_run: args.dry_run,
         legacy_headers: args.legacy_headers,
         client_ip: ClientIp::new(
@@ -184,7 +184,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         },
         body_timeout: args.body_timeout,
         body_budget: BodyBudget::new(args.max_body_memory),
-        ..Options::default()
+        ..LayerOptions::default()
     };
     flags::warn_trust_everyone(&args.trust_proxy);
     let rules = Arc::new(RuleSet::build(rule_configs(&args)?, None, args.max_keys));
@@ -284,7 +284,7 @@ fn rule_configs(args: &ServeArgs) -> Result<Vec<RuleConfig>, String> {
     }])
 }
 
-fn policy(rules: &RuleSet, options: &Options, metrics: &Arc<Metrics>) -> Policy<MemoryStore> {
+fn policy(rules: &RuleSet, options: &LayerOptions, metrics: &Arc<Metrics>) -> Policy<MemoryStore> {
     Policy {
         rules: rules.http_rules(),
         options: options.clone(),
