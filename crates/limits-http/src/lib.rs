@@ -4,13 +4,17 @@
 //! RateLimit headers of draft-ietf-httpapi-ratelimit-headers-10, and 429
 //! responses with Retry-After and an RFC 9457 problem body.
 //!
-//! `limits serve` is built on this layer; see [`RateLimitLayer`] for an
-//! axum example.
+//! `limits serve` is built on this layer; see [`RateLimitLayer`] and
+//! [`RateLimitLayer::builder`] for axum examples, [`KeyExtractor`] to key on
+//! what only your application knows, and the crate's `examples/` (axum, a
+//! custom key, tonic).
 
 #![warn(missing_docs)]
 
 mod body;
+mod builder;
 mod client_ip;
+mod decide;
 pub mod headers;
 mod key;
 mod layer;
@@ -18,18 +22,23 @@ mod path;
 mod policy;
 mod problem;
 mod responses;
+mod service;
 
 pub use body::BodyBudget;
+pub use builder::RateLimitLayerBuilder;
 pub use client_ip::{
     ClientIp, ClientIpHeader, ResolvedClient, TrustedProxies, DEFAULT_IPV6_PREFIX,
 };
+pub use decide::PeerAddr;
 pub use key::{
-    KeyError, KeyErrorReason, KeyPart, KeySpec, KeySpecError, Missing, Normalize, NormalizeStep,
-    MAX_KEY_LEN,
+    Key, KeyError, KeyErrorReason, KeyExtractor, KeyPart, KeySpec, KeySpecError, Missing,
+    Normalize, NormalizeStep, MAX_KEY_LEN,
 };
-pub use layer::{LimitedBody, PeerAddr, PolicyHandle, RateLimit, RateLimitLayer};
+pub use layer::{PolicyHandle, RateLimitLayer};
 pub use path::{match_path, normalize_path, PathError};
 pub use policy::{
-    FailurePolicy, HttpRule, NoObserver, Observer, Options, Outcome, Policy, DEFAULT_BODY_BUDGET,
+    FailurePolicy, HttpRule, LayerOptions, NoObserver, Observer, Outcome, Policy,
+    DEFAULT_BODY_BUDGET,
 };
 pub use problem::{problem, problem_with, PROBLEM_JSON};
+pub use service::{LimitedBody, RateLimit};

@@ -2,19 +2,22 @@
 //! decided by which store) and options (dry run, headers, trusted proxies,
 //! what to do when the store cannot answer).
 
-use crate::{BodyBudget, ClientIp, KeySpec};
-
-/// The default [`Options::body_budget`]: 64 MiB, 4096 bodies of 16 KiB.
-pub const DEFAULT_BODY_BUDGET: usize = 64 << 20;
+use crate::{BodyBudget, ClientIp, KeyExtractor, KeySpec};
 use http::Method;
 use limits::Store;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The default [`LayerOptions::body_budget`]: 64 MiB, 4096 bodies of 16 KiB.
+pub const DEFAULT_BODY_BUDGET: usize = 64 << 20;
+
 /// One rule: requests whose path starts with `path_prefix` (at a segment
 /// boundary) and whose method is in `methods` (any, if empty), keyed by
 /// `key`, costing `cost`, decided by `store`.
-pub struct HttpRule<S> {
+///
+/// `key` is a [`KeySpec`] unless you say otherwise: any [`KeyExtractor`]
+/// will do, and `Arc<dyn KeyExtractor>` mixes kinds in one policy.
+pub struct HttpRule<S, K = KeySpec> {
     /// Names the rule in headers, logs and metrics.
     pub name: String,
     /// Path prefix: `/api` matches `/api` and `/api/items`, not `/apis`.
@@ -22,14 +25,14 @@ pub struct HttpRule<S> {
     /// Methods; empty matches every method.
     pub methods: Vec<Method>,
     /// How a request is turned into a key.
-    pub key: KeySpec,
+    pub key: K,
     /// The cost of one request.
     pub cost: u64,
     /// Where the rule's state lives.
     pub store: Arc<S>,
 }
 
-impl<S> HttpRule<S> {
+impl<S, K> HttpRule<S, K> {
     /// Whether the rule applies to a request.
     ///
     /// ```
@@ -91,16 +94,49 @@ pub trait Observer: Send + Sync + 'static {
     fn unreadable_client_address(&self) {}
 }
 
-/// An observer that ignores everything.
+/// An observer that ignores everything (as `()` does).
 pub struct NoObserver;
 
 impl Observer for NoObserver {
     fn decided(&self, _: &str, _: Outcome, _: Duration) {}
 }
 
+/// Ignores everything, as tower-http's callbacks do for `()`.
+impl Observer for () {
+    fn decided(&self, _: &str, _: Outcome, _: Duration) {}
+}
+
+/// A closure hears every decision (and not the unreadable addresses):
+///
+/// ```
+/// use limits_http::{Observer, Outcome};
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// let limited = Arc::new(AtomicU64::new(0));
+/// let count = limited.clone();
+/// // Name the argument types: a closure's signature is not inferred from a trait.
+/// let observer = move |_rule: &str, outcome: Outcome, _latency: Duration| {
+///     if outcome == Outcome::Limited {
+///         count.fetch_add(1, Ordering::Relaxed);
+///     }
+/// };
+/// observer.decided("api", Outcome::Limited, Duration::ZERO);
+/// assert_eq!(limited.load(Ordering::Relaxed), 1);
+/// ```
+impl<F> Observer for F
+where
+    F: Fn(&str, Outcome, Duration) + Send + Sync + 'static,
+{
+    fn decided(&self, rule: &str, outcome: Outcome, latency: Duration) {
+        self(rule, outcome, latency)
+    }
+}
+
 /// How the layer behaves, beyond its rules.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct LayerOptions {
     /// Never reject: count and log what would have been rejected, and still
     /// send the headers.
     pub dry_run: bool,
@@ -122,9 +158,9 @@ pub struct Options {
     pub body_budget: BodyBudget,
 }
 
-impl Default for Options {
-    fn default() -> Options {
-        Options {
+impl Default for LayerOptions {
+    fn default() -> LayerOptions {
+        LayerOptions {
             dry_run: false,
             legacy_headers: false,
             client_ip: ClientIp::default(),
@@ -138,21 +174,21 @@ impl Default for Options {
 
 /// Rules, options and an observer: everything the layer needs. Swapped as a
 /// whole on reload.
-pub struct Policy<S> {
+pub struct Policy<S, K = KeySpec> {
     /// Every rule whose match fits a request applies, in this order.
-    pub rules: Vec<HttpRule<S>>,
+    pub rules: Vec<HttpRule<S, K>>,
     /// Behaviour beyond the rules.
-    pub options: Options,
+    pub options: LayerOptions,
     /// Who hears about decisions.
     pub observer: Arc<dyn Observer>,
 }
 
-impl<S: Store> Policy<S> {
+impl<S: Store, K: KeyExtractor> Policy<S, K> {
     /// A policy with default options and no observer.
-    pub fn new(rules: Vec<HttpRule<S>>) -> Policy<S> {
+    pub fn new(rules: Vec<HttpRule<S, K>>) -> Policy<S, K> {
         Policy {
             rules,
-            options: Options::default(),
+            options: LayerOptions::default(),
             observer: Arc::new(NoObserver),
         }
     }

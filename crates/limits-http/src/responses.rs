@@ -4,9 +4,10 @@
 //! answer).
 
 use crate::body::BodyError;
+use crate::decide::Refusal;
 use crate::headers::{self, RuleStatus};
-use crate::layer::LimitedBody;
 use crate::problem::problem_with;
+use crate::service::LimitedBody;
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body_util::{Either, Full};
@@ -18,8 +19,31 @@ pub(crate) fn ours<B>(r: Response<Full<Bytes>>) -> Response<LimitedBody<B>> {
     r.map(Either::Right)
 }
 
+/// Our answer to a request the decision step refused; `legacy` adds the
+/// X-RateLimit headers to a 429.
+pub(crate) fn refusal(refusal: Refusal, legacy: bool) -> Response<Full<Bytes>> {
+    match refusal {
+        Refusal::Path(e) => {
+            problem_with(StatusCode::BAD_REQUEST, &e.to_string(), Default::default())
+        }
+        Refusal::Body(e) => body_refused(e),
+        Refusal::Key { rule, error } => {
+            let mut ext = serde_json::Map::new();
+            ext.insert("rule".into(), rule.into());
+            ext.insert("field".into(), error.field.as_str().into());
+            problem_with(StatusCode::BAD_REQUEST, &error.to_string(), ext)
+        }
+        Refusal::StoreDown => unavailable("the rate limit store is unavailable"),
+        Refusal::Limited {
+            rule,
+            statuses,
+            retry_after,
+        } => too_many(&rule, &statuses, legacy, retry_after),
+    }
+}
+
 /// 429 with Retry-After, the RateLimit headers so far, and a problem body.
-pub(crate) fn too_many(
+fn too_many(
     rule: &str,
     statuses: &[RuleStatus],
     legacy: bool,
@@ -41,7 +65,7 @@ pub(crate) fn too_many(
 }
 
 /// 503 with Retry-After: 1, for a moment of overload or a store outage.
-pub(crate) fn unavailable(detail: &str) -> Response<Full<Bytes>> {
+fn unavailable(detail: &str) -> Response<Full<Bytes>> {
     let mut r = problem_with(StatusCode::SERVICE_UNAVAILABLE, detail, Default::default());
     headers::write(
         r.headers_mut(),
@@ -53,7 +77,7 @@ pub(crate) fn unavailable(detail: &str) -> Response<Full<Bytes>> {
 }
 
 /// The answer to a body that could not be read for its key.
-pub(crate) fn body_refused(e: BodyError) -> Response<Full<Bytes>> {
+fn body_refused(e: BodyError) -> Response<Full<Bytes>> {
     match e {
         BodyError::TooLarge(max) => problem_with(
             StatusCode::PAYLOAD_TOO_LARGE,

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 /// The layer's options (dry run, headers, client addresses, store failures,
 /// body bounds).
-pub use limits_http::Options as LayerOptions;
+pub use limits_http::LayerOptions;
 
 /// Where the rules come from.
 #[derive(Clone, Debug)]

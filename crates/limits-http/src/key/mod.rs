@@ -11,7 +11,8 @@
 //! - every part is tagged (`ip=…`, `header:x-api-key=…`, `form:username=…`)
 //!   and client values are escaped, so no value can produce another part's
 //!   tag, a part boundary, the fallback keys (`missing:ip=…`,
-//!   `missing:shared`) or a hashed key (`sha256:…`);
+//!   `missing:shared`), an application's own keys (`custom:…`, see
+//!   [`KeyExtractor`]) or a hashed key (`sha256:…`);
 //! - a field repeated with different values is refused ([`KeyError`]): the
 //!   upstream may read the other one;
 //! - bodies are read as a tolerant upstream reads them (BOM, charset,
@@ -27,6 +28,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 mod body;
+mod extractor;
 mod fields;
 mod json;
 mod normalize;
@@ -34,6 +36,7 @@ mod spec;
 #[cfg(test)]
 mod tests;
 
+pub use extractor::{Key, KeyExtractor};
 use fields::Lookup;
 pub use normalize::{Normalize, NormalizeStep};
 pub use spec::{KeySpecError, Missing};
@@ -105,6 +108,9 @@ pub enum KeyErrorReason {
     Missing,
     /// The body cannot be read (why), and the rule says `reject`.
     Unreadable(String),
+    /// A [`KeyExtractor`] of the application's refused the value (why): a
+    /// token that does not verify, a tenant it does not know.
+    Invalid(String),
 }
 
 impl fmt::Display for KeyError {
@@ -122,6 +128,7 @@ impl fmt::Display for KeyError {
             KeyErrorReason::Unreadable(why) => {
                 write!(f, "cannot read {field} from the request body: {why}")
             }
+            KeyErrorReason::Invalid(why) => write!(f, "the key field {field} is invalid: {why}"),
         }
     }
 }
@@ -305,7 +312,7 @@ fn escape(v: &str, tag: bool) -> String {
 
 /// Long keys become `sha256:` and 32 hex digits (128 bits of the digest of
 /// the whole key). No unhashed key starts with `sha256:`: every one starts
-/// with a part's tag or `missing:`.
+/// with a part's tag, `missing:` or `custom:`.
 fn bounded(key: String) -> String {
     if key.len() <= MAX_KEY_LEN {
         return key;
