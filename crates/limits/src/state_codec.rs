@@ -78,14 +78,19 @@ impl Rule {
             Some(head)
         };
         let limits: Vec<u64> = self.rates().iter().map(|r| r.limit()).collect();
+        let windows: Vec<u64> = self.rates().iter().map(|r| r.window_nanos()).collect();
+        // A window index whose start is past the end of time (u64
+        // nanoseconds) can only come from a damaged or forged file.
+        let starts_in_time = |i: usize, index: u64| index.checked_mul(windows[i]).is_some();
         let kind = match fresh.0 {
             StateKind::None(s) => StateKind::None(s),
             StateKind::Fixed(_) => StateKind::Fixed(
                 limits
                     .iter()
-                    .map(|&limit| {
+                    .enumerate()
+                    .map(|(i, &limit)| {
                         let w = take(2)?;
-                        (w[1] <= limit).then_some(FixedWindowState {
+                        (w[1] <= limit && starts_in_time(i, w[0])).then_some(FixedWindowState {
                             index: w[0],
                             count: w[1],
                         })
@@ -110,9 +115,11 @@ impl Rule {
             StateKind::Window(_) => StateKind::Window(
                 limits
                     .iter()
-                    .map(|&limit| {
+                    .enumerate()
+                    .map(|(i, &limit)| {
                         let w = take(3)?;
-                        (w[1] <= limit && w[2] <= limit).then_some(SlidingWindowState {
+                        let valid = w[1] <= limit && w[2] <= limit && starts_in_time(i, w[0]);
+                        valid.then_some(SlidingWindowState {
                             index: w[0],
                             previous: w[1],
                             current: w[2],

@@ -346,3 +346,30 @@ proptest! {
         }
     }
 }
+
+/// Regression: a fixed or sliding window index from a state file whose
+/// window starts past the end of time (here index 307,445,735 of a one-minute
+/// rate: 1.8e19 ns) decoded, and the next check overflowed `index * window`
+/// (a panic in a debug build, a wrapped time in a release one). Found by
+/// `keyed_decoding_garbage_state_never_panics`; such words are not a state.
+#[test]
+fn keyed_window_index_past_the_end_of_time_is_not_a_state() {
+    for (algorithm, tag, fields) in [
+        (Algorithm::FixedWindow, 1, 2),
+        (Algorithm::SlidingWindow, 4, 3),
+    ] {
+        let rule = Rule::new(algorithm, "3/s; 5/m".parse().unwrap());
+        let state = |index: u64| {
+            let mut words = vec![tag, 2];
+            words.extend(std::iter::repeat_n(0, fields));
+            words.push(index);
+            words.extend(std::iter::repeat_n(0, fields - 1));
+            rule.decode_state(&words)
+        };
+        assert!(state(307_445_735).is_none(), "{algorithm}");
+        // The last index that still starts within u64 nanoseconds decodes,
+        // and a check on it (its counts are zero) allows without overflow.
+        let mut last = state(u64::MAX / 60_000_000_000).expect("in time");
+        assert!(rule.check(&mut last, 1_000, 1).allowed, "{algorithm}");
+    }
+}
