@@ -122,15 +122,7 @@ impl Proxy {
         let inner = &*self.inner;
         let (mut parts, body) = req.into_parts();
         if parts.method == http::Method::CONNECT {
-            let mut r = problem(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "CONNECT is not proxied: this is a reverse proxy, not a tunnel",
-            );
-            r.headers_mut().insert(
-                header::ALLOW,
-                HeaderValue::from_static("GET, HEAD, POST, PUT, DELETE, OPTIONS, TRACE, PATCH"),
-            );
-            return r;
+            return connect_refused();
         }
         let uri = match self.upstream_uri(&parts.uri) {
             Ok(uri) => uri,
@@ -151,27 +143,14 @@ impl Proxy {
         let (body, body_failed) = Watched::new(body);
         let request = Request::from_parts(parts, Body::new(body));
 
-        match tokio::time::timeout(inner.timeout, inner.client.request(request)).await {
+        let answer = tokio::time::timeout(inner.timeout, inner.client.request(request)).await;
+        match answer {
             Ok(Ok(response)) => {
                 let (mut parts, body) = response.into_parts();
                 strip_hop_by_hop(&mut parts.headers);
                 Response::from_parts(parts, Body::new(body))
             }
-            Ok(Err(e)) if body_failed.load(Ordering::Relaxed) => {
-                inner.bad_request_body.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(upstream = %inner.name, error = %chain(&e), "the client's request body failed");
-                problem(
-                    StatusCode::BAD_REQUEST,
-                    "the request body is malformed or was cut short",
-                )
-            }
-            Ok(Err(e)) => {
-                inner.bad_gateway.fetch_add(1, Ordering::Relaxed);
-                let what = describe(&e);
-                tracing::warn!(upstream = %inner.name, error = %chain(&e), "bad gateway: {what}");
-                let detail = format!("upstream {} {what}", inner.name);
-                problem(StatusCode::BAD_GATEWAY, &detail)
-            }
+            Ok(Err(e)) => self.failed(&e, body_failed.load(Ordering::Relaxed)),
             Err(_elapsed) => {
                 inner.gateway_timeout.fetch_add(1, Ordering::Relaxed);
                 let waited = inner.timeout;
@@ -183,6 +162,25 @@ impl Proxy {
                 problem(StatusCode::GATEWAY_TIMEOUT, &detail)
             }
         }
+    }
+
+    /// The answer to a request that failed before its response headers: the
+    /// client's 400 when its own body broke, else a 502 naming the upstream.
+    fn failed(&self, e: &hyper_util::client::legacy::Error, body_failed: bool) -> Response<Body> {
+        let inner = &*self.inner;
+        if body_failed {
+            inner.bad_request_body.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(upstream = %inner.name, error = %chain(e), "the client's request body failed");
+            return problem(
+                StatusCode::BAD_REQUEST,
+                "the request body is malformed or was cut short",
+            );
+        }
+        inner.bad_gateway.fetch_add(1, Ordering::Relaxed);
+        let what = describe(e);
+        tracing::warn!(upstream = %inner.name, error = %chain(e), "bad gateway: {what}");
+        let detail = format!("upstream {} {what}", inner.name);
+        problem(StatusCode::BAD_GATEWAY, &detail)
     }
 
     /// Requests that failed so far: 502s (unreachable, refused, reset) and
@@ -215,6 +213,19 @@ impl Proxy {
             .path_and_query(joined)
             .build()
     }
+}
+
+/// 405 for `CONNECT`: a tunnel is nothing a rule could see into.
+fn connect_refused() -> Response<Body> {
+    let mut r = problem(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "CONNECT is not proxied: this is a reverse proxy, not a tunnel",
+    );
+    r.headers_mut().insert(
+        header::ALLOW,
+        HeaderValue::from_static("GET, HEAD, POST, PUT, DELETE, OPTIONS, TRACE, PATCH"),
+    );
+    r
 }
 
 /// An RFC 9457 problem response with an axum body.

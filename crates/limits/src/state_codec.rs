@@ -68,83 +68,77 @@ impl Rule {
         if tag_word != tag(&fresh.0) {
             return None;
         }
-        let (&rates, mut rest) = rest.split_first()?;
+        let (&rates, rest) = rest.split_first()?;
         if rates != self.rates().len() as u64 {
             return None;
         }
-        let mut take = |n: usize| -> Option<&[u64]> {
-            let (head, tail) = rest.split_at_checked(n)?;
-            rest = tail;
-            Some(head)
-        };
-        let limits: Vec<u64> = self.rates().iter().map(|r| r.limit()).collect();
-        let windows: Vec<u64> = self.rates().iter().map(|r| r.window_nanos()).collect();
+        let mut words = Words(rest);
         // A window index whose start is past the end of time (u64
         // nanoseconds) can only come from a damaged or forged file.
-        let starts_in_time = |i: usize, index: u64| index.checked_mul(windows[i]).is_some();
+        let in_time = |index: u64, window: u64| index.checked_mul(window).is_some();
         let kind = match fresh.0 {
             StateKind::None(s) => StateKind::None(s),
-            StateKind::Fixed(_) => StateKind::Fixed(
-                limits
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &limit)| {
-                        let w = take(2)?;
-                        (w[1] <= limit && starts_in_time(i, w[0])).then_some(FixedWindowState {
-                            index: w[0],
-                            count: w[1],
-                        })
-                    })
-                    .collect::<Option<_>>()?,
-            ),
-            StateKind::Log(_) => {
-                let mut logs = smallvec::SmallVec::new();
-                for &limit in &limits {
-                    let len = *take(1)?.first()?;
-                    if len > limit {
-                        return None;
-                    }
-                    let entries = take(usize::try_from(len).ok()?)?;
-                    if entries.windows(2).any(|p| p[0] > p[1]) {
-                        return None;
-                    }
-                    logs.push(entries.iter().copied().collect::<VecDeque<u64>>());
+            StateKind::Fixed(_) => StateKind::Fixed(self.each_rate(|_, limit, window| {
+                let w = words.take(2)?;
+                (w[1] <= limit && in_time(w[0], window)).then_some(FixedWindowState {
+                    index: w[0],
+                    count: w[1],
+                })
+            })?),
+            StateKind::Log(_) => StateKind::Log(self.each_rate(|_, limit, _| {
+                let len = *words.take(1)?.first()?;
+                if len > limit {
+                    return None;
                 }
-                StateKind::Log(logs)
-            }
-            StateKind::Window(_) => StateKind::Window(
-                limits
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &limit)| {
-                        let w = take(3)?;
-                        let valid = w[1] <= limit && w[2] <= limit && starts_in_time(i, w[0]);
-                        valid.then_some(SlidingWindowState {
-                            index: w[0],
-                            previous: w[1],
-                            current: w[2],
-                        })
-                    })
-                    .collect::<Option<_>>()?,
-            ),
-            StateKind::Token(_) => StateKind::Token(
-                (0..limits.len())
-                    .map(|i| {
-                        let full_at = self.scaled_time(i, take(2)?)?;
-                        Some(TokenBucketState { full_at })
-                    })
-                    .collect::<Option<_>>()?,
-            ),
-            StateKind::Leaky(_) => StateKind::Leaky(
-                (0..limits.len())
-                    .map(|i| {
-                        let next_slot = self.scaled_time(i, take(2)?)?;
-                        Some(LeakyBucketState { next_slot })
-                    })
-                    .collect::<Option<_>>()?,
-            ),
+                let entries = words.take(usize::try_from(len).ok()?)?;
+                // Entries are times in the order they were admitted.
+                (!entries.windows(2).any(|p| p[0] > p[1]))
+                    .then(|| entries.iter().copied().collect::<VecDeque<u64>>())
+            })?),
+            StateKind::Window(_) => StateKind::Window(self.each_rate(|_, limit, window| {
+                let w = words.take(3)?;
+                let valid = w[1] <= limit && w[2] <= limit && in_time(w[0], window);
+                valid.then_some(SlidingWindowState {
+                    index: w[0],
+                    previous: w[1],
+                    current: w[2],
+                })
+            })?),
+            StateKind::Token(_) => StateKind::Token(self.each_rate(|i, _, _| {
+                let full_at = self.scaled_time(i, words.take(2)?)?;
+                Some(TokenBucketState { full_at })
+            })?),
+            StateKind::Leaky(_) => StateKind::Leaky(self.each_rate(|i, _, _| {
+                let next_slot = self.scaled_time(i, words.take(2)?)?;
+                Some(LeakyBucketState { next_slot })
+            })?),
         };
-        rest.is_empty().then_some(KeyState(kind))
+        words.0.is_empty().then_some(KeyState(kind))
+    }
+
+    /// `read` for each rate (its index, limit and window in nanoseconds), in
+    /// order; `None` if any rate's words are not a state.
+    fn each_rate<T, C: FromIterator<T>>(
+        &self,
+        mut read: impl FnMut(usize, u64, u64) -> Option<T>,
+    ) -> Option<C> {
+        self.rates()
+            .iter()
+            .enumerate()
+            .map(|(i, r)| read(i, r.limit(), r.window_nanos()))
+            .collect()
+    }
+}
+
+/// The words of a state not read yet.
+struct Words<'a>(&'a [u64]);
+
+impl<'a> Words<'a> {
+    /// The next `n` words, if there are that many.
+    fn take(&mut self, n: usize) -> Option<&'a [u64]> {
+        let (head, tail) = self.0.split_at_checked(n)?;
+        self.0 = tail;
+        Some(head)
     }
 }
 

@@ -117,78 +117,30 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
             Algorithm::ALL.len()
         ));
     }
-    let rule = |a: Algorithm| Rule::build(a, rates.clone(), args.rate.burst);
-    let keyed = |r: Rule| KeyedLimiter::with_clock(r, ManualClock::new(0));
-    let mut replayed: Vec<Replayed> = args
-        .limiter
-        .0
-        .iter()
-        .map(|&algorithm| Replayed {
-            algorithm,
-            limiter: keyed(rule(algorithm)),
-            tally: Tally::new(window).by_key(),
-        })
-        .collect();
-    let exact = keyed(rule(Algorithm::SlidingLog));
-
     let bytes_read = Arc::new(AtomicU64::new(0));
     let (format, events) = trace::open(&args.trace, args.format, bytes_read.clone())?;
-    let mut writer = match &args.decisions {
-        Some(path) => Some(DecisionsWriter::create(path)?),
-        None => None,
-    };
-    let progress = progress_bar(&args.trace);
+    let mut run = Run::new(&args, &rates, window, bytes_read)?;
     let name = args.trace.display().to_string();
     let mut reorder = Reorder::new(match format {
         TraceFormat::Log => args.reorder_window,
         _ => 0,
     });
     let mut bad = BadLines::default();
-    let mut requests = 0u64;
-    let mut decide = |seq: u64, e: Event| -> Result<(), String> {
-        requests += 1;
-        let reference = exact.check_at(&e.key, e.t, e.cost).allowed;
-        for r in &mut replayed {
-            let d = r.limiter.check_at(&e.key, e.t, e.cost);
-            r.tally.count(&e.key, e.t, e.cost, &d, reference);
-            if let Some(w) = writer.as_mut() {
-                w.add(seq, e.t, &e.key, e.cost, &d)?;
-            }
-        }
-        if requests % 4096 == 0 {
-            if let Some(p) = &progress {
-                p.set_position(bytes_read.load(Ordering::Relaxed));
-            }
-        }
-        Ok(())
-    };
-    let mut reject = |e: LineError| -> Result<(), String> {
-        if args.skip_bad {
-            bad.count(e);
-            Ok(())
-        } else {
-            Err(format!("{name}:{}: {}", e.line, e.message))
-        }
-    };
     for item in events {
         match item.and_then(|e| reorder.push(e)) {
             Ok(_) => {
                 while let Some((seq, e)) = reorder.pop_ready() {
-                    decide(seq, e)?;
+                    run.decide(seq, e)?;
                 }
             }
-            Err(e) => reject(e)?,
+            Err(e) if args.skip_bad => bad.count(e),
+            Err(e) => return Err(format!("{name}:{}: {}", e.line, e.message)),
         }
     }
     while let Some((seq, e)) = reorder.pop() {
-        decide(seq, e)?;
+        run.decide(seq, e)?;
     }
-    if let Some(p) = progress {
-        p.finish_and_clear();
-    }
-    if let Some(w) = writer {
-        w.finish()?;
-    }
+    let (requests, replayed) = run.finish()?;
     if requests == 0 {
         let skipped = match bad.total {
             0 => String::new(),
@@ -198,6 +150,81 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
     }
     print_summary(&name, requests, &rates, window, &replayed, &bad, args.top);
     Ok(())
+}
+
+/// One replay in progress: every limiter asked, with a sliding log alongside
+/// for the false allows and denies, the rows written, the progress shown.
+struct Run {
+    replayed: Vec<Replayed>,
+    exact: KeyedLimiter<String, ManualClock>,
+    writer: Option<DecisionsWriter>,
+    progress: Option<ProgressBar>,
+    bytes_read: Arc<AtomicU64>,
+    requests: u64,
+}
+
+impl Run {
+    fn new(
+        args: &ReplayArgs,
+        rates: &limits::Rates,
+        window: u64,
+        bytes_read: Arc<AtomicU64>,
+    ) -> Result<Run, String> {
+        let rule = |a: Algorithm| Rule::build(a, rates.clone(), args.rate.burst);
+        let keyed = |r: Rule| KeyedLimiter::with_clock(r, ManualClock::new(0));
+        let replayed = args
+            .limiter
+            .0
+            .iter()
+            .map(|&algorithm| Replayed {
+                algorithm,
+                limiter: keyed(rule(algorithm)),
+                tally: Tally::new(window).by_key(),
+            })
+            .collect();
+        let writer = match &args.decisions {
+            Some(path) => Some(DecisionsWriter::create(path)?),
+            None => None,
+        };
+        Ok(Run {
+            replayed,
+            exact: keyed(rule(Algorithm::SlidingLog)),
+            writer,
+            progress: progress_bar(&args.trace),
+            bytes_read,
+            requests: 0,
+        })
+    }
+
+    /// Event number `seq` (input order), decided by every limiter.
+    fn decide(&mut self, seq: u64, e: Event) -> Result<(), String> {
+        self.requests += 1;
+        let reference = self.exact.check_at(&e.key, e.t, e.cost).allowed;
+        for r in &mut self.replayed {
+            let d = r.limiter.check_at(&e.key, e.t, e.cost);
+            r.tally.count(&e.key, e.t, e.cost, &d, reference);
+            if let Some(w) = self.writer.as_mut() {
+                w.add(seq, e.t, &e.key, e.cost, &d)?;
+            }
+        }
+        if self.requests % 4096 == 0 {
+            if let Some(p) = &self.progress {
+                p.set_position(self.bytes_read.load(Ordering::Relaxed));
+            }
+        }
+        Ok(())
+    }
+
+    /// Flushes the rows; how many requests were decided, and by whom.
+    fn finish(self) -> Result<(u64, Vec<Replayed>), String> {
+        if let Some(p) = self.progress {
+            p.finish_and_clear();
+        }
+        if let Some(w) = self.writer {
+            w.finish()?;
+        }
+        Ok((self.requests, self.replayed))
+    }
 }
 
 fn progress_bar(path: &std::path::Path) -> Option<ProgressBar> {
