@@ -108,6 +108,15 @@ pub struct RedisConnection {
     pub(crate) health: Arc<Health>,
 }
 
+impl std::fmt::Debug for RedisConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConnection")
+            .field("options", &self.options)
+            .field("healthy", &self.is_healthy())
+            .finish_non_exhaustive()
+    }
+}
+
 impl RedisConnection {
     /// Connects to `url`: `redis://HOST:PORT[/DB]` (with
     /// `redis://:PASSWORD@HOST:PORT` for auth), or
