@@ -26,6 +26,10 @@ pub struct RedisOptions {
     /// How often a probe asks an unreachable Redis whether it is back
     /// (default 250 ms).
     pub probe_interval: Duration,
+    /// Most keys each store remembers a denial of, to deny them again
+    /// locally until they could pass (the exact deny cache; 0: off;
+    /// default 100,000).
+    pub deny_cache: usize,
 }
 
 impl Default for RedisOptions {
@@ -34,6 +38,7 @@ impl Default for RedisOptions {
             prefix: "limits:".to_owned(),
             timeout: Duration::from_millis(50),
             probe_interval: Duration::from_millis(250),
+            deny_cache: 100_000,
         }
     }
 }
@@ -97,6 +102,8 @@ pub(crate) struct Health {
     pub errors: AtomicU64,
     /// Outages seen (times the circuit opened).
     pub outages: AtomicU64,
+    /// Denials answered by a deny cache, without Redis.
+    pub deny_cache_hits: AtomicU64,
 }
 
 /// A shared connection to Redis (or a Redis Cluster): clone it freely, every
@@ -181,6 +188,11 @@ impl RedisConnection {
     /// Calls that failed or were refused at once while Redis was unreachable.
     pub fn errors(&self) -> u64 {
         self.health.errors.load(Ordering::Relaxed)
+    }
+
+    /// Denials answered locally by the deny cache, without asking Redis.
+    pub fn deny_cache_hits(&self) -> u64 {
+        self.health.deny_cache_hits.load(Ordering::Relaxed)
     }
 
     /// How many times Redis became unreachable.

@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 mod connection;
+mod deny_cache;
 mod scripts;
 mod shape;
 mod store;

@@ -2,12 +2,14 @@
 //! all rates at once, with the core's semantics.
 
 use crate::connection::RedisConnection;
+use crate::deny_cache::DenyCache;
 use crate::scripts::script_for;
 use crate::shape::{fingerprint, Shape, UnsupportedRule, EXACT};
 use limits::{Decision, Mode, RetryAfter, Rule, Store, StoreError, Verdict};
 use redis::Script;
 use smallvec::SmallVec;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 /// Keys written by [`decide_at`](Store::decide_at) live this long (ms) at
 /// least: a trace's times are not Redis's, so its resets say nothing of when
@@ -34,12 +36,16 @@ const ROW: usize = 11;
 /// and each key expires when its state is back to full (so Redis memory
 /// follows active clients). The fingerprint changes with the rule, so a
 /// changed rule starts afresh.
+///
+/// A denial is remembered (see [`RedisOptions::deny_cache`](crate::RedisOptions)):
+/// the same key is denied again locally, exactly, until it could pass.
 pub struct RedisStore {
     rule: Rule,
     connection: RedisConnection,
     script: Option<&'static Script>,
     shape: Shape,
     stem: String,
+    denials: DenyCache,
 }
 
 impl RedisStore {
@@ -63,6 +69,7 @@ impl RedisStore {
             connection: connection.clone(),
             shape,
             stem,
+            denials: DenyCache::new(connection.options().deny_cache),
         })
     }
 
@@ -175,9 +182,20 @@ impl Store for RedisStore {
         &self.rule
     }
 
-    /// Decides at Redis's `TIME`.
+    /// Decides at Redis's `TIME`, or locally if a recent denial of the key
+    /// implies this one.
     async fn decide(&self, key: &str, cost: u64, mode: Mode) -> Result<Verdict, StoreError> {
-        self.call(key, None, cost, mode).await
+        if let Some(denied) = self.denials.check(key, cost) {
+            let hits = &self.connection.health.deny_cache_hits;
+            hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(denied);
+        }
+        let sent = Instant::now();
+        let verdict = self.call(key, None, cost, mode).await?;
+        if !verdict.decision.allowed {
+            self.denials.remember(key, cost, sent, &verdict);
+        }
+        Ok(verdict)
     }
 
     /// Decides at `now` (nanoseconds, floored to the microsecond).

@@ -263,3 +263,63 @@ async fn every_limiter_keeps_a_key_in_at_most_160_bytes() {
         assert!(usage <= 160, "{algorithm}: {usage}");
     }
 }
+
+#[tokio::test]
+async fn a_flood_from_one_key_is_denied_locally_until_it_could_pass() {
+    let server = RedisServer::start();
+    let conn = connect(&server).await;
+    let store = RedisStore::new(&conn, rule(Algorithm::SlidingLog, "5/300ms"), "flood").unwrap();
+    let calls = conn.calls();
+    let mut allowed = 0;
+    for _ in 0..1000 {
+        allowed += u32::from(
+            store
+                .decide("k", 1, Mode::Record)
+                .await
+                .unwrap()
+                .decision
+                .allowed,
+        );
+    }
+    assert_eq!(allowed, 5);
+    let redis_calls = conn.calls() - calls;
+    let hits = conn.deny_cache_hits();
+    assert_eq!(redis_calls + hits, 1000);
+    assert!(
+        redis_calls < 50,
+        "{redis_calls} Redis calls for 995 denials"
+    );
+    // Another key, and a cheaper request than the one denied, still ask Redis.
+    assert!(
+        store
+            .decide("other", 1, Mode::Record)
+            .await
+            .unwrap()
+            .decision
+            .allowed
+    );
+    // Once the wait is over, Redis decides again, and allows.
+    tokio::time::sleep(Duration::from_millis(320)).await;
+    assert!(
+        store
+            .decide("k", 1, Mode::Record)
+            .await
+            .unwrap()
+            .decision
+            .allowed
+    );
+    // Off: every denial asks Redis.
+    let options = RedisOptions {
+        deny_cache: 0,
+        timeout: Duration::from_secs(5),
+        ..RedisOptions::default()
+    };
+    let uncached = RedisConnection::connect(&server.url(), options)
+        .await
+        .unwrap();
+    let store = RedisStore::new(&uncached, rule(Algorithm::SlidingLog, "5/h"), "off").unwrap();
+    for _ in 0..20 {
+        store.decide("k", 1, Mode::Record).await.unwrap();
+    }
+    assert_eq!((uncached.calls(), uncached.deny_cache_hits()), (20, 0));
+}

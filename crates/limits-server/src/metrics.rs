@@ -110,7 +110,7 @@ impl Metrics {
         );
         registry.register(
             "redis",
-            "The Redis store: calls (script calls sent), errors (failed, or refused at once while Redis was unreachable), outages (times it became unreachable), healthy (1 or 0)",
+            "The Redis store: calls (script calls sent), errors (failed, or refused at once while Redis was unreachable), outages (times it became unreachable), deny_cache_hits (denials answered locally, exactly, without Redis), healthy (1 or 0)",
             redis.clone(),
         );
         Metrics {
@@ -145,6 +145,7 @@ impl Metrics {
             set("calls", redis.calls());
             set("errors", redis.errors());
             set("outages", redis.outages());
+            set("deny_cache_hits", redis.deny_cache_hits());
             set("healthy", u64::from(redis.is_healthy()));
         }
         for (name, keys, evictions, limited) in rules::sizes(rules) {
