@@ -207,3 +207,29 @@ async fn while_redis_is_down_every_request_is_answered_per_policy_and_service_re
         Some(1.0)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_instances_on_a_redis_cluster_allow_exactly_the_limit_between_them() {
+    let cluster = redis_server::RedisCluster::start();
+    let url = cluster.url();
+    let args = [
+        "--limiter",
+        "sliding-log",
+        "--limit",
+        "50",
+        "--window",
+        "10s",
+        "--store",
+        &url,
+        "--store-timeout",
+        "2s",
+    ];
+    let a = Server::start(&args, false);
+    let b = Server::start(&args, false);
+    let (ok, limited) = load(&[a.url.clone(), b.url.clone()], 8, Duration::from_secs(3)).await;
+    assert_eq!(
+        ok, 50,
+        "exactly the limit passes across both instances ({limited} limited)"
+    );
+    assert!(limited > 50, "the clients kept trying: {limited}");
+}

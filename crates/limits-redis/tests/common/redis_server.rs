@@ -27,7 +27,12 @@ impl RedisServer {
     pub fn start_with(extra: &[&str]) -> RedisServer {
         let mut last = String::new();
         for _ in 0..5 {
-            let port = free_port();
+            // A cluster node also listens on port + 10000 (its bus).
+            let port = if extra.contains(&"--cluster-enabled") {
+                free_cluster_port()
+            } else {
+                free_port()
+            };
             let mut server = RedisServer {
                 child: None,
                 port,
@@ -43,6 +48,8 @@ impl RedisServer {
 
     fn spawn(&mut self) -> Result<(), String> {
         let dir = std::env::temp_dir().join(format!("limits-redis-{}", self.port));
+        // A cluster node's nodes.conf from an earlier run would be reused.
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
@@ -135,4 +142,67 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port")
+}
+
+/// A free port whose cluster bus port (+10000) is free too.
+pub fn free_cluster_port() -> u16 {
+    loop {
+        let port = free_port();
+        if port <= 55535 && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// A 3-master Redis Cluster on free ports (no replicas), made with
+/// `redis-cli --cluster create`; stopped on drop.
+pub struct RedisCluster {
+    /// The nodes.
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Starts three nodes, joins them, and waits for `cluster_state:ok`.
+    pub fn start() -> RedisCluster {
+        let nodes: Vec<RedisServer> = (0..3)
+            .map(|_| RedisServer::start_with(&["--cluster-enabled", "yes"]))
+            .collect();
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let out = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli (scripts/test installs redis-server, which brings it)");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !nodes.iter().all(|n| {
+            n.command(&["CLUSTER", "INFO"])
+                .is_ok_and(|info| info.contains("cluster_state:ok"))
+        }) {
+            assert!(
+                Instant::now() < deadline,
+                "the cluster is not ok after 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        RedisCluster { nodes }
+    }
+
+    /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`
+    pub fn url(&self) -> String {
+        let addrs: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        format!("redis+cluster://{}", addrs.join(","))
+    }
 }
