@@ -198,7 +198,10 @@ impl Store for RedisStore {
         Ok(verdict)
     }
 
-    /// Decides at `now` (nanoseconds, floored to the microsecond).
+    /// Decides at `now` (nanoseconds, floored to the microsecond). The
+    /// deny cache is not used, and the keys written live a day at least:
+    /// the given times are not Redis's, so its clock cannot tell when a
+    /// state is back to full.
     async fn decide_at(
         &self,
         key: &str,
