@@ -27,7 +27,7 @@ enum Command {
     /// Run a CSV trace or an access log through a limiter: who would have been limited.
     Replay(replay::ReplayArgs),
     /// Put a limiter in front of an API: a built-in demo API, or --upstream URL.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Check a rule: parse a limiter and its rates, and print them normalized.
     Rule(args::RuleArgs),
 }
@@ -54,7 +54,7 @@ fn run(command: Command) -> Result<(), String> {
         }
         Command::Simulate(args) => simulate::simulate(args),
         Command::Replay(args) => replay::replay(args),
-        Command::Serve(args) => serve::serve(args),
+        Command::Serve(args) => serve::serve(*args),
         Command::Rule(args) => {
             let rule = args.rule()?;
             println!(

@@ -46,6 +46,27 @@ impl Case {
     }
 }
 
+impl Case {
+    /// The same case with every window and time multiplied by `step`: a
+    /// trace for a store whose time has that resolution (ns).
+    ///
+    /// ```
+    /// use limits_conformance::{Case, Event};
+    /// let case = Case { rates: vec![(2, 7)], burst: None, events: vec![Event { key: 0, t: 3, cost: 1 }] };
+    /// let us = case.scaled(1000);
+    /// assert_eq!((us.rates[0].1, us.events[0].t), (7000, 3000));
+    /// ```
+    pub fn scaled(mut self, step: u64) -> Case {
+        for rate in &mut self.rates {
+            rate.1 *= step;
+        }
+        for event in &mut self.events {
+            event.t *= step;
+        }
+        self
+    }
+}
+
 /// Windows that make edge cases likely: tiny ones where W is not divisible by
 /// L, a prime number of nanoseconds, and one second.
 pub fn window() -> impl Strategy<Value = u64> {

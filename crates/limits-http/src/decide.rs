@@ -229,7 +229,9 @@ async fn judge<S: Store, K>(
         Ok(v) => v,
         Err(e) => {
             observer.decided(name, Outcome::StoreFailed, latency);
-            tracing::warn!(rule = %name, key = %key, error = %e, policy = ?options.on_store_error, "rate limit store failed");
+            // Counted by the observer; at debug level only, as a store
+            // that is down fails every request: the store logs its outages.
+            tracing::debug!(rule = %name, key = %key, error = %e, policy = ?options.on_store_error, "rate limit store failed");
             if options.on_store_error == FailurePolicy::Deny && !options.dry_run {
                 return Judged::StoreDown;
             }

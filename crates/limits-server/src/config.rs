@@ -189,13 +189,20 @@ fn rule_config(
     let (Some(rule), Some(key)) = (rule, key) else {
         return None;
     };
+    let store = match stores.store(&name, rule) {
+        Ok(store) => store,
+        Err(e) => {
+            p.add(&table, format!("{label}: {e}"));
+            return None;
+        }
+    };
     (p.found.len() == before).then(|| HttpRule {
         name,
         path_prefix,
         methods,
         key,
         cost,
-        store: Arc::new(stores.store(rule)),
+        store: Arc::new(store),
     })
 }
 

@@ -38,6 +38,8 @@ mod state;
 mod store;
 mod tasks;
 
+/// The Redis store's connection, for [`StoreOptions::redis`].
+pub use limits_redis::{RedisConnection, RedisOptions};
 pub use listener::Bounds;
 pub use proxy::{Proxy, ProxyErrors};
 pub use rules::{check_cost, fingerprint, keep_state, same_shape, CostError, ServerRule};

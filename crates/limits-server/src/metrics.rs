@@ -2,7 +2,8 @@
 //! rule, decision latency, keys tracked, evictions (and those of limited
 //! keys, which each let a limited client start afresh: a sign that
 //! `--max-keys` is too small), store, upstream and client errors,
-//! unreadable client addresses; `/healthz` for load balancers.
+//! unreadable client addresses, the Redis store's calls, errors and outages;
+//! `/healthz` for load balancers (it says when the Redis store is degraded).
 
 use crate::proxy::ProxyErrors;
 use crate::rules::{self, ServerRule};
@@ -11,6 +12,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 use limits_http::{Observer, Outcome};
+use limits_redis::RedisConnection;
 use prometheus_client::encoding::{text::encode, EncodeLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -48,6 +50,7 @@ pub struct Metrics {
     upstream_errors: Family<KindLabel, Gauge>,
     client_errors: Family<KindLabel, Gauge>,
     unreadable_clients: Counter,
+    redis: Family<KindLabel, Gauge>,
 }
 
 impl Metrics {
@@ -63,6 +66,7 @@ impl Metrics {
         let upstream_errors = Family::<KindLabel, Gauge>::default();
         let client_errors = Family::<KindLabel, Gauge>::default();
         let unreadable_clients = Counter::default();
+        let redis = Family::<KindLabel, Gauge>::default();
         registry.register(
             "decisions",
             "Requests decided per rule: allowed, limited, would_limit (dry run), store_failed",
@@ -104,6 +108,11 @@ impl Metrics {
             "Requests whose trusted forwarding header held an entry that is not an address (unknown, _hidden, garbage): keyed by the nearest trusted proxy",
             unreadable_clients.clone(),
         );
+        registry.register(
+            "redis",
+            "The Redis store: calls (script calls sent), errors (failed, or refused at once while Redis was unreachable), outages (times it became unreachable), deny_cache_hits (denials answered locally, exactly, without Redis), healthy (1 or 0)",
+            redis.clone(),
+        );
         Metrics {
             registry,
             decisions,
@@ -115,12 +124,30 @@ impl Metrics {
             upstream_errors,
             client_errors,
             unreadable_clients,
+            redis,
         }
     }
 
     /// Reads the gauges from the rules (those whose store is in this
     /// process) and the proxy, then encodes all.
-    pub fn render(&self, rules: &[ServerRule], upstream: Option<ProxyErrors>) -> String {
+    pub fn render(
+        &self,
+        rules: &[ServerRule],
+        upstream: Option<ProxyErrors>,
+        redis: Option<&RedisConnection>,
+    ) -> String {
+        if let Some(redis) = redis {
+            let set = |kind: &str, v: u64| {
+                self.redis
+                    .get_or_create(&KindLabel { kind: kind.into() })
+                    .set(i64::try_from(v).unwrap_or(i64::MAX))
+            };
+            set("calls", redis.calls());
+            set("errors", redis.errors());
+            set("outages", redis.outages());
+            set("deny_cache_hits", redis.deny_cache_hits());
+            set("healthy", u64::from(redis.is_healthy()));
+        }
         for (name, keys, evictions, limited) in rules::sizes(rules) {
             let label = RuleLabel { rule: name };
             self.keys.get_or_create(&label).set(keys as i64);
@@ -182,8 +209,12 @@ impl Observer for Metrics {
     }
 }
 
-/// `/metrics` and `/healthz`.
-pub fn admin_router(render: Arc<dyn Fn() -> String + Send + Sync>) -> Router {
+/// `/metrics` and `/healthz` (`ok`, or what is degraded: still 200, as the
+/// server still answers, per `--on-store-error`).
+pub fn admin_router(
+    render: Arc<dyn Fn() -> String + Send + Sync>,
+    redis: Option<RedisConnection>,
+) -> Router {
     Router::new()
         .route(
             "/metrics",
@@ -201,5 +232,17 @@ pub fn admin_router(render: Arc<dyn Fn() -> String + Send + Sync>) -> Router {
                 }
             }),
         )
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route(
+            "/healthz",
+            get(move || {
+                let degraded = redis.as_ref().is_some_and(|r| !r.is_healthy());
+                async move {
+                    if degraded {
+                        "degraded: the Redis store is unreachable\n"
+                    } else {
+                        "ok\n"
+                    }
+                }
+            }),
+        )
 }

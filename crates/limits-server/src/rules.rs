@@ -157,13 +157,14 @@ pub(crate) fn single(
     stores: &StoreOptions,
 ) -> Result<ServerRule, String> {
     check_cost(cost, Some(&rule)).map_err(|e| e.message("--cost"))?;
+    let store = stores.store("default", rule)?;
     Ok(HttpRule {
         name: "default".into(),
         path_prefix: "/".into(),
         methods: vec![],
         key,
         cost,
-        store: Arc::new(stores.store(rule)),
+        store: Arc::new(store),
     })
 }
 

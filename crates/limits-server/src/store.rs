@@ -3,12 +3,13 @@
 //!
 //! The HTTP layer takes one store type for all its rules; [`RuleStore`] is
 //! that type, an enum that decides by delegating to the store it holds (a
-//! `match`, no boxing, no virtual call). In-memory is the one kind today; a
-//! Redis variant slots in beside it. What only an in-process store can do
+//! `match`, no boxing, no virtual call): in memory, or in Redis (shared by
+//! every instance on the same Redis). What only an in-process store can do
 //! (sweep, state files, key counts) is asked through
 //! [`Store::local`], never assumed.
 
 use limits::{KeyedLimiter, LocalStore, Mode, Rule, Store, StoreError, SystemClock, Verdict};
+use limits_redis::{RedisConnection, RedisStore};
 
 /// The stores a rule can use, behind one type.
 ///
@@ -17,7 +18,8 @@ use limits::{KeyedLimiter, LocalStore, Mode, Rule, Store, StoreError, SystemCloc
 /// use limits_server::StoreOptions;
 ///
 /// let rule = Rule::new(Algorithm::SlidingLog, "5/s".parse().unwrap());
-/// let store = StoreOptions { max_keys: 100 }.store(rule.clone());
+/// let options = StoreOptions { max_keys: 100, ..StoreOptions::default() };
+/// let store = options.store("api", rule.clone()).unwrap();
 /// assert_eq!(store.kind(), "memory");
 /// assert_eq!(store.rule(), &rule);
 /// assert!(store.local().is_some(), "an in-memory store sweeps and saves its state");
@@ -25,6 +27,8 @@ use limits::{KeyedLimiter, LocalStore, Mode, Rule, Store, StoreError, SystemCloc
 pub enum RuleStore {
     /// Keys and their state in this process, at most `max_keys` of them.
     Memory(KeyedLimiter<String, SystemClock>),
+    /// Keys and their state in Redis, shared with every instance using it.
+    Redis(RedisStore),
 }
 
 impl RuleStore {
@@ -42,10 +46,12 @@ impl RuleStore {
         ))
     }
 
-    /// The kind of store, as the configuration names it: `"memory"`.
+    /// The kind of store, as the configuration names it: `"memory"` or
+    /// `"redis"`.
     pub fn kind(&self) -> &'static str {
         match self {
             RuleStore::Memory(_) => "memory",
+            RuleStore::Redis(_) => "redis",
         }
     }
 
@@ -61,12 +67,14 @@ impl Store for RuleStore {
     fn rule(&self) -> &Rule {
         match self {
             RuleStore::Memory(s) => Store::rule(s),
+            RuleStore::Redis(s) => Store::rule(s),
         }
     }
 
     async fn decide(&self, key: &str, cost: u64, mode: Mode) -> Result<Verdict, StoreError> {
         match self {
             RuleStore::Memory(s) => Store::decide(s, key, cost, mode).await,
+            RuleStore::Redis(s) => Store::decide(s, key, cost, mode).await,
         }
     }
 
@@ -79,37 +87,49 @@ impl Store for RuleStore {
     ) -> Result<Verdict, StoreError> {
         match self {
             RuleStore::Memory(s) => Store::decide_at(s, key, now, cost, mode).await,
+            RuleStore::Redis(s) => Store::decide_at(s, key, now, cost, mode).await,
         }
     }
 
     fn local(&self) -> Option<&dyn LocalStore> {
         match self {
             RuleStore::Memory(s) => Store::local(s),
+            RuleStore::Redis(s) => Store::local(s),
         }
     }
 }
 
 /// How the server builds each rule's store: the settings every store of a
 /// kind shares.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct StoreOptions {
     /// Most keys tracked per rule by an in-memory store (at least 1).
     pub max_keys: usize,
+    /// Decide in this Redis instead of in memory (`limits serve --store`).
+    pub redis: Option<RedisConnection>,
 }
 
 impl Default for StoreOptions {
-    /// A million keys per rule.
+    /// In memory, a million keys per rule.
     fn default() -> StoreOptions {
         StoreOptions {
             max_keys: 1_000_000,
+            redis: None,
         }
     }
 }
 
 impl StoreOptions {
-    /// The store of a rule: in memory (the one kind today).
-    pub fn store(&self, rule: Rule) -> RuleStore {
-        RuleStore::memory(rule, self.max_keys)
+    /// The store of the rule named `name`: in Redis if a connection is
+    /// given (its keys carry the name), otherwise in memory. Fails for a
+    /// rule Redis cannot decide exactly, saying why.
+    pub fn store(&self, name: &str, rule: Rule) -> Result<RuleStore, String> {
+        match &self.redis {
+            Some(connection) => RedisStore::new(connection, rule, name)
+                .map(RuleStore::Redis)
+                .map_err(|e| e.to_string()),
+            None => Ok(RuleStore::memory(rule, self.max_keys)),
+        }
     }
 }
 
@@ -124,7 +144,11 @@ mod tests {
 
     #[tokio::test]
     async fn decisions_and_local_features_reach_the_store_held() {
-        let store = StoreOptions { max_keys: 10 }.store(rule("2/h"));
+        let options = StoreOptions {
+            max_keys: 10,
+            ..StoreOptions::default()
+        };
+        let store = options.store("r", rule("2/h")).unwrap();
         for expected in [true, true, false] {
             let verdict = store.decide("alice", 1, Mode::Record).await.unwrap();
             assert_eq!(verdict.decision.allowed, expected);
@@ -140,12 +164,11 @@ mod tests {
     #[test]
     fn the_same_kind_means_the_same_store_kind_and_rule() {
         let options = StoreOptions::default();
-        let a = options.store(rule("2/h"));
-        assert!(a.same_kind(&options.store(rule("2/h"))));
-        assert!(!a.same_kind(&options.store(rule("3/h"))));
+        let a = options.store("r", rule("2/h")).unwrap();
+        assert!(a.same_kind(&options.store("r", rule("2/h")).unwrap()));
+        assert!(!a.same_kind(&options.store("r", rule("3/h")).unwrap()));
         let leaky = |burst| Rule::build(Algorithm::LeakyBucket, "2/h".parse().unwrap(), burst);
-        assert!(!options
-            .store(leaky(None))
-            .same_kind(&options.store(leaky(Some(1)))));
+        let a = options.store("r", leaky(None)).unwrap();
+        assert!(!a.same_kind(&options.store("r", leaky(Some(1))).unwrap()));
     }
 }

@@ -22,17 +22,19 @@ pub(crate) async fn start_admin(
     proxy: Option<Proxy>,
     bounds: Bounds,
 ) -> Result<JoinHandle<()>, String> {
+    let redis = shared.config.stores.redis.clone();
     let render = Arc::new(move || {
         let upstream = proxy.as_ref().map(Proxy::errors);
         let policy = shared.handle.current();
-        shared.metrics.render(&policy.rules, upstream)
+        let redis = shared.config.stores.redis.as_ref();
+        shared.metrics.render(&policy.rules, upstream, redis)
     });
     let admin = TcpListener::bind(addr)
         .await
         .map_err(|e| format!("--admin {addr}: {e}"))?;
     let local = admin.local_addr().map_err(|e| e.to_string())?;
     println!("limits serve: admin on http://{local}/metrics");
-    let router = metrics::admin_router(render);
+    let router = metrics::admin_router(render, redis);
     Ok(tokio::spawn(listener::serve(
         admin,
         router,

@@ -8,7 +8,7 @@ use std::future::{ready, Ready};
 
 /// The server's store for `rule`, as `limits serve` builds it.
 fn served(rule: Rule) -> Ready<RuleStore> {
-    ready(StoreOptions::default().store(rule))
+    ready(StoreOptions::default().store("default", rule).unwrap())
 }
 
 limits_conformance::store_conformance_tests!(served);

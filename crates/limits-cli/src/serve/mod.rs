@@ -14,7 +14,8 @@ use limits_http::{
     DEFAULT_IPV6_PREFIX,
 };
 use limits_server::{
-    Backend, Bounds, LayerOptions, Proxy, RulesSource, Server, ServerConfig, StoreOptions,
+    Backend, Bounds, LayerOptions, Proxy, RedisConnection, RedisOptions, RulesSource, Server,
+    ServerConfig, StoreOptions,
 };
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -99,6 +100,18 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1_000_000, value_parser = flags::parse_max_keys)]
     max_keys: usize,
 
+    /// Where the limiters' state lives: `memory` (this process), or a Redis
+    /// shared by every instance: redis://HOST:PORT[/DB], or
+    /// redis+cluster://HOST1:PORT1,HOST2:PORT2 for a Redis Cluster.
+    #[arg(long, value_name = "URL", default_value = "memory")]
+    store: String,
+
+    /// The longest a Redis store may take to decide; past it the request is
+    /// answered per --on-store-error, and Redis is not asked again until it
+    /// answers a probe.
+    #[arg(long, default_value = "50ms", value_parser = parse_timeout)]
+    store_timeout: Duration,
+
     /// When the store cannot decide: allow the request, or answer 503.
     #[arg(long, value_enum, default_value_t = OnStoreError::Allow)]
     on_store_error: OnStoreError,
@@ -156,7 +169,25 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
 async fn run(args: ServeArgs) -> Result<(), String> {
     let layer = layer_options(&args)?;
     flags::warn_trust_everyone(&args.trust_proxy);
-    let server = Server::new(server_config(&args, layer)?)?;
+    let redis = match args.store.as_str() {
+        "memory" => None,
+        url if url.starts_with("redis://") || url.starts_with("redis+cluster://") => {
+            let options = RedisOptions {
+                timeout: args.store_timeout,
+                ..RedisOptions::default()
+            };
+            let connection = RedisConnection::connect(url, options)
+                .await
+                .map_err(|e| format!("--store: {e}"))?;
+            Some(connection)
+        }
+        other => {
+            return Err(format!(
+                "--store {other:?}: expected memory, redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT,..."
+            ))
+        }
+    };
+    let server = Server::new(server_config(&args, layer, redis)?)?;
     let backend = match &args.upstream {
         Some(url) => Backend::proxy(Proxy::new(url, args.upstream_timeout)?, url),
         None => Backend::new("the demo API", demo::router()),
@@ -189,7 +220,11 @@ fn layer_options(args: &ServeArgs) -> Result<LayerOptions, String> {
 
 /// The server's configuration from the flags: the rules of `--config`, or
 /// the one command-line rule.
-fn server_config(args: &ServeArgs, layer: LayerOptions) -> Result<ServerConfig, String> {
+fn server_config(
+    args: &ServeArgs,
+    layer: LayerOptions,
+    redis: Option<RedisConnection>,
+) -> Result<ServerConfig, String> {
     let rules = match &args.config {
         Some(path) => RulesSource::File(path.clone()),
         None => RulesSource::One {
@@ -209,6 +244,7 @@ fn server_config(args: &ServeArgs, layer: LayerOptions) -> Result<ServerConfig, 
         state: args.state.clone(),
         stores: StoreOptions {
             max_keys: args.max_keys,
+            redis,
         },
         ..ServerConfig::new(rules)
     })

@@ -17,6 +17,7 @@ mod run;
 
 use crate::{edge_case, Case};
 use limits::{Algorithm, Rule, Store};
+use proptest::strategy::Strategy;
 use proptest::test_runner::{Config as ProptestConfig, TestCaseError, TestError, TestRunner};
 use std::fmt;
 use std::future::Future;
@@ -43,6 +44,11 @@ pub struct Config {
     /// every request is peeked before it is recorded, the peek compared with
     /// the models too, and a denial's wait is probed with peeks.
     pub peeks: bool,
+    /// The store's resolution in nanoseconds: every window and time in the
+    /// traces is a multiple of it (1000 for a store that keeps
+    /// microseconds, as Redis does), and a denial's wait is probed at the
+    /// last such time before it and the first at or after it. Default 1.
+    pub time_step: u64,
 }
 
 impl Default for Config {
@@ -54,6 +60,7 @@ impl Default for Config {
             max_rates: 3,
             max_events: 40,
             peeks: true,
+            time_step: 1,
         }
     }
 }
@@ -176,7 +183,9 @@ where
         failure_persistence: None,
         ..ProptestConfig::default()
     });
-    let strategy = edge_case(config.max_rates, config.max_events);
+    let step = config.time_step.max(1);
+    let strategy =
+        edge_case(config.max_rates, config.max_events).prop_map(move |case| case.scaled(step));
     match runner.run(&strategy, |case| {
         one(&case).map_err(|m| TestCaseError::fail(format!("{}: {}", m.field, m.detail)))
     }) {

@@ -114,22 +114,26 @@ where
         for earlier in case.events[..i].iter().filter(|x| x.key == e.key) {
             decide(&probe, earlier, earlier.t, Mode::Record).await?;
         }
-        if decide(&probe, e, e.t + wait - 1, probe_mode)
+        // The last time the store can be told before the wait is over, and
+        // the first at or after it (one nanosecond apart unless the store
+        // keeps a coarser time).
+        let step = config.time_step.max(1);
+        let (before, after) = (
+            (e.t + wait - 1) / step * step,
+            (e.t + wait).div_ceil(step) * step,
+        );
+        if decide(&probe, e, before, probe_mode)
             .await?
             .decision
             .allowed
         {
             return Err(wrong(format!(
-                "{wait} ns for event #{i} {e:?}, but it passes one nanosecond sooner"
+                "{wait} ns for event #{i} {e:?}, but it passes sooner, at {before}"
             )));
         }
-        if !decide(&probe, e, e.t + wait, probe_mode)
-            .await?
-            .decision
-            .allowed
-        {
+        if !decide(&probe, e, after, probe_mode).await?.decision.allowed {
             return Err(wrong(format!(
-                "{wait} ns for event #{i} {e:?}, but it is still denied then"
+                "{wait} ns for event #{i} {e:?}, but it is still denied at {after}"
             )));
         }
     }

@@ -1,0 +1,265 @@
+//! The connection every Redis store of a process shares: one multiplexed
+//! connection (reconnecting in the background), a timeout on every call, and
+//! a circuit that makes calls fail at once while Redis is unreachable.
+//!
+//! Without the circuit, every request would wait the full timeout on a dead
+//! Redis (what the Envoy rate limit service's users report). After a failure
+//! the circuit opens: calls fail fast, the failure is logged once, and one
+//! background probe PINGs Redis every `probe_interval` until it answers; then
+//! the circuit closes and calls go to Redis again.
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the store talks to Redis.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisOptions {
+    /// Prepended to every key (default `limits:`), so that several
+    /// deployments can share one Redis.
+    pub prefix: String,
+    /// The most a call may take before it counts as a failure (default 50 ms).
+    pub timeout: Duration,
+    /// How often a probe asks an unreachable Redis whether it is back
+    /// (default 250 ms).
+    pub probe_interval: Duration,
+    /// Most keys each store remembers a denial of, to deny them again
+    /// locally until they could pass (the exact deny cache; 0: off;
+    /// default 100,000).
+    pub deny_cache: usize,
+}
+
+impl Default for RedisOptions {
+    fn default() -> RedisOptions {
+        RedisOptions {
+            prefix: "limits:".to_owned(),
+            timeout: Duration::from_millis(50),
+            probe_interval: Duration::from_millis(250),
+            deny_cache: 100_000,
+        }
+    }
+}
+
+/// The store could not connect or was given a bad address.
+#[derive(Debug)]
+pub struct ConnectError(pub String);
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
+/// One Redis or one Redis Cluster, behind the same calls.
+#[derive(Clone)]
+pub(crate) enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// Counts a connection keeps, for metrics.
+#[derive(Debug, Default)]
+pub(crate) struct Health {
+    /// Whether the circuit is open (Redis unreachable).
+    pub down: AtomicBool,
+    /// Calls sent to Redis.
+    pub calls: AtomicU64,
+    /// Calls that failed (timed out, refused, dropped), and calls refused at
+    /// once while the circuit was open.
+    pub errors: AtomicU64,
+    /// Outages seen (times the circuit opened).
+    pub outages: AtomicU64,
+    /// Denials answered by a deny cache, without Redis.
+    pub deny_cache_hits: AtomicU64,
+}
+
+/// A shared connection to Redis (or a Redis Cluster): clone it freely, every
+/// clone uses the same connection and the same circuit.
+#[derive(Clone)]
+pub struct RedisConnection {
+    pub(crate) conn: Conn,
+    pub(crate) options: Arc<RedisOptions>,
+    pub(crate) health: Arc<Health>,
+}
+
+impl std::fmt::Debug for RedisConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConnection")
+            .field("options", &self.options)
+            .field("healthy", &self.is_healthy())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisConnection {
+    /// Connects to `url`: `redis://HOST:PORT[/DB]` (with
+    /// `redis://:PASSWORD@HOST:PORT` for auth), or
+    /// `redis+cluster://HOST1:PORT1,HOST2:PORT2,...` for a Redis Cluster
+    /// (any reachable node will do; the rest are discovered).
+    pub async fn connect(
+        url: &str,
+        options: RedisOptions,
+    ) -> Result<RedisConnection, ConnectError> {
+        let err = |e: redis::RedisError| ConnectError(format!("Redis at {url}: {e}"));
+        let conn = if let Some(nodes) = url.strip_prefix("redis+cluster://") {
+            let nodes: Vec<String> = nodes
+                .split(',')
+                .filter(|n| !n.is_empty())
+                .map(|n| format!("redis://{n}"))
+                .collect();
+            if nodes.is_empty() {
+                return Err(ConnectError(format!("{url}: no cluster node given")));
+            }
+            let client = redis::cluster::ClusterClient::builder(nodes)
+                .connection_timeout(options.timeout.max(Duration::from_millis(500)))
+                .response_timeout(options.timeout)
+                .build()
+                .map_err(err)?;
+            Conn::Cluster(client.get_async_connection().await.map_err(err)?)
+        } else {
+            let client = redis::Client::open(url).map_err(err)?;
+            let config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(options.timeout.max(Duration::from_millis(500))))
+                .set_response_timeout(Some(options.timeout))
+                .set_number_of_retries(1)
+                .set_max_delay(Duration::from_millis(500));
+            Conn::Single(
+                ConnectionManager::new_with_config(client, config)
+                    .await
+                    .map_err(err)?,
+            )
+        };
+        Ok(RedisConnection {
+            conn,
+            options: Arc::new(options),
+            health: Arc::new(Health::default()),
+        })
+    }
+
+    /// The options it was made with.
+    pub fn options(&self) -> &RedisOptions {
+        &self.options
+    }
+
+    /// Whether Redis is answering: false from a failure until a probe gets
+    /// an answer again.
+    pub fn is_healthy(&self) -> bool {
+        !self.health.down.load(Ordering::Relaxed)
+    }
+
+    /// Calls sent to Redis so far, failed ones included.
+    pub fn calls(&self) -> u64 {
+        self.health.calls.load(Ordering::Relaxed)
+    }
+
+    /// Calls that failed or were refused at once while Redis was unreachable.
+    pub fn errors(&self) -> u64 {
+        self.health.errors.load(Ordering::Relaxed)
+    }
+
+    /// Denials answered locally by the deny cache, without asking Redis.
+    pub fn deny_cache_hits(&self) -> u64 {
+        self.health.deny_cache_hits.load(Ordering::Relaxed)
+    }
+
+    /// How many times Redis became unreachable.
+    pub fn outages(&self) -> u64 {
+        self.health.outages.load(Ordering::Relaxed)
+    }
+
+    /// Runs `call` on the connection, with the timeout, through the circuit.
+    pub(crate) async fn run<T, F, Fut>(&self, call: F) -> Result<T, String>
+    where
+        F: FnOnce(Conn) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        if self.health.down.load(Ordering::Relaxed) {
+            self.health.errors.fetch_add(1, Ordering::Relaxed);
+            return Err("Redis is unreachable (failing fast until it answers again)".to_owned());
+        }
+        self.health.calls.fetch_add(1, Ordering::Relaxed);
+        let failure =
+            match tokio::time::timeout(self.options.timeout, call(self.conn.clone())).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(e)) if is_reply_error(&e) => {
+                    self.health.errors.fetch_add(1, Ordering::Relaxed);
+                    return Err(format!("Redis: {e}"));
+                }
+                Ok(Err(e)) => format!("Redis: {e}"),
+                Err(_) => format!("Redis did not answer within {:?}", self.options.timeout),
+            };
+        self.health.errors.fetch_add(1, Ordering::Relaxed);
+        self.open_circuit(&failure);
+        Err(failure)
+    }
+
+    /// Opens the circuit (once per outage) and starts the probe that closes it.
+    fn open_circuit(&self, failure: &str) {
+        if self.health.down.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        self.health.outages.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!("the Redis store is unreachable ({failure}); failing fast until it answers");
+        let probe = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(probe.options.probe_interval).await;
+                let mut conn = probe.conn.clone();
+                let cmd = redis::cmd("PING");
+                let ping = cmd.query_async::<String>(&mut conn);
+                if let Ok(Ok(_)) = tokio::time::timeout(probe.options.timeout, ping).await {
+                    probe.health.down.store(false, Ordering::Relaxed);
+                    tracing::warn!("the Redis store answers again");
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// An error Redis answered (a script error, a wrong type): Redis is up, so
+/// the circuit stays closed. Anything else (I/O, refused, dropped, timed
+/// out, a cluster without a master) opens it.
+fn is_reply_error(e: &redis::RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    matches!(
+        e.kind(),
+        ErrorKind::Server(ServerErrorKind::ResponseError)
+            | ErrorKind::Server(ServerErrorKind::NoPerm)
+            | ErrorKind::UnexpectedReturnType
+            | ErrorKind::Parse
+    )
+}

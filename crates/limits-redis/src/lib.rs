@@ -1,0 +1,48 @@
+//! The Redis and Redis Cluster store of `limits`: many instances, one exact
+//! limit.
+//!
+//! When one process is not enough, several `limits serve` instances (or
+//! several copies of a service using the layer) share one limit by deciding
+//! in Redis: a [`RedisStore`] implements [`limits::Store`] with one Lua
+//! script call per decision, every rate of a rule decided all-or-nothing in
+//! that one call, with exactly the core's semantics (the conformance suite
+//! holds it to the reference models, as it holds the in-memory store).
+//!
+//! Where it differs from memory: Redis keeps time in microseconds (its
+//! `TIME`, read inside the script, so skewed hosts agree), not nanoseconds.
+//! Requests less than a microsecond apart are at one instant, windows must
+//! be whole microseconds, and the buckets (which multiply times by the limit)
+//! take only rules with 2 x limit x window (in microseconds) below 2^53, as
+//! Lua numbers are doubles; other rules are refused with the reason. Waits,
+//! resets and delays are still exact to the nanosecond.
+//!
+//! The sliding log keeps a ring buffer of 6-byte times in one string per
+//! key and rate: about 6 bytes per logged request, and a bounded number of
+//! Redis reads per call (a binary search to expire, one read to answer)
+//! whatever the limit.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use limits::{Algorithm, Mode, Rule, Store};
+//! use limits_redis::{RedisConnection, RedisOptions, RedisStore};
+//!
+//! let connection = RedisConnection::connect("redis://127.0.0.1:6379", RedisOptions::default()).await?;
+//! let rule = Rule::new(Algorithm::SlidingLog, "50/10s".parse()?);
+//! let store = RedisStore::new(&connection, rule, "api")?;
+//! let verdict = store.decide("alice", 1, Mode::Record).await?;
+//! assert!(verdict.decision.allowed);
+//! # Ok(())
+//! # }
+//! ```
+
+#![warn(missing_docs)]
+
+mod connection;
+mod deny_cache;
+mod scripts;
+mod shape;
+mod store;
+
+pub use connection::{ConnectError, RedisConnection, RedisOptions};
+pub use shape::UnsupportedRule;
+pub use store::RedisStore;

@@ -1,0 +1,80 @@
+-- Shared by every limiter's script. Lua numbers are doubles: every value
+-- here is an integer below 2^53 (the store refuses rules that could pass it),
+-- and every division goes through divmod, exact for such integers.
+-- Times are microseconds; durations are returned as {us, adj}, meaning
+-- us * 1000 + adj nanoseconds, so that the waits the core rounds up to the
+-- nanosecond (W / L is rarely whole) come out exactly the same.
+
+local function divmod(a, b)
+  local q = math.floor(a / b)
+  local r = a - q * b
+  if r < 0 then
+    q = q - 1
+    r = r + b
+  elseif r >= b then
+    q = q + 1
+    r = r - b
+  end
+  return q, r
+end
+
+local function ceil_div(a, b)
+  local q, r = divmod(a, b)
+  if r > 0 then q = q + 1 end
+  return q
+end
+
+-- ceil(x * 1000 / d) nanoseconds, for x scaled by d (x in us * d).
+local function ceil_ns(x, d)
+  local q, r = divmod(x, d)
+  return {q, ceil_div(r * 1000, d)}
+end
+
+local ZERO = {0, 0}
+local NEVER = 'never'
+
+local function us(x)
+  if x < 0 then x = 0 end
+  return {x, 0}
+end
+
+-- The key's time to live in ms for a state back to full after `reset`:
+-- rounded up, one ms to spare, never below `floor` (explicit-time mode).
+local function ttl_ms(reset, floor)
+  local whole_us = reset[1]
+  if reset[2] > 0 then whole_us = whole_us + 1 end
+  local ms = ceil_div(whole_us, 1000) + 1
+  if ms < floor then ms = floor end
+  return ms
+end
+
+-- Counter limiters keep every rate's state in one string key (KEYS[1]):
+-- `fields` numbers per rate, separated by spaces.
+local function load_counters(n, fields)
+  local nums = {}
+  local raw = redis.call('GET', KEYS[1])
+  if raw then
+    for x in string.gmatch(raw, '%S+') do nums[#nums + 1] = tonumber(x) end
+  end
+  if #nums ~= n * #fields then nums = {} end
+  local states = {}
+  for i = 1, n do
+    local s = {}
+    for j, name in ipairs(fields) do
+      s[name] = nums[(i - 1) * #fields + j] or 0
+    end
+    states[i] = s
+  end
+  return states
+end
+
+local function save_counters(states, fields, resets, floor)
+  local parts = {}
+  local longest = ZERO
+  for i, s in ipairs(states) do
+    for _, name in ipairs(fields) do parts[#parts + 1] = string.format('%.0f', s[name]) end
+    local r = resets[i]
+    if r[1] * 1000 + r[2] > longest[1] * 1000 + longest[2] then longest = r end
+  end
+  redis.call('SET', KEYS[1], table.concat(parts, ' '), 'PX', ttl_ms(longest, floor))
+end

@@ -1,0 +1,69 @@
+-- The decision over every rate of the rule, all or nothing, as the core's
+-- decide_rates: check every rate; if all admit, every rate records.
+-- ARGV: now (us, or '' for Redis TIME), cost, record (1) or peek (0),
+-- the ttl floor in ms, the number of rates n, then n x (L, W in us, burst).
+-- Returns now, then per rate: allowed, remaining, never, retry us, retry adj,
+-- reset us, reset adj, refill us, refill adj, delay us, delay adj.
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[1])
+end
+local cost = tonumber(ARGV[2])
+local record = ARGV[3] == '1'
+local floor = tonumber(ARGV[4])
+local n = tonumber(ARGV[5])
+local P = {}
+for i = 1, n do
+  local b = 5 + (i - 1) * 3
+  P[i] = {L = tonumber(ARGV[b + 1]), W = tonumber(ARGV[b + 2]), B = tonumber(ARGV[b + 3])}
+end
+
+local S = A.load(P, n)
+local T = {}
+for i = 1, n do T[i] = A.advance(P[i], S[i], now, i) end
+local allowed = true
+if cost > 0 then
+  for i = 1, n do
+    if A.check(P[i], S[i], T[i], cost, i) ~= nil then
+      allowed = false
+      break
+    end
+  end
+end
+
+local out = {now}
+local resets = {}
+local recorded = false
+for i = 1, n do
+  local p, s, t = P[i], S[i], T[i]
+  local retry, delay = ZERO, ZERO
+  local never = 0
+  if allowed then
+    if cost > 0 then
+      delay = A.delay(p, s, t, cost)
+      if record then
+        A.record(p, s, t, cost, i)
+        recorded = true
+      end
+    end
+  else
+    local w = A.check(p, s, t, cost, i)
+    if w == NEVER then never = 1 elseif w ~= nil then retry = w end
+  end
+  local remaining = A.remaining(p, s, t)
+  local reset = A.reset(p, s, t)
+  local refill = ZERO
+  if remaining < A.capacity(p) then
+    local w = A.check(p, s, t, remaining + 1, i)
+    if type(w) == 'table' then refill = w end
+  end
+  resets[i] = reset
+  local row = {allowed and 1 or 0, remaining, never, retry[1], retry[2], reset[1], reset[2],
+    refill[1], refill[2], delay[1], delay[2]}
+  for _, v in ipairs(row) do out[#out + 1] = v end
+end
+if recorded then A.save(P, S, resets, floor) end
+return out

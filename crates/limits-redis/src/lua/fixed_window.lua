@@ -1,0 +1,34 @@
+-- Fixed window: one counter per window index floor(t / W).
+local A = {}
+local FIELDS = {'index', 'count'}
+
+function A.load(P, n) return load_counters(n, FIELDS) end
+function A.save(P, S, resets, floor) save_counters(S, FIELDS, resets, floor) end
+function A.capacity(p) return p.L end
+
+function A.advance(p, s, now)
+  local index = divmod(now, p.W)
+  if index > s.index then
+    s.index = index
+    s.count = 0
+    return now
+  elseif index < s.index then
+    return s.index * p.W
+  end
+  return now
+end
+
+function A.check(p, s, t, cost)
+  if cost > p.L then return NEVER end
+  if s.count + cost <= p.L then return nil end
+  return us((s.index + 1) * p.W - t)
+end
+
+function A.record(p, s, t, cost) s.count = s.count + cost end
+function A.delay() return ZERO end
+function A.remaining(p, s) return p.L - s.count end
+
+function A.reset(p, s, t)
+  if s.count == 0 then return ZERO end
+  return us((s.index + 1) * p.W - t)
+end

@@ -1,0 +1,163 @@
+//! What a rule becomes in Redis: the script's per-rate arguments, the key
+//! names, and the check that every number the script handles stays an exact
+//! integer in a Lua double (below 2^53).
+//!
+//! The script works in microseconds: 2^53 us is 285 years, so times since the
+//! Unix epoch fit, but the buckets multiply times by the limit L (as the core
+//! does, to stay exact when W / L is not whole) and that product does not fit
+//! for every rate. Rules that could overflow are refused here, with the
+//! reason, instead of deciding wrongly later.
+
+use limits::{Algorithm, Rule};
+use std::fmt;
+
+/// 2^53: above it, a Lua number is no longer every integer.
+pub(crate) const EXACT: u128 = 1 << 53;
+/// 2^48 us (8.9 years): the longest window; the sliding log stores times
+/// modulo 2^48 in 6 bytes.
+pub(crate) const MAX_WINDOW_MICROS: u64 = 1 << 48;
+
+/// A rule the Redis store cannot decide exactly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnsupportedRule(pub String);
+
+impl fmt::Display for UnsupportedRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UnsupportedRule {}
+
+/// A rule checked for Redis: its script arguments and key stem.
+#[derive(Clone, Debug)]
+pub(crate) struct Shape {
+    /// `n, L1, W1, B1, ...`: the script's ARGV after now, cost, mode, floor.
+    pub args: Vec<u64>,
+    /// The largest cost any rate can ever pass; larger costs are all "never".
+    pub max_capacity: u64,
+    /// Whether each rate has its own key (the sliding log) or all share one.
+    pub key_per_rate: bool,
+}
+
+impl Shape {
+    /// Checks `rule` and lays out its arguments.
+    pub fn new(rule: &Rule) -> Result<Shape, UnsupportedRule> {
+        let algorithm = rule.algorithm();
+        let mut args = vec![rule.rates().len() as u64];
+        let mut max_capacity = 0;
+        for rate in rule.rates().iter() {
+            let window = rate.window_nanos();
+            if window % 1000 != 0 {
+                return Err(UnsupportedRule(format!(
+                    "{rate}: the Redis store keeps time in microseconds, and this window is not a whole number of them"
+                )));
+            }
+            let w = window / 1000;
+            if w >= MAX_WINDOW_MICROS {
+                return Err(UnsupportedRule(format!(
+                    "{rate}: windows in the Redis store are shorter than 2^48 microseconds (8.9 years)"
+                )));
+            }
+            let limit = rate.limit();
+            let burst = match algorithm {
+                Algorithm::LeakyBucket => rule.burst().unwrap_or(limit).min(limits::MAX_LIMIT),
+                _ => 0,
+            };
+            let capacity = if algorithm == Algorithm::LeakyBucket {
+                burst + 1
+            } else {
+                limit
+            };
+            // The buckets and the sliding window multiply by L: up to about
+            // 2 x capacity x W (+ L), and x 1000 for the nanosecond parts.
+            let scaled = matches!(
+                algorithm,
+                Algorithm::TokenBucket | Algorithm::SlidingWindow | Algorithm::LeakyBucket
+            );
+            let product = 2 * (u128::from(capacity) + 1) * u128::from(w) + u128::from(limit);
+            if scaled && (product >= EXACT || u128::from(capacity) * 1000 >= EXACT) {
+                return Err(UnsupportedRule(format!(
+                    "{rate}: {algorithm} in Redis needs 2 x limit x window (in microseconds) below 2^53 to stay exact; use a shorter window or a smaller limit"
+                )));
+            }
+            if u128::from(limit) * 1000 >= EXACT {
+                return Err(UnsupportedRule(format!(
+                    "{rate}: the Redis store takes limits below 2^53 / 1000"
+                )));
+            }
+            max_capacity = max_capacity.max(capacity);
+            args.extend([limit, w, burst]);
+        }
+        Ok(Shape {
+            args,
+            max_capacity,
+            key_per_rate: algorithm == Algorithm::SlidingLog,
+        })
+    }
+
+    /// How many keys one decision touches.
+    pub fn key_count(&self) -> usize {
+        if self.key_per_rate {
+            self.args[0] as usize
+        } else {
+            1
+        }
+    }
+}
+
+/// A short, stable fingerprint of a rule's algorithm, rates and burst: the
+/// same rule in every process, a different one if any changes (so a changed
+/// rule starts afresh instead of reading a state laid out for another).
+pub(crate) fn fingerprint(rule: &Rule) -> String {
+    let text = format!("{}|{}|{:?}", rule.algorithm(), rule.rates(), rule.burst());
+    // FNV-1a, 32 bits: no random seed, the same everywhere.
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in text.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    format!("{hash:08x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(algorithm: Algorithm, rates: &str) -> Result<Shape, UnsupportedRule> {
+        Shape::new(&Rule::new(algorithm, rates.parse().unwrap()))
+    }
+
+    #[test]
+    fn rules_that_could_pass_2_pow_53_are_refused_with_the_reason() {
+        assert!(shape(Algorithm::TokenBucket, "10000/day").is_ok());
+        let err = shape(Algorithm::TokenBucket, "100000/day").unwrap_err();
+        assert!(err.0.contains("2^53"), "{err}");
+        // The sliding log keeps times, not times x L: any limit fits.
+        assert!(shape(Algorithm::SlidingLog, "100000/day").is_ok());
+        assert!(shape(Algorithm::FixedWindow, "1000000000/day").is_ok());
+        let err = shape(Algorithm::SlidingLog, "5/1500ns").unwrap_err();
+        assert!(err.0.contains("microseconds"), "{err}");
+        assert!(shape(Algorithm::FixedWindow, "5/3650d").is_err());
+    }
+
+    #[test]
+    fn the_sliding_log_has_a_key_per_rate_the_others_one() {
+        let log = shape(Algorithm::SlidingLog, "10/s; 100/m").unwrap();
+        assert_eq!((log.key_count(), log.max_capacity), (2, 100));
+        assert_eq!(log.args, vec![2, 10, 1_000_000, 0, 100, 60_000_000, 0]);
+        let leaky = Rule::new(Algorithm::LeakyBucket, "10/s".parse().unwrap()).with_burst(3);
+        let leaky = Shape::new(&leaky).unwrap();
+        assert_eq!((leaky.key_count(), leaky.max_capacity), (1, 4));
+        assert_eq!(leaky.args, vec![1, 10, 1_000_000, 3]);
+    }
+
+    #[test]
+    fn fingerprints_follow_the_rule() {
+        let a = Rule::new(Algorithm::SlidingLog, "10/s".parse().unwrap());
+        let b = Rule::new(Algorithm::SlidingLog, "11/s".parse().unwrap());
+        assert_eq!(fingerprint(&a), fingerprint(&a.clone()));
+        assert_ne!(fingerprint(&a), fingerprint(&b));
+        assert_eq!(fingerprint(&a).len(), 8);
+    }
+}

@@ -1,0 +1,220 @@
+//! [`RedisStore`]: a rule's decisions made by one Lua script call in Redis,
+//! all rates at once, with the core's semantics.
+
+use crate::connection::RedisConnection;
+use crate::deny_cache::DenyCache;
+use crate::scripts::script_for;
+use crate::shape::{fingerprint, Shape, UnsupportedRule, EXACT};
+use limits::{Decision, Mode, RetryAfter, Rule, Store, StoreError, Verdict};
+use redis::Script;
+use smallvec::SmallVec;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Keys written by [`decide_at`](Store::decide_at) live this long (ms) at
+/// least: a trace's times are not Redis's, so its resets say nothing of when
+/// Redis may forget the key.
+const EXPLICIT_TTL_MS: u64 = 24 * 3600 * 1000;
+
+/// Numbers per rate in the script's answer.
+const ROW: usize = 11;
+
+/// One rule's decisions, in Redis: every instance that shares the Redis (and
+/// the rule's name) shares the limit, exactly.
+///
+/// Time is Redis's own `TIME`, in microseconds, read inside the script, so
+/// instances with skewed clocks agree; [`decide_at`](Store::decide_at) takes
+/// an explicit time instead (nanoseconds, floored to the microsecond). The
+/// decisions are the in-memory store's at microsecond times: every wait,
+/// reset and delay is still exact to the nanosecond (the buckets' waits are
+/// rarely whole microseconds), but two requests less than a microsecond
+/// apart are at the same instant for Redis. Windows must be whole
+/// microseconds.
+///
+/// Keys are `PREFIX{NAME.FINGERPRINT:KEY}` (and `:N` for the sliding log's
+/// rate N): the hash tag puts every key of one decision in one Cluster slot,
+/// and each key expires when its state is back to full (so Redis memory
+/// follows active clients). The fingerprint changes with the rule, so a
+/// changed rule starts afresh.
+///
+/// A denial is remembered (see [`RedisOptions::deny_cache`](crate::RedisOptions)):
+/// the same key is denied again locally, exactly, until it could pass.
+pub struct RedisStore {
+    rule: Rule,
+    connection: RedisConnection,
+    script: Option<&'static Script>,
+    shape: Shape,
+    stem: String,
+    denials: DenyCache,
+}
+
+impl RedisStore {
+    /// A store deciding `rule` on `connection`, its keys named after `name`
+    /// (the rule's name in the server); refuses a rule the script could not
+    /// decide exactly (see [`UnsupportedRule`]).
+    pub fn new(
+        connection: &RedisConnection,
+        rule: Rule,
+        name: &str,
+    ) -> Result<RedisStore, UnsupportedRule> {
+        let shape = Shape::new(&rule)?;
+        let stem = format!(
+            "{}{{{name}.{}:",
+            connection.options().prefix,
+            fingerprint(&rule)
+        );
+        Ok(RedisStore {
+            script: script_for(rule.algorithm()),
+            rule,
+            connection: connection.clone(),
+            shape,
+            stem,
+            denials: DenyCache::new(connection.options().deny_cache),
+        })
+    }
+
+    /// The connection it decides on (health and counts).
+    pub fn connection(&self) -> &RedisConnection {
+        &self.connection
+    }
+
+    /// The Redis keys of `key`'s state: one, or one per rate for the sliding
+    /// log. For inspection (`MEMORY USAGE`, `TTL`).
+    pub fn redis_keys(&self, key: &str) -> Vec<String> {
+        if self.shape.key_per_rate {
+            (0..self.shape.key_count())
+                .map(|i| format!("{}{key}}}:{i}", self.stem))
+                .collect()
+        } else {
+            vec![format!("{}{key}}}", self.stem)]
+        }
+    }
+
+    /// One script call: `now` in microseconds, or Redis's `TIME` if `None`.
+    async fn call(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        cost: u64,
+        mode: Mode,
+    ) -> Result<Verdict, StoreError> {
+        let Some(script) = self.script else {
+            // `none` needs no state: the core answers, and Redis is not asked.
+            let mut per_rate = SmallVec::new();
+            let decision = self
+                .rule
+                .decide(&mut self.rule.new_state(), 0, cost, mode, |d| {
+                    per_rate.push(d)
+                });
+            return Ok(Verdict { decision, per_rate });
+        };
+        // Every cost above every rate's capacity is "never" for all of them.
+        let cost = cost.min(self.shape.max_capacity + 1);
+        let mut invocation = script.prepare_invoke();
+        for k in self.redis_keys(key) {
+            invocation.key(k);
+        }
+        match now {
+            Some(now) => invocation.arg(now),
+            None => invocation.arg(""),
+        };
+        invocation
+            .arg(cost)
+            .arg(u8::from(mode == Mode::Record))
+            .arg(if now.is_some() { EXPLICIT_TTL_MS } else { 0 })
+            .arg(&self.shape.args);
+        let row: Vec<i64> = self
+            .connection
+            .run(|mut conn| async move { invocation.invoke_async(&mut conn).await })
+            .await
+            .map_err(StoreError)?;
+        verdict(&row, self.shape.key_count_rates())
+    }
+}
+
+impl Shape {
+    /// The number of rates (the first script argument).
+    fn key_count_rates(&self) -> usize {
+        self.args[0] as usize
+    }
+}
+
+/// A duration the script gave as (microseconds, nanosecond adjustment).
+fn duration(us: i64, adj: i64) -> Duration {
+    let nanos = i128::from(us) * 1000 + i128::from(adj);
+    Duration::from_nanos(u64::try_from(nanos.max(0)).unwrap_or(u64::MAX))
+}
+
+/// The verdict from the script's answer: `now`, then a row per rate.
+fn verdict(answer: &[i64], rates: usize) -> Result<Verdict, StoreError> {
+    if answer.len() != 1 + rates * ROW {
+        return Err(StoreError(format!(
+            "the Redis script answered {} numbers for {rates} rates",
+            answer.len()
+        )));
+    }
+    let mut per_rate: SmallVec<[Decision; 2]> = SmallVec::new();
+    for row in answer[1..].chunks_exact(ROW) {
+        let retry_after = if row[2] == 1 {
+            RetryAfter::Never
+        } else {
+            RetryAfter::After(duration(row[3], row[4]))
+        };
+        per_rate.push(Decision {
+            allowed: row[0] == 1,
+            remaining: u64::try_from(row[1]).unwrap_or(0),
+            retry_after,
+            reset_after: duration(row[5], row[6]),
+            refill_after: duration(row[7], row[8]),
+            delay: duration(row[9], row[10]),
+        });
+    }
+    let decision = per_rate
+        .iter()
+        .copied()
+        .reduce(Decision::combine)
+        .unwrap_or(Decision::allow(0));
+    Ok(Verdict { decision, per_rate })
+}
+
+impl Store for RedisStore {
+    fn rule(&self) -> &Rule {
+        &self.rule
+    }
+
+    /// Decides at Redis's `TIME`, or locally if a recent denial of the key
+    /// implies this one.
+    async fn decide(&self, key: &str, cost: u64, mode: Mode) -> Result<Verdict, StoreError> {
+        if let Some(denied) = self.denials.check(key, cost) {
+            let hits = &self.connection.health.deny_cache_hits;
+            hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(denied);
+        }
+        let sent = Instant::now();
+        let verdict = self.call(key, None, cost, mode).await?;
+        if !verdict.decision.allowed {
+            self.denials.remember(key, cost, sent, &verdict);
+        }
+        Ok(verdict)
+    }
+
+    /// Decides at `now` (nanoseconds, floored to the microsecond). The
+    /// deny cache is not used, and the keys written live a day at least:
+    /// the given times are not Redis's, so its clock cannot tell when a
+    /// state is back to full.
+    async fn decide_at(
+        &self,
+        key: &str,
+        now: u64,
+        cost: u64,
+        mode: Mode,
+    ) -> Result<Verdict, StoreError> {
+        let micros = now / 1000;
+        if u128::from(micros) >= EXACT / 2 {
+            return Err(StoreError(format!(
+                "{now} ns is past the Redis store's time range (2^52 microseconds)"
+            )));
+        }
+        self.call(key, Some(micros), cost, mode).await
+    }
+}

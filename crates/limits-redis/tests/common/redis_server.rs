@@ -1,0 +1,208 @@
+//! A real `redis-server` for tests, on a free port of 127.0.0.1, with no
+//! persistence; killed on drop. Shared by the tests of limits-redis and
+//! limits-cli (included by path).
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `redis-server`.
+pub struct RedisServer {
+    child: Option<Child>,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    extra: Vec<String>,
+}
+
+impl RedisServer {
+    /// Starts one on a free port and waits until it answers PING.
+    pub fn start() -> RedisServer {
+        Self::start_with(&[])
+    }
+
+    /// Starts one with extra arguments (e.g. `--cluster-enabled yes`).
+    pub fn start_with(extra: &[&str]) -> RedisServer {
+        let mut last = String::new();
+        for _ in 0..5 {
+            // A cluster node also listens on port + 10000 (its bus).
+            let port = if extra.contains(&"--cluster-enabled") {
+                free_cluster_port()
+            } else {
+                free_port()
+            };
+            let mut server = RedisServer {
+                child: None,
+                port,
+                extra: extra.iter().map(|s| s.to_string()).collect(),
+            };
+            match server.spawn() {
+                Ok(()) => return server,
+                Err(e) => last = e,
+            }
+        }
+        panic!("could not start redis-server: {last}");
+    }
+
+    fn spawn(&mut self) -> Result<(), String> {
+        let dir = std::env::temp_dir().join(format!("limits-redis-{}", self.port));
+        // A cluster node's nodes.conf from an earlier run would be reused.
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                format!("redis-server: {e} (is it installed? scripts/test installs it: run scripts/test, or apt-get install redis-server)")
+            })?;
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                self.child = None;
+                return Err(format!("redis-server exited: {status}"));
+            }
+            if self.command(&["PING"]).is_ok_and(|r| r.contains("PONG")) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.stop();
+        Err("redis-server did not answer PING within 10 s".to_owned())
+    }
+
+    /// `redis://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills it (as a crash would: no shutdown, nothing saved).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port, empty.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn()
+            .unwrap_or_else(|e| panic!("restarting redis-server: {e}"));
+    }
+
+    /// One command over a plain socket (RESP), the raw reply as text.
+    pub fn command(&self, args: &[&str]) -> Result<String, String> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).map_err(|e| e.to_string())?;
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok();
+        let mut req = format!("*{}\r\n", args.len());
+        for a in args {
+            req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        stream
+            .write_all(req.as_bytes())
+            .map_err(|e| e.to_string())?;
+        let mut buf = vec![0u8; 1 << 16];
+        let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
+        Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+    }
+
+    /// An integer reply (`:N`).
+    pub fn integer(&self, args: &[&str]) -> i64 {
+        let reply = self.command(args).unwrap();
+        reply
+            .trim()
+            .strip_prefix(':')
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{args:?}: {reply:?}"))
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A free port whose cluster bus port (+10000) is free too.
+pub fn free_cluster_port() -> u16 {
+    loop {
+        let port = free_port();
+        if port <= 55535 && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// A 3-master Redis Cluster on free ports (no replicas), made with
+/// `redis-cli --cluster create`; stopped on drop.
+pub struct RedisCluster {
+    /// The nodes.
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Starts three nodes, joins them, and waits for `cluster_state:ok`.
+    pub fn start() -> RedisCluster {
+        let nodes: Vec<RedisServer> = (0..3)
+            .map(|_| RedisServer::start_with(&["--cluster-enabled", "yes"]))
+            .collect();
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let out = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli (scripts/test installs redis-server, which brings it)");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !nodes.iter().all(|n| {
+            n.command(&["CLUSTER", "INFO"])
+                .is_ok_and(|info| info.contains("cluster_state:ok"))
+        }) {
+            assert!(
+                Instant::now() < deadline,
+                "the cluster is not ok after 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        RedisCluster { nodes }
+    }
+
+    /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`
+    pub fn url(&self) -> String {
+        let addrs: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        format!("redis+cluster://{}", addrs.join(","))
+    }
+}
