@@ -277,7 +277,7 @@ impl Rule {
         with_engines!(
             &self.engines,
             &mut state.0,
-            |e, s| e.iter().zip(s.iter_mut()).all(|(a, s)| a.is_idle(s, now)),
+            |e, s| all_idle(e, s, now),
             true
         )
     }
@@ -325,6 +325,15 @@ impl Rule {
     /// Whether `state` was made by a rule of this shape.
     fn owns(&self, state: &KeyState) -> bool {
         with_engines!(&self.engines, &state.0, |e, s| e.len() == s.len(), false)
+    }
+}
+
+/// Whether every rate's state is idle at `now`; one rate without the
+/// iterators (the sweep asks this of two keys per operation).
+fn all_idle<A: RateAlgorithm>(engines: &[A], states: &mut States<A>, now: u64) -> bool {
+    match (engines, states.as_mut_slice()) {
+        ([a], [s]) => a.is_idle(s, now),
+        (e, s) => e.iter().zip(s.iter_mut()).all(|(a, s)| a.is_idle(s, now)),
     }
 }
 
