@@ -277,7 +277,7 @@ impl Rule {
         with_engines!(
             &self.engines,
             &mut state.0,
-            |e, s| e.iter().zip(s.iter_mut()).all(|(a, s)| a.is_idle(s, now)),
+            |e, s| all_idle(e, s, now),
             true
         )
     }
@@ -328,6 +328,15 @@ impl Rule {
     }
 }
 
+/// Whether every rate's state is idle at `now`; one rate without the
+/// iterators (the sweep asks this of two keys per operation).
+fn all_idle<A: RateAlgorithm>(engines: &[A], states: &mut States<A>, now: u64) -> bool {
+    match (engines, states.as_mut_slice()) {
+        ([a], [s]) => a.is_idle(s, now),
+        (e, s) => e.iter().zip(s.iter_mut()).all(|(a, s)| a.is_idle(s, now)),
+    }
+}
+
 /// The all-or-nothing decision over one algorithm's rates.
 fn decide_rates<A: RateAlgorithm>(
     engines: &[A],
@@ -337,6 +346,18 @@ fn decide_rates<A: RateAlgorithm>(
     mode: Mode,
     each: &mut impl FnMut(Decision),
 ) -> Decision {
+    // One rate, the usual rule: one advance and one check, not two.
+    if let ([a], [s]) = (engines, states.as_mut_slice()) {
+        let t = a.advance(s, now);
+        let verdict = if cost == 0 {
+            Ok(())
+        } else {
+            a.check(s, t, cost)
+        };
+        let decision = rate_decision(a, s, t, cost, mode, verdict);
+        each(decision);
+        return decision;
+    }
     let allowed = cost == 0
         || engines.iter().zip(states.iter_mut()).all(|(a, s)| {
             let t = a.advance(s, now);
@@ -345,21 +366,45 @@ fn decide_rates<A: RateAlgorithm>(
     let mut combined: Option<Decision> = None;
     for (a, s) in engines.iter().zip(states.iter_mut()) {
         let t = a.advance(s, now);
-        let mut decision = Decision::allow(0);
-        decision.allowed = allowed;
-        if allowed {
-            decision.delay = Duration::from_nanos(a.delay(s, t, cost));
-            if mode == Mode::Record && cost > 0 {
-                a.record(s, t, cost);
-            }
+        let verdict = if allowed {
+            Ok(())
         } else {
-            decision.retry_after = a.check(s, t, cost).err().unwrap_or(RetryAfter::ZERO);
-        }
-        decision.remaining = a.remaining(s, t);
-        decision.reset_after = Duration::from_nanos(a.reset_after(s, t));
-        decision.refill_after = Duration::from_nanos(a.refill_after(s, t, decision.remaining));
+            // Some rate denies; this one's own wait (zero if it would allow).
+            Err(a.check(s, t, cost).err().unwrap_or(RetryAfter::ZERO))
+        };
+        let decision = rate_decision(a, s, t, cost, mode, verdict);
         each(decision);
         combined = Some(combined.map_or(decision, |c| c.combine(decision)));
     }
     combined.unwrap_or(Decision::allow(0))
+}
+
+/// One rate's decision at `t` (already advanced to): `verdict` is `Ok` if
+/// the request passes (and is then recorded, in `Record` mode), otherwise
+/// this rate's wait.
+fn rate_decision<A: RateAlgorithm>(
+    a: &A,
+    s: &mut A::State,
+    t: u64,
+    cost: u64,
+    mode: Mode,
+    verdict: Result<(), RetryAfter>,
+) -> Decision {
+    let mut decision = Decision::allow(0);
+    match verdict {
+        Ok(()) => {
+            decision.delay = Duration::from_nanos(a.delay(s, t, cost));
+            if mode == Mode::Record && cost > 0 {
+                a.record(s, t, cost);
+            }
+        }
+        Err(wait) => {
+            decision.allowed = false;
+            decision.retry_after = wait;
+        }
+    }
+    decision.remaining = a.remaining(s, t);
+    decision.reset_after = Duration::from_nanos(a.reset_after(s, t));
+    decision.refill_after = Duration::from_nanos(a.refill_after(s, t, decision.remaining));
+    decision
 }

@@ -99,4 +99,10 @@ impl RateAlgorithm for LeakyBucket {
     fn capacity(&self) -> u64 {
         self.burst + 1
     }
+
+    /// Empty iff nothing is queued: `reset_after` is `ceil(queued / L)`,
+    /// zero exactly when `queued` is, so no division is needed.
+    fn is_idle(&self, s: &mut LeakyBucketState, now: u64) -> bool {
+        s.next_slot.get() <= self.now_scaled(now)
+    }
 }

@@ -84,9 +84,22 @@ pub trait RateAlgorithm: Send + Sync {
     }
 }
 
-/// `ceil(a / b)` for `b > 0`.
+/// `ceil(a / b)` for `b > 0`. Operands almost always fit in 64 bits, where
+/// one machine division does (a `u128` division is a library call).
 pub(crate) fn ceil_div(a: u128, b: u128) -> u128 {
-    a.div_ceil(b)
+    match (u64::try_from(a), u64::try_from(b)) {
+        (Ok(a), Ok(b)) => u128::from(a.div_ceil(b)),
+        _ => a.div_ceil(b),
+    }
+}
+
+/// `floor(a / b)` for `b > 0`, by one machine division when both fit in 64
+/// bits.
+pub(crate) fn floor_div(a: u128, b: u128) -> u128 {
+    match (u64::try_from(a), u64::try_from(b)) {
+        (Ok(a), Ok(b)) => u128::from(a / b),
+        _ => a / b,
+    }
 }
 
 /// `x` as `u64`, saturating.

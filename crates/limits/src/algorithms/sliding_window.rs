@@ -57,7 +57,7 @@ impl SlidingWindow {
             return Some(0);
         }
         // prev * (W - e) <= room * W  <=>  W - e <= floor(room * W / prev)
-        let slack = (room * w / u128::from(prev)).min(w);
+        let slack = super::floor_div(room * w, u128::from(prev)).min(w);
         let e = w - slack;
         (e < w).then_some(e)
     }
@@ -114,7 +114,7 @@ impl RateAlgorithm for SlidingWindow {
     fn remaining(&self, s: &SlidingWindowState, now: u64) -> u64 {
         let w = u128::from(self.window);
         let room = (u128::from(self.limit) * w).saturating_sub(self.scaled_estimate(s, now));
-        sat64(room / w)
+        sat64(super::floor_div(room, w))
     }
 
     fn reset_after(&self, s: &SlidingWindowState, now: u64) -> u64 {

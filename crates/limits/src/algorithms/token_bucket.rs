@@ -78,4 +78,10 @@ impl RateAlgorithm for TokenBucket {
     fn capacity(&self) -> u64 {
         self.limit
     }
+
+    /// Full again iff there is no debt: `reset_after` is `ceil(debt / L)`,
+    /// zero exactly when the debt is, so no division is needed.
+    fn is_idle(&self, s: &mut TokenBucketState, now: u64) -> bool {
+        self.debt(s, now) == 0
+    }
 }

@@ -175,7 +175,7 @@ impl<K> Shard<K> {
                 self.remove(at);
                 dropped += 1;
             } else {
-                self.cursor = (at + 1) % self.slots.len();
+                self.cursor = next(at, self.slots.len());
             }
             if self.slots.is_empty() {
                 break;
@@ -196,7 +196,7 @@ impl<K> Shard<K> {
                 break;
             }
             let at = self.hand;
-            self.hand = (at + 1) % len;
+            self.hand = next(at, len);
             let slot = &mut self.slots[at];
             if rule.is_idle(&mut slot.state, now) {
                 return Some(Room::Idle(at));
@@ -264,4 +264,13 @@ fn forgetting_cost<K>(rule: &Rule, slot: &mut Slot<K>, now: u64) -> u32 {
         | (used << 2)
         | (u32::from(slot.denied) << 1)
         | u32::from(slot.referenced)
+}
+
+/// The slot after `at` of `len`, wrapping: no division on the hot path.
+fn next(at: usize, len: usize) -> usize {
+    if at + 1 >= len {
+        0
+    } else {
+        at + 1
+    }
 }
