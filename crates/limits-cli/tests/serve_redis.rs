@@ -233,3 +233,48 @@ async fn two_instances_on_a_redis_cluster_allow_exactly_the_limit_between_them()
     );
     assert!(limited > 50, "the clients kept trying: {limited}");
 }
+
+/// Rules mixed per store in one file: `store = "memory"` keeps a rule per
+/// instance even when `--store` names a Redis, while the other rules share
+/// Redis. Two instances, 3 per minute each rule, requests alternating
+/// between them: the shared rule passes 3 in all, the local one 3 on each.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rule_with_store_memory_stays_per_instance_beside_rules_shared_in_redis() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let dir = tempfile::tempdir().unwrap();
+    let config = common::write(
+        dir.path(),
+        "rules.toml",
+        "[[rule]]\nname = \"shared\"\npath = \"/api\"\nrates = \"3/minute\"\n\n\
+         [[rule]]\nname = \"local\"\npath = \"/ping\"\nrates = \"3/minute\"\nstore = \"memory\"\n",
+    );
+    let config = config.to_str().unwrap();
+    let args = ["--config", config, "--store", &url, "--store-timeout", "2s"];
+    let a = Server::start(&args, false);
+    let b = Server::start(&args, false);
+    let http = client();
+    let mut passed = std::collections::BTreeMap::new();
+    for path in ["/api/items", "/ping"] {
+        for i in 0..10 {
+            let server = if i % 2 == 0 { &a } else { &b };
+            if status(&http, &format!("{}{path}", server.url))
+                .await
+                .unwrap()
+                != 429
+            {
+                *passed.entry(path).or_insert(0) += 1;
+            }
+        }
+    }
+    assert_eq!(
+        passed.get("/api/items"),
+        Some(&3),
+        "shared in Redis: {passed:?}"
+    );
+    assert_eq!(
+        passed.get("/ping"),
+        Some(&6),
+        "3 on each instance: {passed:?}"
+    );
+}

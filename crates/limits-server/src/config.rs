@@ -189,13 +189,7 @@ fn rule_config(
     let (Some(rule), Some(key)) = (rule, key) else {
         return None;
     };
-    let store = match stores.store(&name, rule) {
-        Ok(store) => store,
-        Err(e) => {
-            p.add(&table, format!("{label}: {e}"));
-            return None;
-        }
-    };
+    let store = fields::rule_store(raw.store, &table, stores, (&name, rule), p)?;
     (p.found.len() == before).then(|| HttpRule {
         name,
         path_prefix,

@@ -46,5 +46,5 @@ pub use rules::{check_cost, fingerprint, keep_state, same_shape, CostError, Serv
 pub use server::{Backend, Server};
 pub use server_config::{LayerOptions, RulesSource, ServerConfig};
 pub use state::CLOCK_TOLERANCE;
-pub use store::{RuleStore, StoreOptions};
+pub use store::{RuleStore, StoreKind, StoreOptions};
 pub use tasks::shutdown_signal;

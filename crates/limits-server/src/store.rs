@@ -124,11 +124,61 @@ impl StoreOptions {
     /// given (its keys carry the name), otherwise in memory. Fails for a
     /// rule Redis cannot decide exactly, saying why.
     pub fn store(&self, name: &str, rule: Rule) -> Result<RuleStore, String> {
-        match &self.redis {
-            Some(connection) => RedisStore::new(connection, rule, name)
+        let kind = match self.redis {
+            Some(_) => StoreKind::Redis,
+            None => StoreKind::Memory,
+        };
+        self.store_in(kind, name, rule)
+    }
+
+    /// The store of the rule named `name` in the store `kind` a rule asked
+    /// for (`store = "memory"` keeps a rule in this process even with a
+    /// Redis). Fails, saying why, for Redis without a connection or a rule
+    /// Redis cannot decide exactly.
+    ///
+    /// ```
+    /// use limits::{Algorithm, Rule};
+    /// use limits_server::{StoreKind, StoreOptions};
+    ///
+    /// let rule = Rule::new(Algorithm::SlidingLog, "5/s".parse().unwrap());
+    /// let options = StoreOptions::default();
+    /// assert_eq!(options.store_in(StoreKind::Memory, "api", rule.clone()).unwrap().kind(), "memory");
+    /// let err = options.store_in(StoreKind::Redis, "api", rule).err().unwrap();
+    /// assert!(err.contains("--store"), "{err}");
+    /// ```
+    pub fn store_in(&self, kind: StoreKind, name: &str, rule: Rule) -> Result<RuleStore, String> {
+        match (kind, &self.redis) {
+            (StoreKind::Memory, _) => Ok(RuleStore::memory(rule, self.max_keys)),
+            (StoreKind::Redis, Some(connection)) => RedisStore::new(connection, rule, name)
                 .map(RuleStore::Redis)
                 .map_err(|e| e.to_string()),
-            None => Ok(RuleStore::memory(rule, self.max_keys)),
+            (StoreKind::Redis, None) => {
+                Err("store = \"redis\" needs a Redis: start with --store redis://HOST:PORT".into())
+            }
+        }
+    }
+}
+
+/// Which store a rule asks for in the rules file (`store = "memory"` or
+/// `store = "redis"`); without it, Redis when `--store` names one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreKind {
+    /// In this process: fast, and per instance.
+    Memory,
+    /// In Redis: shared by every instance on the same Redis.
+    Redis,
+}
+
+impl std::str::FromStr for StoreKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<StoreKind, String> {
+        match s {
+            "memory" => Ok(StoreKind::Memory),
+            "redis" => Ok(StoreKind::Redis),
+            other => Err(format!(
+                "unknown store {other:?} (expected \"memory\" or \"redis\")"
+            )),
         }
     }
 }

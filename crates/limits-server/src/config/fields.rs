@@ -6,8 +6,9 @@
 
 use super::raw::{KeyField, Whole};
 use super::Problems;
+use crate::store::{RuleStore, StoreKind, StoreOptions};
 use http::Method;
-use limits::{parse_duration, Rate, RateError, Rates, DEFAULT_WINDOW};
+use limits::{parse_duration, Rate, RateError, Rates, Rule, DEFAULT_WINDOW};
 use limits_http::{KeySpec, Missing, Normalize, NormalizeStep};
 use serde_spanned::Spanned;
 use std::ops::Range;
@@ -220,4 +221,35 @@ pub(super) fn check_name(name: &str) -> Result<(), String> {
         )),
         None => Ok(()),
     }
+}
+
+/// The store of a rule: the one `store = "memory" | "redis"` names, else
+/// the server's default (Redis when `--store` names one). Its problem (an
+/// unknown kind, Redis without `--store`, a rule Redis cannot decide
+/// exactly) is reported on the `store` line, or the rule's.
+pub(super) fn rule_store(
+    kind: Option<Spanned<String>>,
+    table: &Range<usize>,
+    stores: &StoreOptions,
+    (name, rule): (&str, Rule),
+    p: &mut Problems<'_>,
+) -> Option<RuleStore> {
+    let (store, span) = match &kind {
+        None => (stores.store(name, rule), table.clone()),
+        Some(kind) => match kind.get_ref().parse::<StoreKind>() {
+            Ok(k) => (stores.store_in(k, name, rule), kind.span()),
+            Err(e) => {
+                p.add(&kind.span(), e);
+                return None;
+            }
+        },
+    };
+    let label = if name.is_empty() {
+        "this rule".to_string()
+    } else {
+        format!("rule {name:?}")
+    };
+    store
+        .map_err(|e| p.add(&span, format!("{label}: {e}")))
+        .ok()
 }

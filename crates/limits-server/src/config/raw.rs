@@ -31,6 +31,7 @@ pub(super) struct RawRule {
     pub window: Option<Spanned<String>>,
     pub cost: Option<Spanned<Whole>>,
     pub burst: Option<Spanned<Whole>>,
+    pub store: Option<Spanned<String>>,
 }
 
 /// A whole number of 0 or more (TOML integers are signed).

@@ -299,3 +299,21 @@ fn missing_and_normalize_on_an_address_key_are_errors() {
         "normalize applies to keys with a header",
     );
 }
+
+#[test]
+fn a_rules_store_is_memory_or_redis_and_redis_needs_a_connection() {
+    assert_problem(
+        &rule_with("store = \"etcd\"\n"),
+        4,
+        "unknown store \"etcd\" (expected \"memory\" or \"redis\")",
+    );
+    assert_problem(
+        &rule_with("store = \"redis\"\n"),
+        4,
+        "rule \"r\": store = \"redis\" needs a Redis: start with --store redis://HOST:PORT",
+    );
+    let text = rule_with("store = \"memory\"\n");
+    let options = crate::store::StoreOptions::default();
+    let rules = crate::config::parse(&text, "rules.toml", &options).unwrap();
+    assert_eq!(rules[0].store.kind(), "memory");
+}
