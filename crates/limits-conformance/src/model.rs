@@ -176,9 +176,9 @@ impl Model {
 
     /// Records an admitted request of cost `c` at `t`.
     pub fn record(&mut self, t: u64, c: u64) {
-        let after = match self {
-            Model::Token { .. } => Some(self.tokens_at(t) - Q::int(c)),
-            _ => None,
+        let tokens_after = match self {
+            Model::Token { .. } => self.tokens_at(t) - Q::int(c),
+            _ => Q::int(0),
         };
         let departs = match self {
             Model::Leaky { .. } => Some(self.departure(t, c).1),
@@ -190,7 +190,7 @@ impl Model {
             }
             Model::Log { log, .. } => log.extend(std::iter::repeat_n(t, c as usize)),
             Model::Token { tokens, last, .. } => {
-                *tokens = after.unwrap();
+                *tokens = tokens_after;
                 *last = Some(t);
             }
             Model::Leaky { last_departure, .. } => *last_departure = departs,
