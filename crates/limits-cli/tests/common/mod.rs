@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod envoy;
 pub mod server;
 pub mod upstream;
 
