@@ -31,6 +31,7 @@ pub mod config;
 mod listener;
 mod metrics;
 mod proxy;
+pub mod rls;
 mod rules;
 mod server;
 mod server_config;

@@ -1,0 +1,3 @@
+//! `limits rls`: the Envoy rate limit service protocol in front of our exact limiters.
+
+pub mod config;
