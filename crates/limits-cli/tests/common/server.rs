@@ -1,5 +1,5 @@
-//! A real `limits serve` process on 127.0.0.1, for tests: started on free
-//! ports, found by the address it prints, stopped on drop.
+//! A real `limits serve` (or `limits rls`) process on 127.0.0.1, for tests:
+//! started on free ports, found by the address it prints, stopped on drop.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 pub struct Server {
     child: Child,
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT` (`limits rls`: `127.0.0.1:PORT`, as printed)
     pub url: String,
     /// `http://127.0.0.1:PORT` of --admin, when asked for.
     pub admin: Option<String>,
@@ -23,8 +23,19 @@ impl Server {
     }
 
     pub fn try_start(args: &[&str], admin: bool) -> Result<Server, String> {
+        Self::try_start_command("serve", args, admin)
+    }
+
+    /// `limits COMMAND ARGS --listen 127.0.0.1:0`, for a command that prints
+    /// `limits COMMAND: listening on ADDRESS ...` once it listens.
+    pub fn start_command(command: &str, args: &[&str], admin: bool) -> Server {
+        Self::try_start_command(command, args, admin)
+            .unwrap_or_else(|e| panic!("limits {command} {args:?}: {e}"))
+    }
+
+    pub fn try_start_command(command: &str, args: &[&str], admin: bool) -> Result<Server, String> {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_limits"));
-        cmd.arg("serve")
+        cmd.arg(command)
             .args(args)
             .args(["--listen", "127.0.0.1:0"]);
         if admin {
@@ -61,10 +72,10 @@ impl Server {
                 .lines
                 .recv_timeout(Duration::from_secs(60))
                 .map_err(|_| "no 'listening' line within 60 s".to_string())?;
-            if let Some(rest) = line.strip_prefix("limits serve: admin on ") {
+            if let Some(rest) = line.strip_prefix(&format!("limits {command}: admin on ")) {
                 server.admin = Some(rest.trim_end_matches("/metrics").to_string());
             }
-            if let Some(rest) = line.strip_prefix("limits serve: listening on ") {
+            if let Some(rest) = line.strip_prefix(&format!("limits {command}: listening on ")) {
                 server.url = rest.split(' ').next().unwrap_or_default().to_string();
                 return Ok(server);
             }
@@ -108,7 +119,7 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("limits serve did not exit within 30 s");
+        panic!("limits did not exit within 30 s");
     }
 
     /// Resident memory in KiB (Linux).
