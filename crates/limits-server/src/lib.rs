@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod rls;
 mod listener;
 mod metrics;
 mod proxy;
