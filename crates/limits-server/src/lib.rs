@@ -28,10 +28,10 @@
 #![warn(missing_docs)]
 
 pub mod config;
-pub mod rls;
 mod listener;
 mod metrics;
 mod proxy;
+pub mod rls;
 mod rules;
 mod server;
 mod server_config;

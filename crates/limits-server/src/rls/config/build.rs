@@ -1,0 +1,224 @@
+//! One file's domain: its descriptor tree, checked as the reference's
+//! `loadDescriptors` checks it, and its limits.
+
+use super::fields::Fields;
+use super::rate;
+use super::yaml::{self, Node};
+use super::RlsLimit;
+use limits::Algorithm;
+use std::collections::HashMap;
+
+/// More descriptors than this in one file is refused (aliases could
+/// otherwise make a small file describe an enormous tree).
+pub(super) const MAX_DESCRIPTORS: usize = 100_000;
+
+/// One domain: its tree and its limits.
+#[derive(Debug)]
+pub(super) struct Domain {
+    pub name: String,
+    /// "FILE:LINE" of the `domain` key.
+    pub origin: String,
+    pub root: Level,
+    pub limits: Vec<RlsLimit>,
+}
+
+/// The descriptors of one level, indexed by key.
+#[derive(Debug, Default)]
+pub(super) struct Level {
+    pub nodes: Vec<DNode>,
+    pub by_key: HashMap<String, KeyNodes>,
+}
+
+/// The nodes of one key on one level.
+#[derive(Debug, Default)]
+pub(super) struct KeyNodes {
+    /// By exact value (wildcards too, by their value with the `*`, as the
+    /// reference's map of `key_value` holds them).
+    pub exact: HashMap<String, usize>,
+    /// Wildcards in file order: (prefix, node).
+    pub wildcards: Vec<(String, usize)>,
+    /// The key-only node.
+    pub default: Option<usize>,
+}
+
+/// One descriptor node.
+#[derive(Debug)]
+pub(super) struct DNode {
+    /// For a wildcard with `share_threshold`: its value, which stands for
+    /// every value it matches in the store key.
+    pub shared: Option<String>,
+    /// Index into the domain's limits.
+    pub limit: Option<usize>,
+    pub children: Level,
+}
+
+const ROOT_KEYS: &[&str] = &["domain", "descriptors", "algorithm"];
+const DESCRIPTOR_KEYS: &[&str] = &[
+    "key",
+    "value",
+    "rate_limit",
+    "descriptors",
+    "shadow_mode",
+    "detailed_metric",
+    "share_threshold",
+    "value_to_metric",
+];
+
+struct Builder<'a> {
+    origin: &'a str,
+    domain: String,
+    algorithm: Algorithm,
+    limits: Vec<RlsLimit>,
+    ids: HashMap<String, usize>,
+    count: usize,
+}
+
+/// Parses one file into its domain.
+pub(super) fn domain(text: &str, origin: &str) -> Result<Domain, String> {
+    let root = yaml::parse(text, origin)?;
+    let f = Fields::of(&root, origin, "the file", ROOT_KEYS)?;
+    let name = f.text("domain")?.unwrap_or("");
+    if name.is_empty() {
+        return Err(format!(
+            "{origin}:{}: config file cannot have empty domain",
+            f.line_of("domain")
+        ));
+    }
+    let algorithm = match f.text("algorithm")? {
+        Some(a) => a
+            .parse()
+            .map_err(|e| format!("{origin}:{}: {e}", f.line_of("algorithm")))?,
+        None => Algorithm::FixedWindow,
+    };
+    let mut b = Builder {
+        origin,
+        domain: name.to_string(),
+        algorithm,
+        limits: Vec::new(),
+        ids: HashMap::new(),
+        count: 0,
+    };
+    let tree = b.level(f.list("descriptors")?, &format!("{name}."))?;
+    Ok(Domain {
+        name: name.to_string(),
+        origin: format!("{origin}:{}", f.line_of("domain")),
+        root: tree,
+        limits: b.limits,
+    })
+}
+
+impl Builder<'_> {
+    fn level(&mut self, items: &[Node], parent: &str) -> Result<Level, String> {
+        let origin = self.origin;
+        let mut level = Level::default();
+        let mut composite: HashMap<String, usize> = HashMap::new();
+        for item in items {
+            self.count += 1;
+            if self.count > MAX_DESCRIPTORS {
+                return Err(format!(
+                    "{origin}:{}: more than {MAX_DESCRIPTORS} descriptors",
+                    item.line
+                ));
+            }
+            let f = Fields::of(item, origin, "a descriptor", DESCRIPTOR_KEYS)?;
+            let key = f.text("key")?.unwrap_or("");
+            if key.is_empty() {
+                return Err(format!("{origin}:{}: descriptor has empty key", f.line));
+            }
+            let value = f.text("value")?.filter(|v| !v.is_empty());
+            let final_key = match value {
+                Some(v) => format!("{key}_{v}"),
+                None => key.to_string(),
+            };
+            let id = format!("{parent}{final_key}");
+            if let Some(first) = composite.insert(final_key, f.line) {
+                return Err(format!(
+                    "{origin}:{}: duplicate descriptor composite key '{id}' (first at line {first})",
+                    f.line
+                ));
+            }
+            let wildcard = match value {
+                Some(v) if v.ends_with('*') => {
+                    let prefix = &v[..v.len() - 1];
+                    if prefix.contains('*') {
+                        return Err(bad_wildcard(origin, &f, v));
+                    }
+                    Some(prefix)
+                }
+                Some(v) if v.contains('*') => return Err(bad_wildcard(origin, &f, v)),
+                _ => None,
+            };
+            let share = f.flag("share_threshold")?;
+            if share && wildcard.is_none() {
+                return Err(format!(
+                    "{origin}:{}: share_threshold needs a wildcard value (one ending in '*')",
+                    f.line_of("share_threshold")
+                ));
+            }
+            let shadow_mode = f.flag("shadow_mode")?;
+            let detailed_metric = f.flag("detailed_metric")? | f.flag("value_to_metric")?;
+            let limit = match f.get("rate_limit") {
+                None => None,
+                Some((line, node)) => {
+                    Some(self.limit(line, node, &id, shadow_mode, detailed_metric)?)
+                }
+            };
+            let children = self.level(f.list("descriptors")?, &format!("{id}."))?;
+            let index = level.nodes.len();
+            level.nodes.push(DNode {
+                shared: share.then(|| value.unwrap_or_default().to_string()),
+                limit,
+                children,
+            });
+            let nodes = level.by_key.entry(key.to_string()).or_default();
+            match (value, wildcard) {
+                (None, _) => nodes.default = Some(index),
+                (Some(v), w) => {
+                    nodes.exact.insert(v.to_string(), index);
+                    if let Some(prefix) = w {
+                        nodes.wildcards.push((prefix.to_string(), index));
+                    }
+                }
+            }
+        }
+        Ok(level)
+    }
+
+    fn limit(
+        &mut self,
+        line: usize,
+        node: &Node,
+        id: &str,
+        shadow_mode: bool,
+        detailed_metric: bool,
+    ) -> Result<usize, String> {
+        let origin = self.origin;
+        let parsed = rate::rate_limit(node, origin, self.algorithm)?;
+        if let Some(first) = self.ids.get(id) {
+            return Err(format!(
+                "{origin}:{line}: the limit '{id}' has the same name as the one at line {first}"
+            ));
+        }
+        self.ids.insert(id.to_string(), line);
+        self.limits.push(RlsLimit {
+            id: id.to_string(),
+            domain: self.domain.clone(),
+            name: parsed.name,
+            rule: parsed.rule,
+            reported: parsed.reported,
+            shadow_mode,
+            replaces: parsed.replaces,
+            detailed_metric,
+            blocked: parsed.blocked,
+            origin: format!("{origin}:{line}"),
+        });
+        Ok(self.limits.len() - 1)
+    }
+}
+
+fn bad_wildcard(origin: &str, f: &Fields<'_>, value: &str) -> String {
+    format!(
+        "{origin}:{}: value '{value}': a wildcard '*' may only end the value (a prefix match)",
+        f.line_of("value")
+    )
+}
