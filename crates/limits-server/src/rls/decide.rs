@@ -19,10 +19,6 @@ use limits::{Decision, Mode, RetryAfter, Rule, Verdict};
 use limits_http::headers::{self, RuleStatus};
 use std::time::Duration;
 
-/// The share of a limit past which admitted hits count as `near_limit`, as
-/// the reference service's default `NEAR_LIMIT_RATIO`.
-pub const NEAR_LIMIT_RATIO: f64 = 0.8;
-
 /// What one descriptor asks to take, and whether to record it.
 ///
 /// As the reference service: the descriptor's own `hits_addend`, when set,
@@ -127,8 +123,8 @@ pub fn duration(d: Duration) -> prost_types::Duration {
     }
 }
 
-/// Of `cost` hits admitted, how many landed above [`NEAR_LIMIT_RATIO`] of a
-/// rate's limit: counted on the rate that has the least left, as the
+/// Of `cost` hits admitted, how many landed above 80% of a rate's limit (the
+/// reference service's default `NEAR_LIMIT_RATIO`): counted on the rate that has the least left, as the
 /// reference counts them on its one counter (hits from the threshold up,
 /// none below it).
 pub fn near_limit_hits(rule: &Rule, verdict: &Verdict, cost: u64) -> u64 {

@@ -4,6 +4,7 @@
 
 use super::config::{RlsConfig, RlsLimit};
 use crate::store::{RuleStore, StoreOptions};
+use limits::Store;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;

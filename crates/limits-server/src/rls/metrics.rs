@@ -12,6 +12,7 @@
 //! 80% of the limit (the reference's default `NEAR_LIMIT_RATIO`).
 
 use super::limits::RlsLimits;
+use limits::Store;
 use limits_redis::RedisConnection;
 use prometheus_client::encoding::{text::encode, EncodeLabelSet};
 use prometheus_client::metrics::counter::Counter;
@@ -71,12 +72,24 @@ impl RlsMetrics {
     pub fn new() -> RlsMetrics {
         let mut registry = Registry::with_prefix("limits_rls");
         let counters = [
-            ("total_hits", "Hits asked for, per limit (or per descriptor with detailed_metric)"),
-            ("over_limit", "Hits of denied requests (with shadow mode: hits that would have been denied)"),
+            (
+                "total_hits",
+                "Hits asked for, per limit (or per descriptor with detailed_metric)",
+            ),
+            (
+                "over_limit",
+                "Hits of denied requests (with shadow mode: hits that would have been denied)",
+            ),
             ("near_limit", "Admitted hits past 80% of the limit"),
             ("within_limit", "Admitted hits"),
-            ("shadow_mode", "Hits over the limit let through by shadow_mode"),
-            ("store_errors", "Decisions the store could not make (answered per --on-store-error)"),
+            (
+                "shadow_mode",
+                "Hits over the limit let through by shadow_mode",
+            ),
+            (
+                "store_errors",
+                "Decisions the store could not make (answered per --on-store-error)",
+            ),
         ];
         let families: Vec<Family<DescriptorLabel, Counter>> =
             counters.iter().map(|_| Family::default()).collect();
@@ -90,7 +103,11 @@ impl RlsMetrics {
             latency.clone(),
         );
         let keys = Family::<DescriptorLabel, Gauge>::default();
-        registry.register("keys", "Keys tracked per limit (in-memory stores)", keys.clone());
+        registry.register(
+            "keys",
+            "Keys tracked per limit (in-memory stores)",
+            keys.clone(),
+        );
         let redis = Family::<KindLabel, Gauge>::default();
         registry.register(
             "redis",

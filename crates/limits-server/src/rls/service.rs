@@ -55,7 +55,9 @@ impl RateLimitService for RlsService {
 /// The request's problems that no configuration can answer.
 fn check(request: &RateLimitRequest) -> Result<(), Status> {
     if request.domain.is_empty() {
-        return Err(Status::invalid_argument("rate limit domain must not be empty"));
+        return Err(Status::invalid_argument(
+            "rate limit domain must not be empty",
+        ));
     }
     if request.descriptors.is_empty() {
         return Err(Status::invalid_argument(
@@ -133,12 +135,20 @@ impl RlsService {
             let (cost, mode) = decide::cost(request.hits_addend, descriptor);
             if limit.blocked {
                 // `requests_per_unit: 0`: every request over, as the reference.
-                let hits = Hits { total: cost, over: cost, shadow: if limit.shadow_mode { cost } else { 0 }, ..Hits::default() };
-                self.metrics.decided(&label, hits, std::time::Duration::ZERO);
+                let hits = Hits {
+                    total: cost,
+                    over: cost,
+                    shadow: if limit.shadow_mode { cost } else { 0 },
+                    ..Hits::default()
+                };
+                self.metrics
+                    .decided(&label, hits, std::time::Duration::ZERO);
                 if limit.shadow_mode {
                     response.statuses.push(decide::ok(0));
                 } else {
-                    response.statuses.push(decide::over_without_time(&reported(limit)));
+                    response
+                        .statuses
+                        .push(decide::over_without_time(&reported(limit)));
                     response.overall_code = Code::OverLimit as i32;
                     denied = Some(RetryAfter::Never);
                 }
@@ -166,7 +176,9 @@ impl RlsService {
                             response.statuses.push(decide::ok(0))
                         }
                         OnStoreError::Deny => {
-                            response.statuses.push(decide::over_without_time(&reported(limit)));
+                            response
+                                .statuses
+                                .push(decide::over_without_time(&reported(limit)));
                             response.overall_code = Code::OverLimit as i32;
                         }
                     }
@@ -178,9 +190,17 @@ impl RlsService {
             let hits = Hits {
                 total: cost,
                 over: if allowed { 0 } else { cost },
-                near: if allowed { decide::near_limit_hits(rule, &verdict, cost) } else { 0 },
+                near: if allowed {
+                    decide::near_limit_hits(rule, &verdict, cost)
+                } else {
+                    0
+                },
                 within: if allowed { cost } else { 0 },
-                shadow: if !allowed && limit.shadow_mode { cost } else { 0 },
+                shadow: if !allowed && limit.shadow_mode {
+                    cost
+                } else {
+                    0
+                },
             };
             self.metrics.decided(&label, hits, started.elapsed());
             response
