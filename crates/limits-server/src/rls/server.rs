@@ -18,6 +18,7 @@ use crate::listener::{self, Bounds};
 use crate::metrics::admin_router;
 use arc_swap::ArcSwap;
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -126,10 +127,12 @@ impl RlsServer {
         if self.config.reload_on_hangup {
             background.extend(watch_hangups(self.reloader()));
         }
+        let in_flight = Arc::new(AtomicUsize::new(0));
         let service = RlsService {
             limits: self.limits.clone(),
             on_store_error: self.config.on_store_error,
             metrics: self.metrics.clone(),
+            in_flight: in_flight.clone(),
         };
         let (health_reporter, health) = tonic_health::server::health_reporter();
         health_reporter
@@ -152,20 +155,26 @@ impl RlsServer {
                 tonic::transport::server::TcpIncoming::from(listener),
                 signal,
             );
+        // Once stopping, the calls in flight are waited for (up to the drain
+        // timeout), not the connections: tonic would wait for every client to
+        // close its idle connection, which Envoy keeps open.
         let drain = self.config.drain_timeout;
-        let deadline = async move {
-            if stopped.await.is_ok() {
-                tokio::time::sleep(drain).await;
-            } else {
+        let drained = async move {
+            if stopped.await.is_err() {
                 std::future::pending::<()>().await;
+            }
+            let until = tokio::time::Instant::now() + drain;
+            while in_flight.load(Ordering::SeqCst) > 0 {
+                if tokio::time::Instant::now() >= until {
+                    tracing::warn!(timeout = ?drain, "calls still in flight after the drain timeout");
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
         };
         let result = tokio::select! {
             r = serving => r.map_err(|e| format!("the gRPC server failed: {e}")),
-            () = deadline => {
-                tracing::warn!(timeout = ?drain, "calls still in flight after the drain timeout");
-                Ok(())
-            }
+            () = drained => Ok(()),
         };
         for task in background {
             task.abort();

@@ -24,6 +24,7 @@ use super::OnStoreError;
 use arc_swap::ArcSwap;
 use limits::{RetryAfter, Store};
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use tonic::{Request, Response, Status};
@@ -34,6 +35,25 @@ pub struct RlsService {
     pub(crate) limits: Arc<ArcSwap<RlsLimits>>,
     pub(crate) on_store_error: OnStoreError,
     pub(crate) metrics: Arc<RlsMetrics>,
+    /// Calls being answered: shutdown waits for them, not for idle
+    /// connections (a client may hold one open for ever).
+    pub(crate) in_flight: Arc<AtomicUsize>,
+}
+
+/// Counts a call in flight while it lives.
+struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    fn new(count: &Arc<AtomicUsize>) -> InFlight {
+        count.fetch_add(1, Ordering::SeqCst);
+        InFlight(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 #[tonic::async_trait]
@@ -42,8 +62,11 @@ impl RateLimitService for RlsService {
         &self,
         request: Request<RateLimitRequest>,
     ) -> Result<Response<RateLimitResponse>, Status> {
+        let _in_flight = InFlight::new(&self.in_flight);
         let request = request.into_inner();
-        check(&request)?;
+        if let Some(problem) = problem(&request) {
+            return Err(Status::invalid_argument(problem));
+        }
         let limits = self.limits.load_full();
         let matched = lookup(&limits, &request);
         self.decide_all(&limits, &request, &matched)
@@ -52,25 +75,22 @@ impl RateLimitService for RlsService {
     }
 }
 
-/// The request's problems that no configuration can answer.
-fn check(request: &RateLimitRequest) -> Result<(), Status> {
+/// The request's problem that no configuration can answer, if any.
+fn problem(request: &RateLimitRequest) -> Option<String> {
     if request.domain.is_empty() {
-        return Err(Status::invalid_argument(
-            "rate limit domain must not be empty",
-        ));
+        return Some("rate limit domain must not be empty".into());
     }
     if request.descriptors.is_empty() {
-        return Err(Status::invalid_argument(
-            "rate limit descriptor list must not be empty",
-        ));
+        return Some("rate limit descriptor list must not be empty".into());
     }
-    if let Some(i) = request.descriptors.iter().position(|d| d.is_negative_hits) {
-        return Err(Status::invalid_argument(format!(
-            "descriptor {i}: is_negative_hits (a refund) is not supported: no limiter of \
-             limits can give hits back exactly"
-        )));
-    }
-    Ok(())
+    let refund = request
+        .descriptors
+        .iter()
+        .position(|d| d.is_negative_hits)?;
+    Some(format!(
+        "descriptor {refund}: is_negative_hits (a refund) is not supported: no limiter of \
+         limits can give hits back exactly"
+    ))
 }
 
 /// Each descriptor's matched limit, without those another matched limit
