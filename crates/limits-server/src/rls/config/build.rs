@@ -193,7 +193,7 @@ impl Builder<'_> {
         detailed_metric: bool,
     ) -> Result<usize, String> {
         let origin = self.origin;
-        let parsed = rate::rate_limit(node, origin, self.algorithm)?;
+        let parsed = rate::rate_limit(node, line, origin, self.algorithm)?;
         if let Some(first) = self.ids.get(id) {
             return Err(format!(
                 "{origin}:{line}: the limit '{id}' has the same name as the one at line {first}"

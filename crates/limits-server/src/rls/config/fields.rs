@@ -65,6 +65,13 @@ impl<'n> Fields<'n> {
         })
     }
 
+    /// The same fields, reported at `line` (the line of the key that holds the
+    /// mapping, where a block mapping's own line would be its first key's).
+    pub fn at(mut self, line: usize) -> Self {
+        self.line = line;
+        self
+    }
+
     /// The value of `name` and the line of its key, if given (and not null).
     pub fn get(&self, name: &str) -> Option<(usize, &'n Node)> {
         self.entries

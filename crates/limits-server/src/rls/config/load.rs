@@ -37,7 +37,10 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
     }
     entries.sort();
     for path in entries {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if name.starts_with('.') {
             continue;
         }

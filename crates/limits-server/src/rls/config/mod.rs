@@ -20,7 +20,7 @@
 //! Validation follows the reference's `config_impl.go`, with the same words
 //! and a line: "descriptor has empty key", "duplicate descriptor composite key
 //! 'D.k_v'" (the composite key is `key_value` as the reference builds it, so
-//! we refuse exactly the configs it refuses), "invalid rate limit unit 'x'",
+//! every config it refuses as a duplicate, we refuse too), "invalid rate limit unit 'x'",
 //! "should not specify rate limit unit when unlimited", "should not have an
 //! empty replaces entry", "replaces should not contain name of same
 //! descriptor", "config file cannot have empty domain", "duplicate domain 'd'
@@ -95,7 +95,9 @@ pub struct Matched<'a> {
     /// The counter's key: the request's entries as the reference service keys
     /// them (each distinct value under a key-only node gets its own counter; a
     /// wildcard's matched value too, unless `share_threshold` is on), escaped
-    /// so that no two descriptors collide.
+    /// so that no two descriptors collide: `key=value|key2=value2`, with `\`,
+    /// `=` and `|` in keys and values preceded by a `\`. It holds neither the
+    /// domain nor the limit: name the store by [`RlsLimit::id`].
     pub key: String,
     detail: Option<String>,
 }

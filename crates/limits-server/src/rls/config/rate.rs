@@ -117,9 +117,15 @@ const KEYS: &[&str] = &[
 ];
 const RATE_KEYS: &[&str] = &["unit", "requests_per_unit", "window", "requests_per_window"];
 
-/// Reads a `rate_limit` block; `algorithm` is the file's default.
-pub(super) fn rate_limit(node: &Node, origin: &str, algorithm: Algorithm) -> Result<Limit, String> {
-    let f = Fields::of(node, origin, "rate_limit", KEYS)?;
+/// Reads a `rate_limit` block whose key is at `line`; `algorithm` is the
+/// file's default.
+pub(super) fn rate_limit(
+    node: &Node,
+    line: usize,
+    origin: &str,
+    algorithm: Algorithm,
+) -> Result<Limit, String> {
+    let f = Fields::of(node, origin, "rate_limit", KEYS)?.at(line);
     let at = |key: &str| format!("{origin}:{}", f.line_of(key));
     let name = f
         .text("name")?

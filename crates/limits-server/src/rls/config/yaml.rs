@@ -12,8 +12,8 @@ use std::rc::Rc;
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::TScalarStyle;
 
-/// Deeper YAML nesting than this is refused (a descriptor tree uses three
-/// levels of YAML per level of descriptors).
+/// Deeper YAML nesting than this is refused (a descriptor tree uses two
+/// levels of YAML, a list and a mapping, per level of descriptors).
 pub(super) const MAX_DEPTH: usize = 200;
 
 /// A YAML node and the line (1-based) it starts on.
