@@ -4,6 +4,7 @@ mod args;
 mod plot;
 mod replay;
 mod report;
+mod rls;
 mod serve;
 mod simulate;
 
@@ -30,6 +31,8 @@ enum Command {
     Serve(Box<serve::ServeArgs>),
     /// Check a rule: parse a limiter and its rates, and print them normalized.
     Rule(args::RuleArgs),
+    /// Envoy's rate limit service (gRPC ShouldRateLimit) with envoyproxy/ratelimit's YAML config.
+    Rls(Box<rls::RlsArgs>),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +58,7 @@ fn run(command: Command) -> Result<(), String> {
         Command::Simulate(args) => simulate::simulate(args),
         Command::Replay(args) => replay::replay(args),
         Command::Serve(args) => serve::serve(*args),
+        Command::Rls(args) => rls::rls(*args),
         Command::Rule(args) => {
             let rule = args.rule()?;
             println!(

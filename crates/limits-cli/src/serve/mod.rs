@@ -5,6 +5,9 @@
 
 mod demo;
 mod flags;
+mod stores;
+
+pub use stores::StoreArgs;
 
 use crate::args::RuleArgs;
 use clap::{Args, ValueEnum};
@@ -14,8 +17,7 @@ use limits_http::{
     DEFAULT_IPV6_PREFIX,
 };
 use limits_server::{
-    Backend, Bounds, LayerOptions, Proxy, RedisConnection, RedisOptions, RulesSource, Server,
-    ServerConfig, StoreOptions,
+    Backend, Bounds, LayerOptions, Proxy, RulesSource, Server, ServerConfig, StoreOptions,
 };
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -96,21 +98,8 @@ pub struct ServeArgs {
     #[arg(long)]
     legacy_headers: bool,
 
-    /// Most keys tracked per rule; beyond it, the keys whose forgetting costs least (most quota left) are evicted, never a limited one while another can go.
-    #[arg(long, default_value_t = 1_000_000, value_parser = flags::parse_max_keys)]
-    max_keys: usize,
-
-    /// Where the limiters' state lives: `memory` (this process), or a Redis
-    /// shared by every instance: redis://HOST:PORT[/DB], or
-    /// redis+cluster://HOST1:PORT1,HOST2:PORT2 for a Redis Cluster.
-    #[arg(long, value_name = "URL", default_value = "memory")]
-    store: String,
-
-    /// The longest a Redis store may take to decide; past it the request is
-    /// answered per --on-store-error, and Redis is not asked again until it
-    /// answers a probe.
-    #[arg(long, default_value = "50ms", value_parser = parse_timeout)]
-    store_timeout: Duration,
+    #[command(flatten)]
+    stores: StoreArgs,
 
     /// When the store cannot decide: allow the request, or answer 503.
     #[arg(long, value_enum, default_value_t = OnStoreError::Allow)]
@@ -154,7 +143,7 @@ fn parse_client_ip_header(s: &str) -> Result<ClientIpHeader, String> {
     s.parse()
 }
 
-fn parse_timeout(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_timeout(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
@@ -169,25 +158,8 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
 async fn run(args: ServeArgs) -> Result<(), String> {
     let layer = layer_options(&args)?;
     flags::warn_trust_everyone(&args.trust_proxy);
-    let redis = match args.store.as_str() {
-        "memory" => None,
-        url if url.starts_with("redis://") || url.starts_with("redis+cluster://") => {
-            let options = RedisOptions {
-                timeout: args.store_timeout,
-                ..RedisOptions::default()
-            };
-            let connection = RedisConnection::connect(url, options)
-                .await
-                .map_err(|e| format!("--store: {e}"))?;
-            Some(connection)
-        }
-        other => {
-            return Err(format!(
-                "--store {other:?}: expected memory, redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT,..."
-            ))
-        }
-    };
-    let server = Server::new(server_config(&args, layer, redis)?)?;
+    let stores = args.stores.options().await?;
+    let server = Server::new(server_config(&args, layer, stores)?)?;
     let backend = match &args.upstream {
         Some(url) => Backend::proxy(Proxy::new(url, args.upstream_timeout)?, url),
         None => Backend::new("the demo API", demo::router()),
@@ -223,7 +195,7 @@ fn layer_options(args: &ServeArgs) -> Result<LayerOptions, String> {
 fn server_config(
     args: &ServeArgs,
     layer: LayerOptions,
-    redis: Option<RedisConnection>,
+    stores: StoreOptions,
 ) -> Result<ServerConfig, String> {
     let rules = match &args.config {
         Some(path) => RulesSource::File(path.clone()),
@@ -242,10 +214,7 @@ fn server_config(
             ..Bounds::default()
         },
         state: args.state.clone(),
-        stores: StoreOptions {
-            max_keys: args.max_keys,
-            redis,
-        },
+        stores,
         ..ServerConfig::new(rules)
     })
 }

@@ -1,3 +1,90 @@
-//! `limits rls`: the Envoy rate limit service protocol in front of our exact limiters.
+//! `limits rls`: Envoy's rate limit service protocol (gRPC
+//! `envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`) in front
+//! of the exact limiters, so that any Envoy (Istio, Contour, Emissary, Envoy
+//! Gateway) can use them by changing one address.
+//!
+//! - [`config`]: envoyproxy/ratelimit's YAML, read as it is, with our
+//!   extensions; descriptor matching.
+//! - [`proto`]: the protocol's messages and service, generated at build time.
+//! - [`RlsServer`]: the gRPC server with its stores (one per limit, built by
+//!   [`StoreOptions`]), reload, metrics and shutdown, configured by a plain
+//!   [`RlsServerConfig`].
+//!
+//! What each field of a response means, and where it follows the reference
+//! service, is said in the `service` and `decide` modules.
 
 pub mod config;
+mod decide;
+mod limits;
+mod metrics;
+pub mod proto;
+mod server;
+mod service;
+
+pub use server::{RlsReloader, RlsServer};
+
+use crate::store::StoreOptions;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What a descriptor's answer is when its store cannot decide (Redis
+/// unreachable or too slow).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnStoreError {
+    /// Fail the call with gRPC UNAVAILABLE, so that Envoy's own
+    /// `failure_mode_deny` decides (by default Envoy lets the request
+    /// through).
+    #[default]
+    Unavailable,
+    /// Answer OK for that descriptor (with no limit).
+    Allow,
+    /// Answer OVER_LIMIT for that descriptor (unless its limit is in shadow
+    /// mode).
+    Deny,
+}
+
+/// Everything an [`RlsServer`] needs.
+///
+/// ```
+/// use limits_server::rls::{OnStoreError, RlsServerConfig};
+///
+/// let mut config = RlsServerConfig::new("config/".into());
+/// config.listen = "127.0.0.1:0".parse().unwrap();
+/// assert_eq!(config.on_store_error, OnStoreError::Unavailable);
+/// assert!(config.admin.is_none() && config.reload_on_hangup);
+/// ```
+#[derive(Clone, Debug)]
+pub struct RlsServerConfig {
+    /// The YAML file, or a directory of them (one domain each).
+    pub config: PathBuf,
+    /// Address of the gRPC listener (port 0: any free port).
+    pub listen: SocketAddr,
+    /// Where to serve Prometheus `/metrics` and `/healthz`, if anywhere.
+    pub admin: Option<SocketAddr>,
+    /// How each limit's store is built (`--store`, `--max-keys`).
+    pub stores: StoreOptions,
+    /// The answer when a store cannot decide.
+    pub on_store_error: OnStoreError,
+    /// Reload the configuration on SIGHUP (Unix).
+    pub reload_on_hangup: bool,
+    /// Longest wait for calls in flight on shutdown.
+    pub drain_timeout: Duration,
+}
+
+impl RlsServerConfig {
+    /// The limits of `config`, with the defaults of `limits rls`: listen on
+    /// 127.0.0.1:8081, no admin, in memory, UNAVAILABLE on store errors,
+    /// reload on SIGHUP, 30 s to drain.
+    pub fn new(config: PathBuf) -> RlsServerConfig {
+        RlsServerConfig {
+            config,
+            listen: SocketAddr::from(([127, 0, 0, 1], 8081)),
+            admin: None,
+            stores: StoreOptions::default(),
+            on_store_error: OnStoreError::Unavailable,
+            reload_on_hangup: true,
+            drain_timeout: Duration::from_secs(30),
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! `limits rls`: flags and glue. The flags become a plain
+//! [`RlsServerConfig`]; the server (YAML config, gRPC listener, stores,
+//! reload, metrics) is `limits_server::rls`.
+
+use crate::serve::{parse_timeout, StoreArgs};
+use clap::{Args, ValueEnum};
+use limits_server::rls::{OnStoreError, RlsServer, RlsServerConfig};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct RlsArgs {
+    /// envoyproxy/ratelimit's YAML: one file, or a directory of them (one
+    /// domain each); SIGHUP reloads it, keeping the counts of unchanged limits.
+    #[arg(long, value_name = "FILE|DIR")]
+    config: PathBuf,
+
+    /// Address of the gRPC listener (Envoy's rate limit cluster points here).
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    listen: SocketAddr,
+
+    /// Serve Prometheus /metrics and /healthz on this address (off by default).
+    #[arg(long, value_name = "ADDR")]
+    admin: Option<SocketAddr>,
+
+    #[command(flatten)]
+    stores: StoreArgs,
+
+    /// When the store cannot decide: `unavailable` fails the call with gRPC
+    /// UNAVAILABLE, so that Envoy's own failure_mode_deny decides (Envoy lets
+    /// the request through by default); `allow` answers OK; `deny` OVER_LIMIT.
+    #[arg(long, value_enum, default_value_t = StoreErrorAnswer::Unavailable)]
+    on_store_error: StoreErrorAnswer,
+
+    /// Longest wait for calls in flight on shutdown.
+    #[arg(long, default_value = "30s", value_parser = parse_timeout)]
+    drain_timeout: Duration,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum StoreErrorAnswer {
+    Unavailable,
+    Allow,
+    Deny,
+}
+
+pub fn rls(args: RlsArgs) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let config = RlsServerConfig {
+            listen: args.listen,
+            admin: args.admin,
+            stores: args.stores.options().await?,
+            on_store_error: match args.on_store_error {
+                StoreErrorAnswer::Unavailable => OnStoreError::Unavailable,
+                StoreErrorAnswer::Allow => OnStoreError::Allow,
+                StoreErrorAnswer::Deny => OnStoreError::Deny,
+            },
+            drain_timeout: args.drain_timeout,
+            ..RlsServerConfig::new(args.config)
+        };
+        RlsServer::new(config)?
+            .serve(limits_server::shutdown_signal())
+            .await
+    })
+}

@@ -1,0 +1,73 @@
+//! The limits in force: the configuration read from the YAML files with one
+//! store per limit. Swapped whole on reload; a limit whose id, store kind
+//! and rule did not change keeps its store, and so its clients' counts.
+
+use super::config::{RlsConfig, RlsLimit};
+use crate::store::{RuleStore, StoreOptions};
+use limits::Store;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The configuration and one store per limit (the unlimited ones have none).
+pub struct RlsLimits {
+    /// Every domain's limits.
+    pub config: RlsConfig,
+    stores: HashMap<String, Arc<RuleStore>>,
+}
+
+impl RlsLimits {
+    /// `config` with a new store for each of its limits, named by the
+    /// limit's id (a Redis store's keys carry it).
+    pub fn new(config: RlsConfig, options: &StoreOptions) -> Result<RlsLimits, String> {
+        let mut stores = HashMap::new();
+        for limit in config.limits() {
+            let Some(rule) = &limit.rule else { continue };
+            let store = options
+                .store(&limit.id, rule.clone())
+                .map_err(|e| format!("limit {}: {e}", limit.id))?;
+            stores.insert(limit.id.clone(), Arc::new(store));
+        }
+        Ok(RlsLimits { config, stores })
+    }
+
+    /// Reads `path` (a file, or a directory of them) and builds its stores.
+    pub fn load(path: &Path, options: &StoreOptions) -> Result<RlsLimits, String> {
+        RlsLimits::new(RlsConfig::load(path)?, options)
+    }
+
+    /// The store deciding `limit`, if it has one.
+    pub fn store(&self, limit: &RlsLimit) -> Option<&Arc<RuleStore>> {
+        self.stores.get(&limit.id)
+    }
+
+    /// Every store with the id of its limit.
+    pub fn stores(&self) -> impl Iterator<Item = (&str, &Arc<RuleStore>)> {
+        self.stores.iter().map(|(id, s)| (id.as_str(), s))
+    }
+
+    /// Takes over the stores of `previous` whose limit has the same id, the
+    /// same kind of store and the same rule; returns how many.
+    pub fn keep_state(&mut self, previous: &RlsLimits) -> usize {
+        let mut kept = 0;
+        for (id, store) in &mut self.stores {
+            if let Some(old) = previous.stores.get(id) {
+                if old.same_kind(store) {
+                    *store = old.clone();
+                    kept += 1;
+                }
+            }
+        }
+        kept
+    }
+
+    /// Drops the keys that can no longer affect a decision, in the stores
+    /// in this process.
+    pub fn sweep(&self) -> usize {
+        self.stores
+            .values()
+            .filter_map(|s| s.local())
+            .map(|local| local.sweep())
+            .sum()
+    }
+}

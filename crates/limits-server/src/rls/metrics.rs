@@ -1,0 +1,194 @@
+//! The metrics of `limits rls`, named as the reference service names its
+//! stats where they mean the same (`total_hits`, `over_limit`,
+//! `near_limit`, `within_limit`, `shadow_mode`), counted in hits (a request
+//! of hits_addend 5 counts 5), per limit (label `descriptor`: the limit's
+//! id, "DOMAIN.key_value.key2"), or per descriptor value for a limit with
+//! `detailed_metric: true` (the request's own entries). Plus: decision
+//! latency, store errors, keys held, and the Redis store's health.
+//!
+//! One difference in meaning, from the exactness of our limiters: a denied
+//! request takes nothing (all or nothing), so `over_limit` counts every hit
+//! of a denied request, and `near_limit` the admitted hits that landed past
+//! 80% of the limit (the reference's default `NEAR_LIMIT_RATIO`).
+
+use super::limits::RlsLimits;
+use limits::Store;
+use limits_redis::RedisConnection;
+use prometheus_client::encoding::{text::encode, EncodeLabelSet};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::time::Duration;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DescriptorLabel {
+    descriptor: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: String,
+}
+
+/// What one decided descriptor adds to the counters, in hits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hits {
+    /// Every hit asked for.
+    pub total: u64,
+    /// Hits of a denied request (counted also when shadow mode let it pass).
+    pub over: u64,
+    /// Admitted hits past 80% of the limit.
+    pub near: u64,
+    /// Admitted hits.
+    pub within: u64,
+    /// Hits over the limit that shadow mode let through.
+    pub shadow: u64,
+}
+
+/// Every metric of `limits rls`, under the `limits_rls_` prefix.
+pub struct RlsMetrics {
+    registry: Registry,
+    total: Family<DescriptorLabel, Counter>,
+    over: Family<DescriptorLabel, Counter>,
+    near: Family<DescriptorLabel, Counter>,
+    within: Family<DescriptorLabel, Counter>,
+    shadow: Family<DescriptorLabel, Counter>,
+    store_errors: Family<DescriptorLabel, Counter>,
+    latency: Histogram,
+    keys: Family<DescriptorLabel, Gauge>,
+    redis: Family<KindLabel, Gauge>,
+}
+
+impl Default for RlsMetrics {
+    fn default() -> RlsMetrics {
+        RlsMetrics::new()
+    }
+}
+
+impl RlsMetrics {
+    /// Every metric at zero.
+    pub fn new() -> RlsMetrics {
+        let mut registry = Registry::with_prefix("limits_rls");
+        let counters = [
+            (
+                "total_hits",
+                "Hits asked for, per limit (or per descriptor with detailed_metric)",
+            ),
+            (
+                "over_limit",
+                "Hits of denied requests (with shadow mode: hits that would have been denied)",
+            ),
+            ("near_limit", "Admitted hits past 80% of the limit"),
+            ("within_limit", "Admitted hits"),
+            (
+                "shadow_mode",
+                "Hits over the limit let through by shadow_mode",
+            ),
+            (
+                "store_errors",
+                "Decisions the store could not make (answered per --on-store-error)",
+            ),
+        ];
+        let families: Vec<Family<DescriptorLabel, Counter>> =
+            counters.iter().map(|_| Family::default()).collect();
+        for ((name, help), family) in counters.iter().zip(&families) {
+            registry.register(*name, *help, family.clone());
+        }
+        let latency = Histogram::new(exponential_buckets(1e-6, 4.0, 10));
+        registry.register(
+            "decision_seconds",
+            "Time to decide one descriptor (store included)",
+            latency.clone(),
+        );
+        let keys = Family::<DescriptorLabel, Gauge>::default();
+        registry.register(
+            "keys",
+            "Keys tracked per limit (in-memory stores)",
+            keys.clone(),
+        );
+        let redis = Family::<KindLabel, Gauge>::default();
+        registry.register(
+            "redis",
+            "The Redis store: calls, errors, outages, deny_cache_hits, healthy (1 or 0)",
+            redis.clone(),
+        );
+        let mut it = families.into_iter();
+        let mut next = || it.next().unwrap_or_default();
+        RlsMetrics {
+            total: next(),
+            over: next(),
+            near: next(),
+            within: next(),
+            shadow: next(),
+            store_errors: next(),
+            registry,
+            latency,
+            keys,
+            redis,
+        }
+    }
+
+    /// Counts one decided descriptor's `hits` under `descriptor`, and how
+    /// long it took.
+    pub fn decided(&self, descriptor: &str, hits: Hits, latency: Duration) {
+        let label = DescriptorLabel {
+            descriptor: descriptor.to_string(),
+        };
+        for (family, n) in [
+            (&self.total, hits.total),
+            (&self.over, hits.over),
+            (&self.near, hits.near),
+            (&self.within, hits.within),
+            (&self.shadow, hits.shadow),
+        ] {
+            // Create every series at its first hit, even at 0, so that a
+            // dashboard sees it before anything is over.
+            family.get_or_create(&label).inc_by(n);
+        }
+        self.latency.observe(latency.as_secs_f64());
+    }
+
+    /// Counts a decision the store of `descriptor` could not make.
+    pub fn store_failed(&self, descriptor: &str, latency: Duration) {
+        self.store_errors
+            .get_or_create(&DescriptorLabel {
+                descriptor: descriptor.to_string(),
+            })
+            .inc();
+        self.latency.observe(latency.as_secs_f64());
+    }
+
+    /// Reads the gauges (keys per in-memory store, the Redis connection's
+    /// counters), then encodes everything in the OpenMetrics text format.
+    pub fn render(&self, limits: &RlsLimits, redis: Option<&RedisConnection>) -> String {
+        for (id, store) in limits.stores() {
+            if let Some(local) = store.local() {
+                let label = DescriptorLabel {
+                    descriptor: id.to_string(),
+                };
+                self.keys
+                    .get_or_create(&label)
+                    .set(i64::try_from(local.len()).unwrap_or(i64::MAX));
+            }
+        }
+        if let Some(redis) = redis {
+            let set = |kind: &str, v: u64| {
+                self.redis
+                    .get_or_create(&KindLabel { kind: kind.into() })
+                    .set(i64::try_from(v).unwrap_or(i64::MAX))
+            };
+            set("calls", redis.calls());
+            set("errors", redis.errors());
+            set("outages", redis.outages());
+            set("deny_cache_hits", redis.deny_cache_hits());
+            set("healthy", u64::from(redis.is_healthy()));
+        }
+        let mut out = String::new();
+        if encode(&mut out, &self.registry).is_err() {
+            out = "# encoding failed\n".into();
+        }
+        out
+    }
+}

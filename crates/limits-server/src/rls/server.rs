@@ -1,0 +1,234 @@
+//! The `limits rls` server: the gRPC listener of the rate limit service
+//! (and the standard gRPC health service), with what `limits serve` runs
+//! beside its own listener: the admin endpoint (`/metrics`, `/healthz`), a
+//! sweep of idle keys every second, reload on SIGHUP keeping the counts of
+//! unchanged limits, and a graceful drain on shutdown.
+//!
+//! It prints one line on stdout as it listens, opens the admin port,
+//! reloads and stops (`limits rls: listening on HOST:PORT (N limits)`, a bare address as
+//! Envoy's cluster takes it): scripts
+//! and tests read them.
+
+use super::limits::RlsLimits;
+use super::metrics::RlsMetrics;
+use super::proto::rate_limit_service_server::RateLimitServiceServer;
+use super::service::RlsService;
+use super::RlsServerConfig;
+use crate::listener::{self, Bounds};
+use crate::metrics::admin_router;
+use arc_swap::ArcSwap;
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+/// A rate limit service ready to run: its configuration read and its
+/// stores built, not yet listening.
+///
+/// ```no_run
+/// use limits_server::rls::{RlsServer, RlsServerConfig};
+///
+/// # async fn run() -> Result<(), String> {
+/// let config = RlsServerConfig::new("ratelimit/config".into());
+/// RlsServer::new(config)?.serve(limits_server::shutdown_signal()).await
+/// # }
+/// ```
+pub struct RlsServer {
+    config: RlsServerConfig,
+    limits: Arc<ArcSwap<RlsLimits>>,
+    metrics: Arc<RlsMetrics>,
+}
+
+/// Reloads a running server's configuration, for an embedder (SIGHUP does
+/// the same for a server owning its process).
+#[derive(Clone)]
+pub struct RlsReloader {
+    config: RlsServerConfig,
+    limits: Arc<ArcSwap<RlsLimits>>,
+}
+
+impl RlsReloader {
+    /// Re-reads the configuration: unchanged limits keep their stores (and
+    /// counts); a bad configuration keeps the old limits. Returns (limits,
+    /// kept) or the error, which it also prints.
+    pub fn reload(&self) -> Result<(usize, usize), String> {
+        match RlsLimits::load(&self.config.config, &self.config.stores) {
+            Ok(mut fresh) => {
+                let kept = fresh.keep_state(&self.limits.load());
+                let count = fresh.config.limits().count();
+                self.limits.store(Arc::new(fresh));
+                tracing::info!(limits = count, kept, "config reloaded");
+                println!("limits rls: config reloaded ({count} limits, {kept} kept their state)");
+                Ok((count, kept))
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "config not reloaded; keeping the old limits");
+                println!("limits rls: config not reloaded: {e}");
+                Err(e)
+            }
+        }
+    }
+}
+
+impl RlsServer {
+    /// Reads the configuration and builds one store per limit. Errors name
+    /// the file and line (`FILE:LINE: what is wrong`).
+    pub fn new(config: RlsServerConfig) -> Result<RlsServer, String> {
+        let limits = RlsLimits::load(&config.config, &config.stores)?;
+        Ok(RlsServer {
+            config,
+            limits: Arc::new(ArcSwap::from_pointee(limits)),
+            metrics: Arc::new(RlsMetrics::new()),
+        })
+    }
+
+    /// What reloads this server's configuration.
+    pub fn reloader(&self) -> RlsReloader {
+        RlsReloader {
+            config: self.config.clone(),
+            limits: self.limits.clone(),
+        }
+    }
+
+    /// Listens on the configured address and serves until `shutdown`
+    /// completes; see [`serve_on`](Self::serve_on).
+    pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), String> {
+        let addr = self.config.listen;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("--listen {addr}: {e}"))?;
+        self.serve_on(listener, shutdown).await
+    }
+
+    /// Serves the rate limit service on `listener` until `shutdown`
+    /// completes, then lets calls in flight finish (up to the drain
+    /// timeout). Meanwhile: the admin endpoint if configured, the sweep, and
+    /// reloads on SIGHUP if asked for; all stop with it.
+    pub async fn serve_on(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), String> {
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        let mut background = Vec::new();
+        if let Some(addr) = self.config.admin {
+            background.push(self.start_admin(addr).await?);
+        }
+        let limits = self.limits.clone();
+        background.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                limits.load().sweep();
+            }
+        }));
+        if self.config.reload_on_hangup {
+            background.extend(watch_hangups(self.reloader()));
+        }
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let service = RlsService {
+            limits: self.limits.clone(),
+            on_store_error: self.config.on_store_error,
+            metrics: self.metrics.clone(),
+            in_flight: in_flight.clone(),
+        };
+        let (health_reporter, health) = tonic_health::server::health_reporter();
+        health_reporter
+            .set_serving::<RateLimitServiceServer<RlsService>>()
+            .await;
+        let count = self.limits.load().config.limits().count();
+        println!("limits rls: listening on {local} ({count} limits)");
+        tracing::info!(%local, limits = count, "listening");
+
+        let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
+        let signal = async move {
+            shutdown.await;
+            tracing::info!("shutting down: no new calls; finishing calls in flight");
+            let _ = stopping.send(());
+        };
+        let serving = tonic::transport::Server::builder()
+            .add_service(health)
+            .add_service(RateLimitServiceServer::new(service))
+            .serve_with_incoming_shutdown(
+                tonic::transport::server::TcpIncoming::from(listener),
+                signal,
+            );
+        // Once stopping, the calls in flight are waited for (up to the drain
+        // timeout), not the connections: tonic would wait for every client to
+        // close its idle connection, which Envoy keeps open.
+        let drain = self.config.drain_timeout;
+        let drained = async move {
+            if stopped.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            let until = tokio::time::Instant::now() + drain;
+            while in_flight.load(Ordering::SeqCst) > 0 {
+                if tokio::time::Instant::now() >= until {
+                    tracing::warn!(timeout = ?drain, "calls still in flight after the drain timeout");
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        let result = tokio::select! {
+            r = serving => r.map_err(|e| format!("the gRPC server failed: {e}")),
+            () = drained => Ok(()),
+        };
+        for task in background {
+            task.abort();
+        }
+        println!("limits rls: stopped");
+        result
+    }
+
+    /// Binds the admin endpoint and serves it until aborted.
+    async fn start_admin(&self, addr: std::net::SocketAddr) -> Result<JoinHandle<()>, String> {
+        let redis = self.config.stores.redis.clone();
+        let (limits, metrics, connection) =
+            (self.limits.clone(), self.metrics.clone(), redis.clone());
+        let render = Arc::new(move || metrics.render(&limits.load(), connection.as_ref()));
+        let admin = TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("--admin {addr}: {e}"))?;
+        let local = admin.local_addr().map_err(|e| e.to_string())?;
+        println!("limits rls: admin on http://{local}/metrics");
+        Ok(tokio::spawn(listener::serve(
+            admin,
+            admin_router(render, redis),
+            Bounds::default(),
+            std::future::pending(),
+        )))
+    }
+}
+
+/// Reloads on each SIGHUP from now on (its default action would end the
+/// process without draining).
+fn watch_hangups(reloader: RlsReloader) -> Option<JoinHandle<()>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::hangup()) {
+            Ok(mut hangups) => {
+                return Some(tokio::spawn(async move {
+                    while hangups.recv().await.is_some() {
+                        let _ = reloader.reload();
+                    }
+                }));
+            }
+            Err(e) => tracing::error!(error = %e, "cannot listen for SIGHUP; reload disabled"),
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = reloader;
+    None
+}
+
+impl std::fmt::Debug for RlsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RlsServer")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,248 @@
+//! `ShouldRateLimit`: each descriptor of a request looked up in the limits
+//! in force, then decided on its limit's store, exactly.
+//!
+//! As the reference service (envoyproxy/ratelimit): a descriptor that
+//! matches no limit, or whose domain has no configuration, is OK with no
+//! limit; an `unlimited` one is OK; a limit named in another matched limit's
+//! `replaces` is dropped; a shadow-mode limit is decided and counted but
+//! reports OK; the overall code is OVER_LIMIT if any enforced descriptor is
+//! over. Descriptors are decided one after the other and independently, as
+//! the reference does: one that admits takes its hits even when another of
+//! the same request is over (several limits that must all admit or all not
+//! take anything are one limit with several rates: that one is all or
+//! nothing). An empty domain, no descriptors, or `is_negative_hits` (a refund:
+//! no limiter here can give hits back exactly) are answered INVALID_ARGUMENT.
+
+use super::config::{Matched, RlsLimit};
+use super::decide::{self, Reported};
+use super::limits::RlsLimits;
+use super::metrics::{Hits, RlsMetrics};
+use super::proto::rate_limit_response::Code;
+use super::proto::rate_limit_service_server::RateLimitService;
+use super::proto::{RateLimitRequest, RateLimitResponse};
+use super::OnStoreError;
+use arc_swap::ArcSwap;
+use limits::{RetryAfter, Store};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tonic::{Request, Response, Status};
+
+/// The gRPC service: the limits in force (swapped on reload), what to do
+/// when a store fails, and the metrics.
+pub struct RlsService {
+    pub(crate) limits: Arc<ArcSwap<RlsLimits>>,
+    pub(crate) on_store_error: OnStoreError,
+    pub(crate) metrics: Arc<RlsMetrics>,
+    /// Calls being answered: shutdown waits for them, not for idle
+    /// connections (a client may hold one open for ever).
+    pub(crate) in_flight: Arc<AtomicUsize>,
+}
+
+/// Counts a call in flight while it lives.
+struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    fn new(count: &Arc<AtomicUsize>) -> InFlight {
+        count.fetch_add(1, Ordering::SeqCst);
+        InFlight(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[tonic::async_trait]
+impl RateLimitService for RlsService {
+    async fn should_rate_limit(
+        &self,
+        request: Request<RateLimitRequest>,
+    ) -> Result<Response<RateLimitResponse>, Status> {
+        let _in_flight = InFlight::new(&self.in_flight);
+        let request = request.into_inner();
+        if let Some(problem) = problem(&request) {
+            return Err(Status::invalid_argument(problem));
+        }
+        let limits = self.limits.load_full();
+        let matched = lookup(&limits, &request);
+        self.decide_all(&limits, &request, &matched)
+            .await
+            .map(Response::new)
+    }
+}
+
+/// The request's problem that no configuration can answer, if any.
+fn problem(request: &RateLimitRequest) -> Option<String> {
+    if request.domain.is_empty() {
+        return Some("rate limit domain must not be empty".into());
+    }
+    if request.descriptors.is_empty() {
+        return Some("rate limit descriptor list must not be empty".into());
+    }
+    let refund = request
+        .descriptors
+        .iter()
+        .position(|d| d.is_negative_hits)?;
+    Some(format!(
+        "descriptor {refund}: is_negative_hits (a refund) is not supported: no limiter of \
+         limits can give hits back exactly"
+    ))
+}
+
+/// Each descriptor's matched limit, without those another matched limit
+/// replaces.
+fn lookup<'a>(limits: &'a RlsLimits, request: &RateLimitRequest) -> Vec<Option<Matched<'a>>> {
+    let mut matched: Vec<Option<Matched<'a>>> = request
+        .descriptors
+        .iter()
+        .map(|d| {
+            let entries: Vec<(&str, &str)> = d
+                .entries
+                .iter()
+                .map(|e| (e.key.as_str(), e.value.as_str()))
+                .collect();
+            limits.config.lookup(&request.domain, &entries)
+        })
+        .collect();
+    let replaced: HashSet<&str> = matched
+        .iter()
+        .flatten()
+        .flat_map(|m| m.limit.replaces.iter().map(String::as_str))
+        .collect();
+    for slot in &mut matched {
+        if slot
+            .as_ref()
+            .and_then(|m| m.limit.name.as_deref())
+            .is_some_and(|name| replaced.contains(name))
+        {
+            *slot = None;
+        }
+    }
+    matched
+}
+
+fn reported(limit: &RlsLimit) -> Reported {
+    Reported {
+        requests_per_unit: limit.reported.requests_per_unit,
+        unit: limit.reported.unit as i32,
+        name: limit.name.clone().unwrap_or_default(),
+    }
+}
+
+impl RlsService {
+    async fn decide_all(
+        &self,
+        limits: &RlsLimits,
+        request: &RateLimitRequest,
+        matched: &[Option<Matched<'_>>],
+    ) -> Result<RateLimitResponse, Status> {
+        let mut response = RateLimitResponse {
+            overall_code: Code::Ok as i32,
+            ..RateLimitResponse::default()
+        };
+        let mut header_statuses = Vec::new();
+        let mut denied: Option<RetryAfter> = None;
+        for (descriptor, found) in request.descriptors.iter().zip(matched) {
+            let Some(found) = found else {
+                response.statuses.push(decide::ok(0));
+                continue;
+            };
+            let (limit, key, label) = (found.limit, &found.key, found.metric_name());
+            let (cost, mode) = decide::cost(request.hits_addend, descriptor);
+            if limit.blocked {
+                // `requests_per_unit: 0`: every request over, as the reference.
+                let hits = Hits {
+                    total: cost,
+                    over: cost,
+                    shadow: if limit.shadow_mode { cost } else { 0 },
+                    ..Hits::default()
+                };
+                self.metrics
+                    .decided(&label, hits, std::time::Duration::ZERO);
+                if limit.shadow_mode {
+                    response.statuses.push(decide::ok(0));
+                } else {
+                    response
+                        .statuses
+                        .push(decide::over_without_time(&reported(limit)));
+                    response.overall_code = Code::OverLimit as i32;
+                    denied = Some(RetryAfter::Never);
+                }
+                continue;
+            }
+            let (Some(rule), Some(store)) = (&limit.rule, limits.store(limit)) else {
+                response.statuses.push(decide::ok(u32::MAX));
+                continue;
+            };
+            let started = Instant::now();
+            let verdict = match store.decide(key, cost, mode).await {
+                Ok(v) => v,
+                Err(e) => {
+                    self.metrics.store_failed(&label, started.elapsed());
+                    tracing::warn!(limit = %limit.id, error = %e, "store error");
+                    match self.on_store_error {
+                        OnStoreError::Unavailable => {
+                            return Err(Status::unavailable(format!(
+                                "the store of limit {} cannot decide: {e}",
+                                limit.id
+                            )))
+                        }
+                        OnStoreError::Allow => response.statuses.push(decide::ok(0)),
+                        OnStoreError::Deny if limit.shadow_mode => {
+                            response.statuses.push(decide::ok(0))
+                        }
+                        OnStoreError::Deny => {
+                            response
+                                .statuses
+                                .push(decide::over_without_time(&reported(limit)));
+                            response.overall_code = Code::OverLimit as i32;
+                        }
+                    }
+                    continue;
+                }
+            };
+            let allowed = verdict.decision.allowed;
+            let over = !allowed && !limit.shadow_mode;
+            let hits = Hits {
+                total: cost,
+                over: if allowed { 0 } else { cost },
+                near: if allowed {
+                    decide::near_limit_hits(rule, &verdict, cost)
+                } else {
+                    0
+                },
+                within: if allowed { cost } else { 0 },
+                shadow: if !allowed && limit.shadow_mode {
+                    cost
+                } else {
+                    0
+                },
+            };
+            self.metrics.decided(&label, hits, started.elapsed());
+            response
+                .statuses
+                .push(decide::status(&reported(limit), rule, &verdict, over));
+            if limit.shadow_mode {
+                continue;
+            }
+            header_statuses.push(decide::rule_status(
+                limit.name.as_deref().unwrap_or(&limit.id),
+                rule,
+                &verdict,
+            ));
+            if over {
+                response.overall_code = Code::OverLimit as i32;
+                let wait = verdict.decision.retry_after;
+                denied = Some(denied.map_or(wait, |d| d.max(wait)));
+            }
+            // A descriptor of a request another descriptor denies still took
+            // its hits: decided independently, as the reference does.
+        }
+        response.response_headers_to_add = decide::header_fields(&header_statuses, denied);
+        Ok(response)
+    }
+}
