@@ -238,14 +238,16 @@ async fn times_and_fields_are_those_of_the_exact_decision() {
         (over.overall_code, status.code, status.limit_remaining),
         (OVER, OVER, 1)
     );
-    // Denied: the exact wait until 2 hits pass, the first 4 leaving the log a
-    // day after they came; Retry-After is that, in whole seconds rounded up.
+    // Denied: the exact wait until 2 hits pass (the first 4 leave the log a
+    // day after they came), rounded up to whole seconds as Envoy reads only
+    // the seconds: the same number as Retry-After.
     let wait = reset_nanos(status);
+    assert_eq!(wait % 1_000_000_000, 0, "whole seconds");
     assert!(
-        wait > 86_300 * 1_000_000_000 && wait < 86_400 * 1_000_000_000,
+        wait > 86_300 * 1_000_000_000 && wait <= 86_400 * 1_000_000_000,
         "{wait}"
     );
-    let seconds = wait.div_ceil(1_000_000_000).to_string();
+    let seconds = (wait / 1_000_000_000).to_string();
     assert_eq!(header(&over, "retry-after"), Some(seconds));
 }
 

@@ -12,6 +12,12 @@
 //! a denied client is told exactly when to retry and an admitted one when its
 //! whole quota is back; for a fixed window both are the window's end, which
 //! is what the reference service reports.
+//!
+//! Envoy reads only the whole seconds of the duration (a wait of 59.9 s
+//! becomes `X-RateLimit-Reset: 59`, and a client that retries then is
+//! early), so the duration is the exact time rounded up to a whole second,
+//! the rounding of `Retry-After` and of the `RateLimit` field's `t`: a client
+//! that waits what any of the three says is never turned away for being early.
 
 use super::proto::rate_limit_response::{rate_limit::Unit, Code, DescriptorStatus, RateLimit};
 use super::proto::{HeaderValue, RateLimitDescriptor};
@@ -87,7 +93,7 @@ pub fn status(reported: &Reported, rule: &Rule, verdict: &Verdict, over: bool) -
         code: if over { Code::OverLimit } else { Code::Ok } as i32,
         current_limit: Some(reported.to_proto()),
         limit_remaining: remaining(rule, verdict),
-        duration_until_reset: Some(duration(wait)),
+        duration_until_reset: Some(whole_seconds(wait)),
     }
 }
 
@@ -114,12 +120,12 @@ pub fn over_without_time(reported: &Reported) -> DescriptorStatus {
     }
 }
 
-/// A duration as protobuf's, exactly (whole seconds and the nanoseconds
-/// left; saturated at i64::MAX seconds).
-pub fn duration(d: Duration) -> prost_types::Duration {
+/// A duration as protobuf's, rounded up to whole seconds as the HTTP
+/// header fields are (see the module's doc; saturated at i64::MAX seconds).
+pub fn whole_seconds(d: Duration) -> prost_types::Duration {
     prost_types::Duration {
-        seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-        nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
+        seconds: i64::try_from(headers::ceil_secs(d)).unwrap_or(i64::MAX),
+        nanos: 0,
     }
 }
 

@@ -54,7 +54,7 @@ async fn a_denial_reports_the_exact_wait_and_an_admission_the_time_to_full() {
         // The log is full again a minute after its latest entry: now.
         assert_eq!(
             st.duration_until_reset,
-            Some(duration(Duration::from_secs(60)))
+            Some(whole_seconds(Duration::from_secs(60)))
         );
     }
     let v = at(&s, 30 * S, 1).await;
@@ -65,7 +65,7 @@ async fn a_denial_reports_the_exact_wait_and_an_admission_the_time_to_full() {
     // The first entry leaves the window at 60 s: 30 s from now, exactly.
     assert_eq!(
         st.duration_until_reset,
-        Some(duration(Duration::from_secs(30)))
+        Some(whole_seconds(Duration::from_secs(30)))
     );
     assert_eq!(until_reset(&v.decision), Duration::from_secs(30));
     let limit = st.current_limit.unwrap();
@@ -157,8 +157,18 @@ fn ok_statuses_carry_no_limit() {
     assert_eq!(denied.current_limit.unwrap().requests_per_unit, 3);
 }
 
+/// Envoy reads the seconds only: 7.1 s must say 8, or a client retrying
+/// after `X-RateLimit-Reset` seconds is early and refused again.
 #[test]
-fn durations_are_exact_to_the_nanosecond() {
-    let d = duration(Duration::new(7, 123_456_789));
-    assert_eq!((d.seconds, d.nanos), (7, 123_456_789));
+fn durations_round_up_to_whole_seconds_as_envoy_reads_only_seconds() {
+    let d = whole_seconds(Duration::new(7, 123_456_789));
+    assert_eq!((d.seconds, d.nanos), (8, 0));
+    let d = whole_seconds(Duration::from_secs(7));
+    assert_eq!((d.seconds, d.nanos), (7, 0));
+    let d = whole_seconds(Duration::from_nanos(1));
+    assert_eq!(
+        (d.seconds, d.nanos),
+        (1, 0),
+        "a wait is never reported as none"
+    );
 }
