@@ -37,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+mod clock;
 mod connection;
 mod deny_cache;
 mod scripts;
