@@ -4,7 +4,7 @@
 -- little-endian) then `cap` entries of 6 bytes: a time in us modulo 2^48.
 -- Every entry lies in (newest - W, newest] and W < 2^48 us, so an entry is
 -- newest - ((newest - entry) mod 2^48), exactly. Entries are in time order:
--- expiry is a binary search (O(log L) reads), the k-th oldest one read, a
+-- expiry is a galloping search (O(log k) reads for k expired), the k-th oldest one read, a
 -- record one or two SETRANGEs: never O(L) per call. The buffer grows by
 -- doubling up to L entries and shrinks when a quarter full.
 -- A buffer of at most SMALL entries is read whole by the first GETRANGE (a
@@ -73,10 +73,19 @@ function A.advance(p, s, now, i)
     s.count = 0
     return t
   end
-  local lo, hi = 0, s.count - 1
+  -- The first entry after the horizon (the newest one is): usually none or
+  -- a few expire, so gallop from the oldest (1, 2, 4... entries: O(log k)
+  -- reads for k expired, one when none is) before the binary search.
+  local key = KEYS[i]
+  if entry(s, key, 0) > horizon then return t end
+  local lo, hi = 0, 1
+  while hi < s.count - 1 and entry(s, key, hi) <= horizon do
+    lo, hi = hi, math.min(2 * hi + 1, s.count - 1)
+  end
+  lo = lo + 1
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    if entry(s, KEYS[i], mid) > horizon then hi = mid else lo = mid + 1 end
+    if entry(s, key, mid) > horizon then hi = mid else lo = mid + 1 end
   end
   local _, head = divmod(s.head + lo, s.cap)
   s.head, s.count = head, s.count - lo
