@@ -8,10 +8,11 @@
 //! background probe PINGs Redis every `probe_interval` until it answers; then
 //! the circuit closes and calls go to Redis again.
 
+use crate::clock;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +31,11 @@ pub struct RedisOptions {
     /// locally until they could pass (the exact deny cache; 0: off;
     /// default 100,000).
     pub deny_cache: usize,
+    /// How often this host's clock is compared with Redis's `TIME` (besides
+    /// at connection and when Redis answers again; default 10 s).
+    pub clock_check: Duration,
+    /// A clock difference beyond this is logged (default 100 ms).
+    pub clock_warning: Duration,
 }
 
 impl Default for RedisOptions {
@@ -39,6 +45,8 @@ impl Default for RedisOptions {
             timeout: Duration::from_millis(50),
             probe_interval: Duration::from_millis(250),
             deny_cache: 100_000,
+            clock_check: Duration::from_secs(10),
+            clock_warning: Duration::from_millis(100),
         }
     }
 }
@@ -91,7 +99,7 @@ impl ConnectionLike for Conn {
 }
 
 /// Counts a connection keeps, for metrics.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Health {
     /// Whether the circuit is open (Redis unreachable).
     pub down: AtomicBool,
@@ -104,6 +112,22 @@ pub(crate) struct Health {
     pub outages: AtomicU64,
     /// Denials answered by a deny cache, without Redis.
     pub deny_cache_hits: AtomicU64,
+    /// This host's clock minus Redis's `TIME`, in microseconds, at the last
+    /// measurement ([`clock::UNKNOWN`] before the first).
+    pub clock_offset_us: AtomicI64,
+}
+
+impl Default for Health {
+    fn default() -> Health {
+        Health {
+            down: AtomicBool::new(false),
+            calls: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            outages: AtomicU64::new(0),
+            deny_cache_hits: AtomicU64::new(0),
+            clock_offset_us: AtomicI64::new(clock::UNKNOWN),
+        }
+    }
 }
 
 /// A shared connection to Redis (or a Redis Cluster): clone it freely, every
@@ -162,10 +186,18 @@ impl RedisConnection {
                     .map_err(err)?,
             )
         };
+        let health = Arc::new(Health::default());
+        clock::spawn(
+            conn.clone(),
+            Arc::downgrade(&health),
+            options.clock_check,
+            options.timeout,
+            options.clock_warning,
+        );
         Ok(RedisConnection {
             conn,
             options: Arc::new(options),
-            health: Arc::new(Health::default()),
+            health,
         })
     }
 
@@ -193,6 +225,17 @@ impl RedisConnection {
     /// Denials answered locally by the deny cache, without asking Redis.
     pub fn deny_cache_hits(&self) -> u64 {
         self.health.deny_cache_hits.load(Ordering::Relaxed)
+    }
+
+    /// This host's clock minus Redis's `TIME` at the last measurement, in
+    /// microseconds (positive: this host is ahead); `None` before the first.
+    /// Measured in the background: at connection, when Redis answers again
+    /// after an outage, and every [`RedisOptions::clock_check`].
+    pub fn clock_offset_micros(&self) -> Option<i64> {
+        match self.health.clock_offset_us.load(Ordering::Relaxed) {
+            clock::UNKNOWN => None,
+            offset => Some(offset),
+        }
     }
 
     /// How many times Redis became unreachable.
@@ -243,6 +286,10 @@ impl RedisConnection {
                 if let Ok(Ok(_)) = tokio::time::timeout(probe.options.timeout, ping).await {
                     probe.health.down.store(false, Ordering::Relaxed);
                     tracing::warn!("the Redis store answers again");
+                    let options = &probe.options;
+                    if let Some(offset) = clock::measure(&probe.conn, options.timeout).await {
+                        clock::record(&probe.health, offset, options.clock_warning);
+                    }
                     return;
                 }
             }

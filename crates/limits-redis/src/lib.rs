@@ -18,7 +18,8 @@
 //!
 //! The sliding log keeps a ring buffer of 6-byte times in one string per
 //! key and rate: about 6 bytes per logged request, and a bounded number of
-//! Redis reads per call (a binary search to expire, one read to answer)
+//! Redis reads per call (a galloping search to expire: one read when nothing
+//! expires, O(log k) for k expired; one read to answer)
 //! whatever the limit.
 //!
 //! ```no_run
@@ -37,6 +38,7 @@
 
 #![warn(missing_docs)]
 
+mod clock;
 mod connection;
 mod deny_cache;
 mod scripts;

@@ -106,11 +106,21 @@ impl Shape {
     }
 }
 
+/// The layout of the scripts' state in Redis, part of every key: a changed
+/// layout starts afresh instead of misreading what an older version wrote
+/// (2: the counters as packed doubles instead of decimal text).
+const STATE_FORMAT: u32 = 2;
+
 /// A short, stable fingerprint of a rule's algorithm, rates and burst: the
 /// same rule in every process, a different one if any changes (so a changed
 /// rule starts afresh instead of reading a state laid out for another).
 pub(crate) fn fingerprint(rule: &Rule) -> String {
-    let text = format!("{}|{}|{:?}", rule.algorithm(), rule.rates(), rule.burst());
+    let text = format!(
+        "{}|{}|{:?}|{STATE_FORMAT}",
+        rule.algorithm(),
+        rule.rates(),
+        rule.burst()
+    );
     // FNV-1a, 32 bits: no random seed, the same everywhere.
     let mut hash: u32 = 0x811c_9dc5;
     for byte in text.bytes() {

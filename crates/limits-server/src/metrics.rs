@@ -18,7 +18,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Registry, Unit};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,6 +52,8 @@ pub struct Metrics {
     client_errors: Family<KindLabel, Gauge>,
     unreadable_clients: Counter,
     redis: Family<KindLabel, Gauge>,
+    /// One member (no labels) once measured: absent, not 0, before.
+    redis_clock: Family<Vec<(String, String)>, Gauge<f64, AtomicU64>>,
 }
 
 impl Metrics {
@@ -67,6 +70,7 @@ impl Metrics {
         let client_errors = Family::<KindLabel, Gauge>::default();
         let unreadable_clients = Counter::default();
         let redis = Family::<KindLabel, Gauge>::default();
+        let redis_clock = Family::<Vec<(String, String)>, Gauge<f64, AtomicU64>>::default();
         registry.register(
             "decisions",
             "Requests decided per rule: allowed, limited, would_limit (dry run), store_failed",
@@ -113,6 +117,12 @@ impl Metrics {
             "The Redis store: calls (script calls sent), errors (failed, or refused at once while Redis was unreachable), outages (times it became unreachable), deny_cache_hits (denials answered locally, exactly, without Redis), healthy (1 or 0)",
             redis.clone(),
         );
+        registry.register_with_unit(
+            "redis_clock_offset",
+            "This host's clock minus the Redis store's TIME (measured at connection, after an outage and every 10 s; absent until the first); decisions use Redis's time",
+            Unit::Seconds,
+            redis_clock.clone(),
+        );
         Metrics {
             registry,
             decisions,
@@ -125,6 +135,7 @@ impl Metrics {
             client_errors,
             unreadable_clients,
             redis,
+            redis_clock,
         }
     }
 
@@ -147,6 +158,11 @@ impl Metrics {
             set("outages", redis.outages());
             set("deny_cache_hits", redis.deny_cache_hits());
             set("healthy", u64::from(redis.is_healthy()));
+            if let Some(us) = redis.clock_offset_micros() {
+                self.redis_clock
+                    .get_or_create(&Vec::new())
+                    .set(us as f64 / 1e6);
+            }
         }
         for (name, keys, evictions, limited) in rules::sizes(rules) {
             let label = RuleLabel { rule: name };

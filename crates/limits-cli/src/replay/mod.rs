@@ -5,6 +5,7 @@
 mod access_log;
 mod decisions;
 mod reorder;
+mod store;
 mod trace;
 
 use crate::args::{parse_algorithm, RateArgs};
@@ -17,8 +18,10 @@ use limits::{parse_duration, Algorithm, KeyedLimiter, ManualClock, Rule};
 use reorder::Reorder;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use store::{Limiter, Redis};
 use trace::{Event, LineError, TraceFormat};
 
 #[derive(Args, Debug)]
@@ -55,6 +58,12 @@ pub struct ReplayArgs {
     /// How many of the most-limited keys to name per limiter.
     #[arg(long, default_value_t = 5)]
     top: usize,
+
+    /// Where the limiters decide: `memory`, or a Redis (redis://HOST:PORT[/DB]
+    /// or redis+cluster://HOST1:PORT1,...) with the trace's times floored to
+    /// the microsecond, under a fresh key prefix per run.
+    #[arg(long, default_value = "memory", value_name = "URL")]
+    store: String,
 }
 
 #[derive(Clone, Debug)]
@@ -104,7 +113,7 @@ impl BadLines {
 /// One limiter being replayed, and the tally of its decisions.
 struct Replayed {
     algorithm: Algorithm,
-    limiter: KeyedLimiter<String, ManualClock>,
+    limiter: Limiter,
     tally: Tally<String>,
 }
 
@@ -140,7 +149,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
     while let Some((seq, e)) = reorder.pop() {
         run.decide(seq, e)?;
     }
-    let (requests, replayed) = run.finish()?;
+    let (requests, floored, replayed) = run.finish()?;
     if requests == 0 {
         let skipped = match bad.total {
             0 => String::new(),
@@ -149,6 +158,14 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
         return Err(format!("{name}: no events in the trace{skipped}"));
     }
     print_summary(&name, requests, &rates, window, &replayed, &bad, args.top);
+    if floored > 0 {
+        println!();
+        let s = if floored == 1 { "" } else { "s" };
+        println!(
+            "{floored} event{s} had a time below the microsecond: Redis decided {} at the microsecond below",
+            if floored == 1 { "it" } else { "them" }
+        );
+    }
     Ok(())
 }
 
@@ -161,6 +178,10 @@ struct Run {
     progress: Option<ProgressBar>,
     bytes_read: Arc<AtomicU64>,
     requests: u64,
+    /// Whether the limiters decide in Redis (`--store`), at microseconds.
+    in_redis: bool,
+    /// Events whose time was floored to the microsecond for Redis.
+    floored: u64,
 }
 
 impl Run {
@@ -172,16 +193,30 @@ impl Run {
     ) -> Result<Run, String> {
         let rule = |a: Algorithm| Rule::build(a, rates.clone(), args.rate.burst);
         let keyed = |r: Rule| KeyedLimiter::with_clock(r, ManualClock::new(0));
+        let redis = match args.store.as_str() {
+            "memory" => None,
+            url => {
+                let redis = Redis::connect(url)?;
+                eprintln!("replaying in {url}, keys under {}", redis.prefix());
+                Some(Rc::new(redis))
+            }
+        };
         let replayed = args
             .limiter
             .0
             .iter()
-            .map(|&algorithm| Replayed {
-                algorithm,
-                limiter: keyed(rule(algorithm)),
-                tally: Tally::new(window).by_key(),
+            .map(|&algorithm| {
+                let limiter = match &redis {
+                    Some(redis) => redis.limiter(rule(algorithm))?,
+                    None => Limiter::Memory(keyed(rule(algorithm))),
+                };
+                Ok(Replayed {
+                    algorithm,
+                    limiter,
+                    tally: Tally::new(window).by_key(),
+                })
             })
-            .collect();
+            .collect::<Result<_, String>>()?;
         let writer = match &args.decisions {
             Some(path) => Some(DecisionsWriter::create(path)?),
             None => None,
@@ -193,15 +228,21 @@ impl Run {
             progress: progress_bar(&args.trace),
             bytes_read,
             requests: 0,
+            in_redis: redis.is_some(),
+            floored: 0,
         })
     }
 
     /// Event number `seq` (input order), decided by every limiter.
-    fn decide(&mut self, seq: u64, e: Event) -> Result<(), String> {
+    fn decide(&mut self, seq: u64, mut e: Event) -> Result<(), String> {
         self.requests += 1;
+        if self.in_redis && e.t % 1000 != 0 {
+            e.t -= e.t % 1000;
+            self.floored += 1;
+        }
         let reference = self.exact.check_at(&e.key, e.t, e.cost).allowed;
         for r in &mut self.replayed {
-            let d = r.limiter.check_at(&e.key, e.t, e.cost);
+            let d = r.limiter.decide(&e.key, e.t, e.cost)?;
             r.tally.count(&e.key, e.t, e.cost, &d, reference);
             if let Some(w) = self.writer.as_mut() {
                 w.add(seq, e.t, &e.key, e.cost, &d)?;
@@ -215,15 +256,16 @@ impl Run {
         Ok(())
     }
 
-    /// Flushes the rows; how many requests were decided, and by whom.
-    fn finish(self) -> Result<(u64, Vec<Replayed>), String> {
+    /// Flushes the rows; how many requests were decided, how many of their
+    /// times were floored for Redis, and by whom.
+    fn finish(self) -> Result<(u64, u64, Vec<Replayed>), String> {
         if let Some(p) = self.progress {
             p.finish_and_clear();
         }
         if let Some(w) = self.writer {
             w.finish()?;
         }
-        Ok((self.requests, self.replayed))
+        Ok((self.requests, self.floored, self.replayed))
     }
 }
 

@@ -49,21 +49,25 @@ local function ttl_ms(reset, floor)
 end
 
 -- Counter limiters keep every rate's state in one string key (KEYS[1]):
--- `fields` numbers per rate, separated by spaces.
+-- `fields` numbers per rate, each a little-endian double (exact: integers
+-- below 2^53).
 local function load_counters(n, fields)
-  local nums = {}
   local raw = redis.call('GET', KEYS[1])
-  if raw then
-    for x in string.gmatch(raw, '%S+') do nums[#nums + 1] = tonumber(x) end
-  end
-  if #nums ~= n * #fields then nums = {} end
+  local per = #fields
   local states = {}
-  for i = 1, n do
-    local s = {}
-    for j, name in ipairs(fields) do
-      s[name] = nums[(i - 1) * #fields + j] or 0
+  if raw and #raw == 8 * n * per then
+    local nums = {struct.unpack(string.rep('<d', n * per), raw)}
+    for i = 1, n do
+      local s = {}
+      for j = 1, per do s[fields[j]] = nums[(i - 1) * per + j] end
+      states[i] = s
     end
-    states[i] = s
+  else
+    for i = 1, n do
+      local s = {}
+      for j = 1, per do s[fields[j]] = 0 end
+      states[i] = s
+    end
   end
   return states
 end
@@ -71,10 +75,11 @@ end
 local function save_counters(states, fields, resets, floor)
   local parts = {}
   local longest = ZERO
-  for i, s in ipairs(states) do
-    for _, name in ipairs(fields) do parts[#parts + 1] = string.format('%.0f', s[name]) end
+  for i = 1, #states do
+    local s = states[i]
+    for j = 1, #fields do parts[#parts + 1] = s[fields[j]] end
     local r = resets[i]
     if r[1] * 1000 + r[2] > longest[1] * 1000 + longest[2] then longest = r end
   end
-  redis.call('SET', KEYS[1], table.concat(parts, ' '), 'PX', ttl_ms(longest, floor))
+  redis.call('SET', KEYS[1], struct.pack(string.rep('<d', #parts), unpack(parts)), 'PX', ttl_ms(longest, floor))
 end

@@ -61,9 +61,10 @@ for i = 1, n do
     if type(w) == 'table' then refill = w end
   end
   resets[i] = reset
-  local row = {allowed and 1 or 0, remaining, never, retry[1], retry[2], reset[1], reset[2],
-    refill[1], refill[2], delay[1], delay[2]}
-  for _, v in ipairs(row) do out[#out + 1] = v end
+  local o = #out
+  out[o + 1], out[o + 2], out[o + 3] = allowed and 1 or 0, remaining, never
+  out[o + 4], out[o + 5], out[o + 6], out[o + 7] = retry[1], retry[2], reset[1], reset[2]
+  out[o + 8], out[o + 9], out[o + 10], out[o + 11] = refill[1], refill[2], delay[1], delay[2]
 end
 if recorded then A.save(P, S, resets, floor) end
 return out
