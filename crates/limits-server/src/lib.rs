@@ -31,6 +31,7 @@ pub mod config;
 mod listener;
 mod metrics;
 mod proxy;
+mod redis_metrics;
 pub mod rls;
 mod rules;
 mod server;

@@ -6,6 +6,7 @@
 //! `/healthz` for load balancers (it says when the Redis store is degraded).
 
 use crate::proxy::ProxyErrors;
+use crate::redis_metrics::{KindLabel, RedisGauges};
 use crate::rules::{self, ServerRule};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
@@ -18,8 +19,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::registry::{Registry, Unit};
-use std::sync::atomic::AtomicU64;
+use prometheus_client::registry::Registry;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,11 +34,6 @@ struct DecisionLabels {
     outcome: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct KindLabel {
-    kind: String,
-}
-
 /// Every metric of the server.
 pub struct Metrics {
     registry: Registry,
@@ -51,9 +46,7 @@ pub struct Metrics {
     upstream_errors: Family<KindLabel, Gauge>,
     client_errors: Family<KindLabel, Gauge>,
     unreadable_clients: Counter,
-    redis: Family<KindLabel, Gauge>,
-    /// One member (no labels) once measured: absent, not 0, before.
-    redis_clock: Family<Vec<(String, String)>, Gauge<f64, AtomicU64>>,
+    redis: RedisGauges,
 }
 
 impl Metrics {
@@ -69,8 +62,6 @@ impl Metrics {
         let upstream_errors = Family::<KindLabel, Gauge>::default();
         let client_errors = Family::<KindLabel, Gauge>::default();
         let unreadable_clients = Counter::default();
-        let redis = Family::<KindLabel, Gauge>::default();
-        let redis_clock = Family::<Vec<(String, String)>, Gauge<f64, AtomicU64>>::default();
         registry.register(
             "decisions",
             "Requests decided per rule: allowed, limited, would_limit (dry run), store_failed",
@@ -112,17 +103,7 @@ impl Metrics {
             "Requests whose trusted forwarding header held an entry that is not an address (unknown, _hidden, garbage): keyed by the nearest trusted proxy",
             unreadable_clients.clone(),
         );
-        registry.register(
-            "redis",
-            "The Redis store: calls (script calls sent), errors (failed, or refused at once while Redis was unreachable), outages (times it became unreachable), deny_cache_hits (denials answered locally, exactly, without Redis), healthy (1 or 0)",
-            redis.clone(),
-        );
-        registry.register_with_unit(
-            "redis_clock_offset",
-            "This host's clock minus the Redis store's TIME (measured at connection, after an outage and every 10 s; absent until the first); decisions use Redis's time",
-            Unit::Seconds,
-            redis_clock.clone(),
-        );
+        let redis = RedisGauges::register(&mut registry);
         Metrics {
             registry,
             decisions,
@@ -135,7 +116,6 @@ impl Metrics {
             client_errors,
             unreadable_clients,
             redis,
-            redis_clock,
         }
     }
 
@@ -148,21 +128,7 @@ impl Metrics {
         redis: Option<&RedisConnection>,
     ) -> String {
         if let Some(redis) = redis {
-            let set = |kind: &str, v: u64| {
-                self.redis
-                    .get_or_create(&KindLabel { kind: kind.into() })
-                    .set(i64::try_from(v).unwrap_or(i64::MAX))
-            };
-            set("calls", redis.calls());
-            set("errors", redis.errors());
-            set("outages", redis.outages());
-            set("deny_cache_hits", redis.deny_cache_hits());
-            set("healthy", u64::from(redis.is_healthy()));
-            if let Some(us) = redis.clock_offset_micros() {
-                self.redis_clock
-                    .get_or_create(&Vec::new())
-                    .set(us as f64 / 1e6);
-            }
+            self.redis.update(redis);
         }
         for (name, keys, evictions, limited) in rules::sizes(rules) {
             let label = RuleLabel { rule: name };

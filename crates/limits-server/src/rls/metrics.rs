@@ -12,6 +12,7 @@
 //! 80% of the limit (the reference's default `NEAR_LIMIT_RATIO`).
 
 use super::limits::RlsLimits;
+use crate::redis_metrics::RedisGauges;
 use limits::Store;
 use limits_redis::RedisConnection;
 use prometheus_client::encoding::{text::encode, EncodeLabelSet};
@@ -25,11 +26,6 @@ use std::time::Duration;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DescriptorLabel {
     descriptor: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct KindLabel {
-    kind: String,
 }
 
 /// What one decided descriptor adds to the counters, in hits.
@@ -58,7 +54,7 @@ pub struct RlsMetrics {
     store_errors: Family<DescriptorLabel, Counter>,
     latency: Histogram,
     keys: Family<DescriptorLabel, Gauge>,
-    redis: Family<KindLabel, Gauge>,
+    redis: RedisGauges,
 }
 
 impl Default for RlsMetrics {
@@ -108,12 +104,7 @@ impl RlsMetrics {
             "Keys tracked per limit (in-memory stores)",
             keys.clone(),
         );
-        let redis = Family::<KindLabel, Gauge>::default();
-        registry.register(
-            "redis",
-            "The Redis store: calls, errors, outages, deny_cache_hits, healthy (1 or 0)",
-            redis.clone(),
-        );
+        let redis = RedisGauges::register(&mut registry);
         let mut it = families.into_iter();
         let mut next = || it.next().unwrap_or_default();
         RlsMetrics {
@@ -174,16 +165,7 @@ impl RlsMetrics {
             }
         }
         if let Some(redis) = redis {
-            let set = |kind: &str, v: u64| {
-                self.redis
-                    .get_or_create(&KindLabel { kind: kind.into() })
-                    .set(i64::try_from(v).unwrap_or(i64::MAX))
-            };
-            set("calls", redis.calls());
-            set("errors", redis.errors());
-            set("outages", redis.outages());
-            set("deny_cache_hits", redis.deny_cache_hits());
-            set("healthy", u64::from(redis.is_healthy()));
+            self.redis.update(redis);
         }
         let mut out = String::new();
         if encode(&mut out, &self.registry).is_err() {
