@@ -3,7 +3,7 @@
 //! ([`responses`](crate::responses)) or holding the request for its delay,
 //! serving it, and adding the RateLimit headers to the response.
 
-use crate::decide::{decide, Admitted, Decision};
+use crate::decide::{decide, members, Admitted, Decision};
 use crate::headers;
 use crate::key::{KeyExtractor, KeySpec};
 use crate::layer::PolicyHandle;
@@ -93,14 +93,15 @@ where
             let response = inner.call(Request::from_parts(parts, body)).await?;
             Ok(response.map(Either::Left))
         }
-        Decision::Refuse(refusal) => Ok(ours(responses::refusal(refusal, legacy))),
-        Decision::Admit(admitted) => serve(inner, parts, admitted, legacy).await,
+        Decision::Refuse(refusal) => Ok(ours(responses::refusal(&policy, refusal, legacy))),
+        Decision::Admit(admitted) => serve(&policy, inner, parts, admitted, legacy).await,
     }
 }
 
 /// Holds an admitted request for its delay, serves it, and adds the
 /// RateLimit headers of the rules it passed.
-async fn serve<Inner, ReqBody, ResBody>(
+async fn serve<Inner, S, K, ReqBody, ResBody>(
+    policy: &Policy<S, K>,
     mut inner: Inner,
     parts: Parts,
     admitted: Admitted<ReqBody>,
@@ -108,6 +109,7 @@ async fn serve<Inner, ReqBody, ResBody>(
 ) -> Result<Response<LimitedBody<ResBody>>, Inner::Error>
 where
     Inner: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S: Store,
 {
     let Admitted {
         body,
@@ -122,6 +124,7 @@ where
     // The body's charge to the budget lasts until the inner service is done.
     drop(held);
     let mut response = response?.map(Either::Left);
-    headers::write(response.headers_mut(), &statuses, legacy, None);
+    let members = members(policy, &statuses);
+    headers::write_members(response.headers_mut(), members, legacy, None);
     Ok(response)
 }
