@@ -9,7 +9,7 @@
 //! all-or-nothing.
 
 use crate::body::{read_bounded, BodyError, Reservation};
-use crate::headers::{Member, MemberName};
+use crate::headers::{Member, MemberName, Rate};
 use crate::path::{match_path, normalize_target, PathError};
 use crate::policy::{FailurePolicy, HttpRule, LayerOptions, Observer, Outcome, Policy};
 use crate::{Key, KeyError, KeyExtractor};
@@ -94,19 +94,24 @@ pub(crate) fn members<'a, S: Store, K>(
     statuses: &'a [Counted],
 ) -> impl Iterator<Item = Member<'a>> + Clone {
     statuses.iter().flat_map(move |c| {
-        let rule = &policy.rules[c.rule];
-        let rates = rule.store.rule().rates();
-        let name = if rates.len() > 1 {
-            MemberName::Windowed(&rule.name)
-        } else {
-            MemberName::Whole(&rule.name)
-        };
-        rates.iter().zip(&c.per_rate).map(move |(r, d)| Member {
-            name,
-            limit: r.limit(),
-            window: r.window(),
-            decision: d,
-        })
+        rates(&policy.rules[c.rule])
+            .zip(&c.per_rate)
+            .map(|(rate, decision)| Member { rate, decision })
+    })
+}
+
+/// The RateLimit-Policy list members of `rule`.
+pub(crate) fn rates<S: Store, K>(rule: &HttpRule<S, K>) -> impl Iterator<Item = Rate<'_>> + Clone {
+    let rates = rule.store.rule().rates();
+    let name = if rates.len() > 1 {
+        MemberName::Windowed(&rule.name)
+    } else {
+        MemberName::Whole(&rule.name)
+    };
+    rates.iter().map(move |r| Rate {
+        name,
+        limit: r.limit(),
+        window: r.window(),
     })
 }
 

@@ -70,13 +70,15 @@ pub fn write(
             .iter()
             .zip(&s.per_rate)
             .map(|((name, limit, window), d)| Member {
-                name: MemberName::Whole(name),
-                limit: *limit,
-                window: *window,
+                rate: Rate {
+                    name: MemberName::Whole(name),
+                    limit: *limit,
+                    window: *window,
+                },
                 decision: d,
             })
     });
-    write_members(headers, members, legacy, denied);
+    write_members(headers, members, legacy, denied, None);
 }
 
 /// A list member's name: given whole, or a rule's name and the rate's
@@ -87,36 +89,56 @@ pub(crate) enum MemberName<'a> {
     Windowed(&'a str),
 }
 
-/// One rate's list member.
+/// One rate's RateLimit-Policy list member.
 #[derive(Clone, Copy)]
-pub(crate) struct Member<'a> {
+pub(crate) struct Rate<'a> {
     pub name: MemberName<'a>,
     pub limit: u64,
     pub window: Duration,
+}
+
+/// One rate's list members, with its decision.
+#[derive(Clone, Copy)]
+pub(crate) struct Member<'a> {
+    pub rate: Rate<'a>,
     pub decision: &'a Decision,
+}
+
+/// The RateLimit-Policy value of `rates` alone, as [`write`] writes it;
+/// `None` if it is not a valid value (then it is not sent).
+pub(crate) fn policy_value<'a>(rates: impl Iterator<Item = Rate<'a>>) -> Option<HeaderValue> {
+    let mut buf = Buf::default();
+    buf.policy(rates);
+    buf.value()
 }
 
 /// What [`write`] writes, for members however they are held: each value is
 /// formatted once into a buffer on the stack and copied into its header.
+/// `policy` is the RateLimit-Policy value of `members` when it is known
+/// already ([`policy_value`]).
 pub(crate) fn write_members<'a>(
     headers: &mut HeaderMap,
     members: impl Iterator<Item = Member<'a>> + Clone,
     legacy: bool,
     denied: Option<RetryAfter>,
+    policy: Option<&HeaderValue>,
 ) {
     let mut buf = Buf::default();
-    for (i, m) in members.clone().enumerate() {
-        buf.separator(i);
-        buf.name(m);
-        let _ = write!(buf, ";q={};w={}", m.limit, ceil_secs(m.window));
+    match policy {
+        Some(value) => {
+            headers.insert(RATELIMIT_POLICY, value.clone());
+        }
+        None => {
+            buf.policy(members.clone().map(|m| m.rate));
+            buf.insert(headers, RATELIMIT_POLICY);
+        }
     }
-    buf.insert(headers, RATELIMIT_POLICY);
     for (i, m) in members.clone().enumerate() {
         buf.separator(i);
-        buf.name(m);
+        buf.name(m.rate);
         // A leaky bucket can admit burst + 1 at once; never tell a client
         // more remains than the policy's quota.
-        let remaining = m.decision.remaining.min(m.limit);
+        let remaining = m.decision.remaining.min(m.rate.limit);
         let refill = ceil_secs(m.decision.refill_after);
         let _ = write!(buf, ";r={remaining};t={refill}");
     }
@@ -128,9 +150,9 @@ pub(crate) fn write_members<'a>(
     if legacy {
         // The tightest rate: the one with the least remaining.
         if let Some(m) = members.min_by_key(|m| m.decision.remaining) {
-            let _ = write!(buf, "{}", m.limit);
+            let _ = write!(buf, "{}", m.rate.limit);
             buf.insert(headers, HeaderName::from_static("x-ratelimit-limit"));
-            let _ = write!(buf, "{}", m.decision.remaining.min(m.limit));
+            let _ = write!(buf, "{}", m.decision.remaining.min(m.rate.limit));
             buf.insert(headers, HeaderName::from_static("x-ratelimit-remaining"));
             let _ = write!(buf, "{}", ceil_secs(m.decision.reset_after));
             buf.insert(headers, HeaderName::from_static("x-ratelimit-reset"));
@@ -149,7 +171,16 @@ impl Buf {
         }
     }
 
-    fn name(&mut self, m: Member<'_>) {
+    /// The RateLimit-Policy list of `rates`.
+    fn policy<'a>(&mut self, rates: impl Iterator<Item = Rate<'a>>) {
+        for (i, r) in rates.enumerate() {
+            self.separator(i);
+            self.name(r);
+            let _ = write!(self, ";q={};w={}", r.limit, ceil_secs(r.window));
+        }
+    }
+
+    fn name(&mut self, m: Rate<'_>) {
         self.0.push(b'"');
         match m.name {
             MemberName::Whole(name) => self.0.extend_from_slice(name.as_bytes()),
@@ -163,16 +194,22 @@ impl Buf {
         self.0.push(b'"');
     }
 
-    /// Sets `name` to the value written (if it is visible ASCII, as
-    /// `HeaderValue::from_str` requires), and empties the buffer.
+    /// Sets `name` to the value written (if it is one), and empties the
+    /// buffer.
     fn insert(&mut self, headers: &mut HeaderMap, name: HeaderName) {
-        let visible = self.0.iter().all(|&b| (32..127).contains(&b) || b == b'\t');
-        if visible {
-            if let Ok(v) = HeaderValue::from_bytes(&self.0) {
-                headers.insert(name, v);
-            }
+        if let Some(v) = self.value() {
+            headers.insert(name, v);
         }
         self.0.clear();
+    }
+
+    /// The value written, if it is visible ASCII (as `HeaderValue::from_str`
+    /// requires).
+    fn value(&self) -> Option<HeaderValue> {
+        let visible = self.0.iter().all(|&b| (32..127).contains(&b) || b == b'\t');
+        visible
+            .then(|| HeaderValue::from_bytes(&self.0).ok())
+            .flatten()
     }
 }
 

@@ -6,8 +6,9 @@
 use crate::body::BodyError;
 use crate::decide::{members, Counted, Refusal};
 use crate::headers;
-use crate::policy::Policy;
+use crate::layer::InForce;
 use crate::problem::problem_with;
+use crate::service::precomputed;
 use crate::service::LimitedBody;
 use bytes::Bytes;
 use http::{Response, StatusCode};
@@ -23,7 +24,7 @@ pub(crate) fn ours<B>(r: Response<Full<Bytes>>) -> Response<LimitedBody<B>> {
 /// Our answer to a request the decision step refused; `legacy` adds the
 /// X-RateLimit headers to a 429.
 pub(crate) fn refusal<S: Store, K>(
-    policy: &Policy<S, K>,
+    in_force: &InForce<S, K>,
     refusal: Refusal,
     legacy: bool,
 ) -> Response<Full<Bytes>> {
@@ -43,19 +44,19 @@ pub(crate) fn refusal<S: Store, K>(
             rule,
             statuses,
             retry_after,
-        } => too_many(policy, rule, &statuses, legacy, retry_after),
+        } => too_many(in_force, rule, &statuses, legacy, retry_after),
     }
 }
 
 /// 429 with Retry-After, the RateLimit headers so far, and a problem body.
 fn too_many<S: Store, K>(
-    policy: &Policy<S, K>,
+    in_force: &InForce<S, K>,
     rule: usize,
     statuses: &[Counted],
     legacy: bool,
     wait: RetryAfter,
 ) -> Response<Full<Bytes>> {
-    let rule = policy.rules[rule].name.as_str();
+    let rule = in_force.policy.rules[rule].name.as_str();
     let mut ext = serde_json::Map::new();
     ext.insert("rule".into(), rule.into());
     let detail = match wait {
@@ -67,8 +68,9 @@ fn too_many<S: Store, K>(
         RetryAfter::Never => format!("this request costs more than rule {rule:?} can ever allow"),
     };
     let mut r = problem_with(StatusCode::TOO_MANY_REQUESTS, &detail, ext);
-    let members = members(policy, statuses);
-    headers::write_members(r.headers_mut(), members, legacy, Some(wait));
+    let members = members(&in_force.policy, statuses);
+    let policy = precomputed(in_force, statuses);
+    headers::write_members(r.headers_mut(), members, legacy, Some(wait), policy);
     r
 }
 

@@ -47,7 +47,7 @@ static GLOBAL: Counting = Counting;
 
 /// The most allocations (and reallocations) one allowed request may cost in
 /// the layer, its metrics and axum's routing.
-const MOST_PER_REQUEST: u64 = 12;
+const MOST_PER_REQUEST: u64 = 11;
 
 const REQUESTS: u64 = 1000;
 
