@@ -9,14 +9,16 @@
 //! all-or-nothing.
 
 use crate::body::{read_bounded, BodyError, Reservation};
-use crate::headers::RuleStatus;
-use crate::path::{normalize_target, PathError};
+use crate::headers::{Member, MemberName, Rate};
+use crate::path::{match_path, normalize_target, PathError};
 use crate::policy::{FailurePolicy, HttpRule, LayerOptions, Observer, Outcome, Policy};
 use crate::{Key, KeyError, KeyExtractor};
 use bytes::Bytes;
 use http::request::Parts;
 use http_body::Body;
 use limits::{Mode, RetryAfter, Store};
+use smallvec::SmallVec;
+use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -41,7 +43,7 @@ pub(crate) struct Admitted<B> {
     /// The body, rebuilt if it was read for a key.
     pub body: B,
     /// The RateLimit status of every rule that decided.
-    pub statuses: Vec<RuleStatus>,
+    pub statuses: Statuses,
     /// How long to hold the request first (leaky bucket).
     pub delay: Duration,
     /// The body's charge to the shared budget, given back when dropped: keep
@@ -50,6 +52,9 @@ pub(crate) struct Admitted<B> {
 }
 
 /// Why we answer a request ourselves.
+// Large (the statuses, inline), but moved once on the way to its response:
+// boxing it would cost an allocation per 429.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Refusal {
     /// The path is one we refuse to interpret (400).
     Path(PathError),
@@ -59,12 +64,55 @@ pub(crate) enum Refusal {
     Key { rule: String, error: KeyError },
     /// A store could not decide and the failure policy denies (503).
     StoreDown,
-    /// A rule denied it (429), with the statuses of the rules so far.
+    /// A rule denied it (429): the index of the rule in the policy, and
+    /// the statuses of the rules so far.
     Limited {
-        rule: String,
-        statuses: Vec<RuleStatus>,
+        rule: usize,
+        statuses: Statuses,
         retry_after: RetryAfter,
     },
+}
+
+/// Each rate's decision, in the order of the rule's rates.
+pub(crate) type PerRate = SmallVec<[limits::Decision; 2]>;
+
+/// The statuses of the rules that decided, in order.
+pub(crate) type Statuses = SmallVec<[Counted; 2]>;
+
+/// One rule's contribution to the RateLimit headers: the rule (its index in
+/// the policy, which names it and its rates) and each rate's decision.
+pub(crate) struct Counted {
+    pub rule: usize,
+    pub per_rate: PerRate,
+}
+
+/// The RateLimit list members of `statuses`, as
+/// [`RuleStatus::new`](crate::headers::RuleStatus::new) names them: the
+/// rule's name, or `NAME-WINDOW` for each rate of a rule with several.
+pub(crate) fn members<'a, S: Store, K>(
+    policy: &'a Policy<S, K>,
+    statuses: &'a [Counted],
+) -> impl Iterator<Item = Member<'a>> + Clone {
+    statuses.iter().flat_map(move |c| {
+        rates(&policy.rules[c.rule])
+            .zip(&c.per_rate)
+            .map(|(rate, decision)| Member { rate, decision })
+    })
+}
+
+/// The RateLimit-Policy list members of `rule`.
+pub(crate) fn rates<S: Store, K>(rule: &HttpRule<S, K>) -> impl Iterator<Item = Rate<'_>> + Clone {
+    let rates = rule.store.rule().rates();
+    let name = if rates.len() > 1 {
+        MemberName::Windowed(&rule.name)
+    } else {
+        MemberName::Whole(&rule.name)
+    };
+    rates.iter().map(move |r| Rate {
+        name,
+        limit: r.limit(),
+        window: r.window(),
+    })
 }
 
 /// Decides `parts` (normalizing its path in place) and `body` under `policy`.
@@ -79,18 +127,24 @@ where
     B: Body<Data = Bytes> + From<Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let path = match normalize_target(parts) {
-        Ok(path) => path,
+    let rewritten = match normalize_target(parts) {
+        Ok(rewritten) => rewritten,
         Err(e) => {
             tracing::debug!(uri = %parts.uri, error = %e, "path refused");
             return Decision::Refuse(Refusal::Path(e));
         }
     };
-    let matching: Vec<_> = policy
+    let path = match &rewritten {
+        Some(path) => Cow::Borrowed(path.as_str()),
+        None => match_path(parts.uri.path()),
+    };
+    let matching: SmallVec<[_; 4]> = policy
         .rules
         .iter()
-        .filter(|r| r.matches(&parts.method, &path))
+        .enumerate()
+        .filter(|(_, r)| r.matches(&parts.method, &path))
         .collect();
+    drop(path);
     if matching.is_empty() {
         return Decision::Unmatched(body);
     }
@@ -101,7 +155,7 @@ where
     };
     let admitted = Admitted {
         body,
-        statuses: Vec::with_capacity(matching.len()),
+        statuses: Statuses::new(),
         delay: Duration::ZERO,
         held,
     };
@@ -112,13 +166,13 @@ where
 /// refusal, or every status and the longest delay.
 async fn apply<S: Store, K: KeyExtractor, B>(
     policy: &Policy<S, K>,
-    matching: &[&HttpRule<S, K>],
+    matching: &[(usize, &HttpRule<S, K>)],
     parts: &Parts,
     client: Option<IpAddr>,
     body: Option<&[u8]>,
     mut admitted: Admitted<B>,
 ) -> Decision<B> {
-    for rule in matching {
+    for &(index, rule) in matching {
         // The key reads Content-Type (the body's charset) from `parts`.
         let key = match rule.key.key(parts, client, body) {
             Ok(key) => key,
@@ -129,18 +183,23 @@ async fn apply<S: Store, K: KeyExtractor, B>(
             }
         };
         match judge(rule, &key, &policy.options, &*policy.observer).await {
-            Judged::Counted(status, delay) => {
-                admitted.statuses.push(status);
+            Judged::Counted(per_rate, delay) => {
+                admitted.statuses.push(Counted {
+                    rule: index,
+                    per_rate,
+                });
                 admitted.delay = admitted.delay.max(delay);
             }
             Judged::Undecided => {}
             Judged::StoreDown => return Decision::Refuse(Refusal::StoreDown),
-            Judged::Limited(status, retry_after) => {
+            Judged::Limited(per_rate, retry_after) => {
                 let mut statuses = admitted.statuses;
-                statuses.push(status);
-                let rule = rule.name.clone();
+                statuses.push(Counted {
+                    rule: index,
+                    per_rate,
+                });
                 return Decision::Refuse(Refusal::Limited {
-                    rule,
+                    rule: index,
                     statuses,
                     retry_after,
                 });
@@ -154,7 +213,7 @@ async fn apply<S: Store, K: KeyExtractor, B>(
 /// keys on it; the body untouched otherwise. What it holds stays charged to
 /// the shared budget until the request is done.
 async fn read_if_needed<S, K, B>(
-    matching: &[&HttpRule<S, K>],
+    matching: &[(usize, &HttpRule<S, K>)],
     options: &LayerOptions,
     body: B,
 ) -> Result<(B, Option<Bytes>, Option<Reservation>), BodyError>
@@ -163,7 +222,7 @@ where
     B: Body<Data = Bytes> + From<Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    if !matching.iter().any(|r| r.key.needs_body()) {
+    if !matching.iter().any(|(_, r)| r.key.needs_body()) {
         return Ok((body, None, None));
     }
     let (bytes, held) = read_bounded(
@@ -200,11 +259,11 @@ fn peer(ext: &http::Extensions) -> Option<IpAddr> {
 
 /// One rule's verdict on one key.
 enum Judged {
-    /// Allowed, or denied in a dry run: its status, and how long to hold
-    /// the request.
-    Counted(RuleStatus, Duration),
-    /// Denied: its status and when to retry.
-    Limited(RuleStatus, RetryAfter),
+    /// Allowed, or denied in a dry run: each rate's decision, and how long
+    /// to hold the request.
+    Counted(PerRate, Duration),
+    /// Denied: each rate's decision, and when to retry.
+    Limited(PerRate, RetryAfter),
     /// The store failed and the failure policy (or dry run) lets it through.
     Undecided,
     /// The store failed and the failure policy denies.
@@ -239,7 +298,7 @@ async fn judge<S: Store, K>(
         }
     };
     let d = verdict.decision;
-    let status = RuleStatus::new(name, rule.store.rule(), d, &verdict.per_rate);
+    let status = verdict.per_rate;
     if d.allowed {
         observer.decided(name, Outcome::Allowed, latency);
         return Judged::Counted(status, d.delay);

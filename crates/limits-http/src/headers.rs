@@ -8,6 +8,8 @@
 
 use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use limits::{format_duration, Decision, RetryAfter, Rule};
+use smallvec::SmallVec;
+use std::fmt::{self, Write as _};
 use std::time::Duration;
 
 /// `RateLimit-Policy`.
@@ -63,54 +65,158 @@ pub fn write(
     legacy: bool,
     denied: Option<RetryAfter>,
 ) {
-    let mut policy = Vec::new();
-    let mut current = Vec::new();
-    for s in statuses {
-        for ((name, limit, window), d) in s.policies.iter().zip(&s.per_rate) {
-            policy.push(format!("\"{name}\";q={limit};w={}", ceil_secs(*window)));
-            // A leaky bucket can admit burst + 1 at once; never tell a client
-            // more remains than the policy's quota.
-            let remaining = d.remaining.min(*limit);
-            current.push(format!(
-                "\"{name}\";r={remaining};t={}",
-                ceil_secs(d.refill_after)
-            ));
+    let members = statuses.iter().flat_map(|s| {
+        s.policies
+            .iter()
+            .zip(&s.per_rate)
+            .map(|((name, limit, window), d)| Member {
+                rate: Rate {
+                    name: MemberName::Whole(name),
+                    limit: *limit,
+                    window: *window,
+                },
+                decision: d,
+            })
+    });
+    write_members(headers, members, legacy, denied, None);
+}
+
+/// A list member's name: given whole, or a rule's name and the rate's
+/// window (`api-1s`), written where it is needed rather than kept.
+#[derive(Clone, Copy)]
+pub(crate) enum MemberName<'a> {
+    Whole(&'a str),
+    Windowed(&'a str),
+}
+
+/// One rate's RateLimit-Policy list member.
+#[derive(Clone, Copy)]
+pub(crate) struct Rate<'a> {
+    pub name: MemberName<'a>,
+    pub limit: u64,
+    pub window: Duration,
+}
+
+/// One rate's list members, with its decision.
+#[derive(Clone, Copy)]
+pub(crate) struct Member<'a> {
+    pub rate: Rate<'a>,
+    pub decision: &'a Decision,
+}
+
+/// The RateLimit-Policy value of `rates` alone, as [`write`] writes it;
+/// `None` if it is not a valid value (then it is not sent).
+pub(crate) fn policy_value<'a>(rates: impl Iterator<Item = Rate<'a>>) -> Option<HeaderValue> {
+    let mut buf = Buf::default();
+    buf.policy(rates);
+    buf.value()
+}
+
+/// What [`write`] writes, for members however they are held: each value is
+/// formatted once into a buffer on the stack and copied into its header.
+/// `policy` is the RateLimit-Policy value of `members` when it is known
+/// already ([`policy_value`]).
+pub(crate) fn write_members<'a>(
+    headers: &mut HeaderMap,
+    members: impl Iterator<Item = Member<'a>> + Clone,
+    legacy: bool,
+    denied: Option<RetryAfter>,
+    policy: Option<&HeaderValue>,
+) {
+    let mut buf = Buf::default();
+    match policy {
+        Some(value) => {
+            headers.insert(RATELIMIT_POLICY, value.clone());
+        }
+        None => {
+            buf.policy(members.clone().map(|m| m.rate));
+            buf.insert(headers, RATELIMIT_POLICY);
         }
     }
-    insert(headers, RATELIMIT_POLICY, policy.join(", "));
-    insert(headers, RATELIMIT, current.join(", "));
+    for (i, m) in members.clone().enumerate() {
+        buf.separator(i);
+        buf.name(m.rate);
+        // A leaky bucket can admit burst + 1 at once; never tell a client
+        // more remains than the policy's quota.
+        let remaining = m.decision.remaining.min(m.rate.limit);
+        let refill = ceil_secs(m.decision.refill_after);
+        let _ = write!(buf, ";r={remaining};t={refill}");
+    }
+    buf.insert(headers, RATELIMIT);
     if let Some(RetryAfter::After(wait)) = denied {
-        insert(headers, RETRY_AFTER, ceil_secs(wait).to_string());
+        let _ = write!(buf, "{}", ceil_secs(wait));
+        buf.insert(headers, RETRY_AFTER);
     }
     if legacy {
         // The tightest rate: the one with the least remaining.
-        let tightest = statuses
-            .iter()
-            .flat_map(|s| s.policies.iter().zip(&s.per_rate))
-            .min_by_key(|(_, d)| d.remaining);
-        if let Some(((_, limit, _), d)) = tightest {
-            insert(
-                headers,
-                HeaderName::from_static("x-ratelimit-limit"),
-                limit.to_string(),
-            );
-            insert(
-                headers,
-                HeaderName::from_static("x-ratelimit-remaining"),
-                d.remaining.min(*limit).to_string(),
-            );
-            insert(
-                headers,
-                HeaderName::from_static("x-ratelimit-reset"),
-                ceil_secs(d.reset_after).to_string(),
-            );
+        if let Some(m) = members.min_by_key(|m| m.decision.remaining) {
+            let _ = write!(buf, "{}", m.rate.limit);
+            buf.insert(headers, HeaderName::from_static("x-ratelimit-limit"));
+            let _ = write!(buf, "{}", m.decision.remaining.min(m.rate.limit));
+            buf.insert(headers, HeaderName::from_static("x-ratelimit-remaining"));
+            let _ = write!(buf, "{}", ceil_secs(m.decision.reset_after));
+            buf.insert(headers, HeaderName::from_static("x-ratelimit-reset"));
         }
     }
 }
 
-fn insert(headers: &mut HeaderMap, name: HeaderName, value: String) {
-    if let Ok(v) = HeaderValue::from_str(&value) {
-        headers.insert(name, v);
+/// A header value being written: on the stack unless it is long.
+#[derive(Default)]
+struct Buf(SmallVec<[u8; 256]>);
+
+impl Buf {
+    fn separator(&mut self, i: usize) {
+        if i > 0 {
+            self.0.extend_from_slice(b", ");
+        }
+    }
+
+    /// The RateLimit-Policy list of `rates`.
+    fn policy<'a>(&mut self, rates: impl Iterator<Item = Rate<'a>>) {
+        for (i, r) in rates.enumerate() {
+            self.separator(i);
+            self.name(r);
+            let _ = write!(self, ";q={};w={}", r.limit, ceil_secs(r.window));
+        }
+    }
+
+    fn name(&mut self, m: Rate<'_>) {
+        self.0.push(b'"');
+        match m.name {
+            MemberName::Whole(name) => self.0.extend_from_slice(name.as_bytes()),
+            MemberName::Windowed(name) => {
+                self.0.extend_from_slice(name.as_bytes());
+                self.0.push(b'-');
+                self.0
+                    .extend_from_slice(format_duration(m.window).as_bytes());
+            }
+        }
+        self.0.push(b'"');
+    }
+
+    /// Sets `name` to the value written (if it is one), and empties the
+    /// buffer.
+    fn insert(&mut self, headers: &mut HeaderMap, name: HeaderName) {
+        if let Some(v) = self.value() {
+            headers.insert(name, v);
+        }
+        self.0.clear();
+    }
+
+    /// The value written, if it is visible ASCII (as `HeaderValue::from_str`
+    /// requires).
+    fn value(&self) -> Option<HeaderValue> {
+        let visible = self.0.iter().all(|&b| (32..127).contains(&b) || b == b'\t');
+        visible
+            .then(|| HeaderValue::from_bytes(&self.0).ok())
+            .flatten()
+    }
+}
+
+impl fmt::Write for Buf {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
     }
 }
 

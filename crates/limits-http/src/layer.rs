@@ -6,13 +6,48 @@
 use crate::key::KeySpec;
 use crate::policy::Policy;
 use crate::service::RateLimit;
+use crate::{decide, headers};
 use arc_swap::ArcSwap;
-use std::sync::Arc;
+use http::HeaderValue;
+use limits::Store;
+use std::sync::{Arc, OnceLock};
 use tower_layer::Layer;
 
 /// Where the current policy lives; replace it to reload rules without
 /// dropping requests in flight (they finish under the policy they started with).
-pub struct PolicyHandle<S, K = KeySpec>(Arc<ArcSwap<Policy<S, K>>>);
+pub struct PolicyHandle<S, K = KeySpec>(Arc<ArcSwap<InForce<S, K>>>);
+
+/// A policy in force, and what the layer derives from it once rather than
+/// for every request.
+pub(crate) struct InForce<S, K> {
+    pub(crate) policy: Arc<Policy<S, K>>,
+    /// Each rule's RateLimit-Policy value, for a response it alone decided
+    /// (`None`: written per response), made on first use.
+    policy_values: OnceLock<Vec<Option<HeaderValue>>>,
+}
+
+impl<S, K> InForce<S, K> {
+    fn new(policy: Policy<S, K>) -> InForce<S, K> {
+        InForce {
+            policy: Arc::new(policy),
+            policy_values: OnceLock::new(),
+        }
+    }
+}
+
+impl<S: Store, K> InForce<S, K> {
+    /// The RateLimit-Policy value of rule `rule` alone, if it is a value.
+    pub(crate) fn policy_value(&self, rule: usize) -> Option<&HeaderValue> {
+        let values = self.policy_values.get_or_init(|| {
+            let rules = &self.policy.rules;
+            rules
+                .iter()
+                .map(|r| headers::policy_value(decide::rates(r)))
+                .collect()
+        });
+        values.get(rule)?.as_ref()
+    }
+}
 
 impl<S, K> Clone for PolicyHandle<S, K> {
     fn clone(&self) -> Self {
@@ -23,12 +58,17 @@ impl<S, K> Clone for PolicyHandle<S, K> {
 impl<S, K> PolicyHandle<S, K> {
     /// The policy now in force.
     pub fn current(&self) -> Arc<Policy<S, K>> {
-        self.0.load_full()
+        self.0.load().policy.clone()
     }
 
     /// Puts `policy` in force for every request from now on.
     pub fn replace(&self, policy: Policy<S, K>) {
-        self.0.store(Arc::new(policy));
+        self.0.store(Arc::new(InForce::new(policy)));
+    }
+
+    /// The policy now in force, with what is derived from it.
+    pub(crate) fn in_force(&self) -> Arc<InForce<S, K>> {
+        self.0.load_full()
     }
 }
 
@@ -81,7 +121,7 @@ impl<S, K> RateLimitLayer<S, K> {
     /// A layer enforcing `policy`.
     pub fn new(policy: Policy<S, K>) -> RateLimitLayer<S, K> {
         RateLimitLayer {
-            policy: PolicyHandle(Arc::new(ArcSwap::from_pointee(policy))),
+            policy: PolicyHandle(Arc::new(ArcSwap::from_pointee(InForce::new(policy)))),
         }
     }
 

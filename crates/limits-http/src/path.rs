@@ -181,16 +181,19 @@ fn decode_unreserved(path: &str) -> Result<Cow<'_, str>, PathError> {
 }
 
 /// Normalizes the request's path (rewriting the request so that whatever
-/// serves it sees the same path) and returns the path rules match on.
+/// serves it sees the same path); returns the path rules match on when it
+/// is not `match_path` of the request's path as it now is (`None`: it is).
 /// `OPTIONS *` and `CONNECT host:port` have no path: they meet the rules of
 /// `/`, as any other request to the server would.
-pub(crate) fn normalize_target(parts: &mut http::request::Parts) -> Result<String, PathError> {
+pub(crate) fn normalize_target(
+    parts: &mut http::request::Parts,
+) -> Result<Option<String>, PathError> {
     let path = parts.uri.path();
     if !path.starts_with('/') {
-        return Ok("/".to_string());
+        return Ok(Some("/".to_string()));
     }
     let normal = match normalize_path(path)? {
-        std::borrow::Cow::Borrowed(_) => return Ok(match_path(path).into_owned()),
+        std::borrow::Cow::Borrowed(_) => return Ok(None),
         std::borrow::Cow::Owned(normal) => normal,
     };
     let matched = match_path(&normal).into_owned();
@@ -202,7 +205,7 @@ pub(crate) fn normalize_target(parts: &mut http::request::Parts) -> Result<Strin
     // The normalized path is built from the valid one: it stays valid.
     uri.path_and_query = http::uri::PathAndQuery::try_from(target).ok();
     parts.uri = http::Uri::from_parts(uri).unwrap_or_default();
-    Ok(matched)
+    Ok(Some(matched))
 }
 
 #[cfg(test)]

@@ -4,14 +4,16 @@
 //! answer).
 
 use crate::body::BodyError;
-use crate::decide::Refusal;
-use crate::headers::{self, RuleStatus};
+use crate::decide::{members, Counted, Refusal};
+use crate::headers;
+use crate::layer::InForce;
 use crate::problem::problem_with;
+use crate::service::precomputed;
 use crate::service::LimitedBody;
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body_util::{Either, Full};
-use limits::RetryAfter;
+use limits::{RetryAfter, Store};
 use std::time::Duration;
 
 /// One of our responses, in the layer's body type.
@@ -21,7 +23,11 @@ pub(crate) fn ours<B>(r: Response<Full<Bytes>>) -> Response<LimitedBody<B>> {
 
 /// Our answer to a request the decision step refused; `legacy` adds the
 /// X-RateLimit headers to a 429.
-pub(crate) fn refusal(refusal: Refusal, legacy: bool) -> Response<Full<Bytes>> {
+pub(crate) fn refusal<S: Store, K>(
+    in_force: &InForce<S, K>,
+    refusal: Refusal,
+    legacy: bool,
+) -> Response<Full<Bytes>> {
     match refusal {
         Refusal::Path(e) => {
             problem_with(StatusCode::BAD_REQUEST, &e.to_string(), Default::default())
@@ -38,17 +44,19 @@ pub(crate) fn refusal(refusal: Refusal, legacy: bool) -> Response<Full<Bytes>> {
             rule,
             statuses,
             retry_after,
-        } => too_many(&rule, &statuses, legacy, retry_after),
+        } => too_many(in_force, rule, &statuses, legacy, retry_after),
     }
 }
 
 /// 429 with Retry-After, the RateLimit headers so far, and a problem body.
-fn too_many(
-    rule: &str,
-    statuses: &[RuleStatus],
+fn too_many<S: Store, K>(
+    in_force: &InForce<S, K>,
+    rule: usize,
+    statuses: &[Counted],
     legacy: bool,
     wait: RetryAfter,
 ) -> Response<Full<Bytes>> {
+    let rule = in_force.policy.rules[rule].name.as_str();
     let mut ext = serde_json::Map::new();
     ext.insert("rule".into(), rule.into());
     let detail = match wait {
@@ -60,7 +68,9 @@ fn too_many(
         RetryAfter::Never => format!("this request costs more than rule {rule:?} can ever allow"),
     };
     let mut r = problem_with(StatusCode::TOO_MANY_REQUESTS, &detail, ext);
-    headers::write(r.headers_mut(), statuses, legacy, Some(wait));
+    let members = members(&in_force.policy, statuses);
+    let policy = precomputed(in_force, statuses);
+    headers::write_members(r.headers_mut(), members, legacy, Some(wait), policy);
     r
 }
 

@@ -3,15 +3,14 @@
 //! ([`responses`](crate::responses)) or holding the request for its delay,
 //! serving it, and adding the RateLimit headers to the response.
 
-use crate::decide::{decide, Admitted, Decision};
+use crate::decide::{decide, members, Admitted, Counted, Decision};
 use crate::headers;
 use crate::key::{KeyExtractor, KeySpec};
-use crate::layer::PolicyHandle;
-use crate::policy::Policy;
+use crate::layer::{InForce, PolicyHandle};
 use crate::responses::{self, ours};
 use bytes::Bytes;
 use http::request::Parts;
-use http::{Request, Response};
+use http::{HeaderValue, Request, Response};
 use http_body::Body;
 use http_body_util::{Either, Full};
 use limits::Store;
@@ -69,13 +68,13 @@ where
         // The clone is the one that was not polled ready: keep the ready one.
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        let policy = self.policy.current();
+        let policy = self.policy.in_force();
         Box::pin(handle(policy, inner, req))
     }
 }
 
 async fn handle<Inner, S, K, ReqBody, ResBody>(
-    policy: Arc<Policy<S, K>>,
+    in_force: Arc<InForce<S, K>>,
     mut inner: Inner,
     req: Request<ReqBody>,
 ) -> Result<Response<LimitedBody<ResBody>>, Inner::Error>
@@ -86,21 +85,23 @@ where
     ReqBody: Body<Data = Bytes> + From<Bytes>,
     ReqBody::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let policy = &*in_force.policy;
     let (mut parts, body) = req.into_parts();
     let legacy = policy.options.legacy_headers;
-    match decide(&policy, &mut parts, body).await {
+    match decide(policy, &mut parts, body).await {
         Decision::Unmatched(body) => {
             let response = inner.call(Request::from_parts(parts, body)).await?;
             Ok(response.map(Either::Left))
         }
-        Decision::Refuse(refusal) => Ok(ours(responses::refusal(refusal, legacy))),
-        Decision::Admit(admitted) => serve(inner, parts, admitted, legacy).await,
+        Decision::Refuse(refusal) => Ok(ours(responses::refusal(&in_force, refusal, legacy))),
+        Decision::Admit(admitted) => serve(&in_force, inner, parts, admitted, legacy).await,
     }
 }
 
 /// Holds an admitted request for its delay, serves it, and adds the
 /// RateLimit headers of the rules it passed.
-async fn serve<Inner, ReqBody, ResBody>(
+async fn serve<Inner, S, K, ReqBody, ResBody>(
+    in_force: &InForce<S, K>,
     mut inner: Inner,
     parts: Parts,
     admitted: Admitted<ReqBody>,
@@ -108,6 +109,7 @@ async fn serve<Inner, ReqBody, ResBody>(
 ) -> Result<Response<LimitedBody<ResBody>>, Inner::Error>
 where
     Inner: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S: Store,
 {
     let Admitted {
         body,
@@ -122,6 +124,20 @@ where
     // The body's charge to the budget lasts until the inner service is done.
     drop(held);
     let mut response = response?.map(Either::Left);
-    headers::write(response.headers_mut(), &statuses, legacy, None);
+    let members = members(&in_force.policy, &statuses);
+    let policy = precomputed(in_force, &statuses);
+    headers::write_members(response.headers_mut(), members, legacy, None, policy);
     Ok(response)
+}
+
+/// The RateLimit-Policy value of `statuses` if it is known already: that of
+/// their one rule.
+pub(crate) fn precomputed<'a, S: Store, K>(
+    in_force: &'a InForce<S, K>,
+    statuses: &[Counted],
+) -> Option<&'a HeaderValue> {
+    match statuses {
+        [one] => in_force.policy_value(one.rule),
+        _ => None,
+    }
 }

@@ -2,16 +2,20 @@
 //! and count, time to send headers (slowloris; it also closes idle
 //! keep-alive connections), and a graceful drain on shutdown.
 
-use axum::Router;
+use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use limits_http::PeerAddr;
+use std::convert::Infallible;
 use std::future::Future;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tower::ServiceExt;
+use tower::{Service, ServiceExt};
+
+/// The number of headers hyper 1 accepts when not told otherwise.
+const HYPER_MAX_HEADERS: usize = 100;
 
 /// Limits on what one connection may cost us.
 #[derive(Clone, Copy, Debug)]
@@ -41,18 +45,33 @@ impl Default for Bounds {
 
 /// Serves `app` on `listener` until `shutdown` completes, then stops
 /// accepting and lets in-flight requests finish (up to the drain timeout).
-pub(crate) async fn serve(
+/// `app` is any service (a `Router`, or the layer around one: no router
+/// around it to box its futures and bodies once more).
+pub(crate) async fn serve<A, B>(
     listener: TcpListener,
-    app: Router,
+    app: A,
     bounds: Bounds,
     shutdown: impl Future<Output = ()>,
-) {
+) where
+    A: Service<axum::extract::Request, Response = http::Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    A::Future: Send + 'static,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(bounds.header_timeout)
-        .max_buf_size(bounds.max_head_bytes.max(8192))
-        .max_headers(bounds.max_headers);
+        .max_buf_size(bounds.max_head_bytes.max(8192));
+    // Hyper's own bound is 100 headers, parsed into slots on the stack; any
+    // other bound makes it set up the slots per request (see hyper's
+    // `max_headers`): ask for it only when it differs.
+    if bounds.max_headers != HYPER_MAX_HEADERS {
+        http.max_headers(bounds.max_headers);
+    }
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {

@@ -20,7 +20,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -38,6 +38,9 @@ struct DecisionLabels {
 pub struct Metrics {
     registry: Registry,
     decisions: Family<DecisionLabels, Counter>,
+    /// The `decisions` series by rule name and outcome, each created in the
+    /// family on its first decision: counting one costs no label strings.
+    decided: RwLock<Vec<(String, [OnceLock<Counter>; 4])>>,
     latency: Histogram,
     keys: Family<RuleLabel, Gauge>,
     evictions: Family<RuleLabel, Gauge>,
@@ -107,6 +110,7 @@ impl Metrics {
         Metrics {
             registry,
             decisions,
+            decided: RwLock::new(Vec::new()),
             latency,
             keys,
             evictions,
@@ -164,20 +168,43 @@ impl Metrics {
     }
 }
 
+impl Metrics {
+    /// The `decisions` series of `rule` and `outcome`.
+    fn decision_counter(&self, rule: &str, outcome: Outcome) -> Counter {
+        let (slot, name) = match outcome {
+            Outcome::Allowed => (0, "allowed"),
+            Outcome::Limited => (1, "limited"),
+            Outcome::WouldLimit => (2, "would_limit"),
+            Outcome::StoreFailed => (3, "store_failed"),
+        };
+        let create = || {
+            self.decisions
+                .get_or_create(&DecisionLabels {
+                    rule: rule.to_string(),
+                    outcome: name.to_string(),
+                })
+                .clone()
+        };
+        let known = self.decided.read().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, series)) = known.iter().find(|(r, _)| r == rule) {
+            return series[slot].get_or_init(create).clone();
+        }
+        drop(known);
+        let mut known = self.decided.write().unwrap_or_else(|e| e.into_inner());
+        let index = match known.iter().position(|(r, _)| r == rule) {
+            Some(i) => i,
+            None => {
+                known.push((rule.to_string(), Default::default()));
+                known.len() - 1
+            }
+        };
+        known[index].1[slot].get_or_init(create).clone()
+    }
+}
+
 impl Observer for Metrics {
     fn decided(&self, rule: &str, outcome: Outcome, latency: Duration) {
-        let outcome_name = match outcome {
-            Outcome::Allowed => "allowed",
-            Outcome::Limited => "limited",
-            Outcome::WouldLimit => "would_limit",
-            Outcome::StoreFailed => "store_failed",
-        };
-        self.decisions
-            .get_or_create(&DecisionLabels {
-                rule: rule.to_string(),
-                outcome: outcome_name.to_string(),
-            })
-            .inc();
+        self.decision_counter(rule, outcome).inc();
         if outcome == Outcome::StoreFailed {
             self.store_errors
                 .get_or_create(&RuleLabel { rule: rule.into() })

@@ -149,8 +149,9 @@ impl Server {
         let backend = backend.into();
         let shared = self.shared;
         // The layer goes around the whole router, so that routing (and the
-        // proxy) see the path the layer normalized and matched its rules on.
-        let app = Router::new().fallback_service(tower::Layer::layer(&self.layer, backend.router));
+        // proxy) see the path the layer normalized and matched its rules on;
+        // the listener serves it as it is.
+        let app = tower::Layer::layer(&self.layer, backend.router);
         let local = listener.local_addr().map_err(|e| e.to_string())?;
         let bounds = shared.config.bounds;
         let mut background = Vec::new();

@@ -74,7 +74,9 @@ impl Store for RuleStore {
     async fn decide(&self, key: &str, cost: u64, mode: Mode) -> Result<Verdict, StoreError> {
         match self {
             RuleStore::Memory(s) => Store::decide(s, key, cost, mode).await,
-            RuleStore::Redis(s) => Store::decide(s, key, cost, mode).await,
+            // Boxed: a call to Redis is a future of kilobytes, which would
+            // otherwise make every request's future (in memory too) as large.
+            RuleStore::Redis(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
         }
     }
 

@@ -2,6 +2,7 @@
 //! a few JSON endpoints to point curl at and watch the limiter work.
 
 use axum::extract::Path;
+use axum::http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -16,24 +17,30 @@ pub fn router() -> Router {
         .route("/login", post(login))
 }
 
-async fn index() -> Json<Value> {
-    Json(json!({
-        "service": "limits demo API",
-        "endpoints": ["GET /api/items", "GET /api/items/{id}", "POST /login"],
-        "headers": "every response carries RateLimit-Policy and RateLimit; a 429 adds Retry-After",
-    }))
+/// `GET /`'s body: written out once, as `json!` serialized it (a test
+/// checks that it still does), instead of built and serialized per request.
+const INDEX: &str = concat!(
+    r#"{"endpoints":["GET /api/items","GET /api/items/{id}","POST /login"],"#,
+    r#""headers":"every response carries RateLimit-Policy and RateLimit; a 429 adds Retry-After","#,
+    r#""service":"limits demo API"}"#
+);
+
+/// `GET /api/items`'s body, likewise.
+const ITEMS_BODY: &str =
+    r#"{"items":[{"id":1,"name":"anvil"},{"id":2,"name":"bucket"},{"id":3,"name":"compass"}]}"#;
+
+async fn index() -> ([(HeaderName, HeaderValue); 1], &'static str) {
+    ([(CONTENT_TYPE, JSON)], INDEX)
 }
+
+async fn items() -> ([(HeaderName, HeaderValue); 1], &'static str) {
+    ([(CONTENT_TYPE, JSON)], ITEMS_BODY)
+}
+
+/// The Content-Type axum's `Json` sends.
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 const ITEMS: [&str; 3] = ["anvil", "bucket", "compass"];
-
-async fn items() -> Json<Value> {
-    let list: Vec<Value> = ITEMS
-        .iter()
-        .enumerate()
-        .map(|(id, name)| json!({ "id": id + 1, "name": name }))
-        .collect();
-    Json(json!({ "items": list }))
-}
 
 async fn item(Path(id): Path<usize>) -> Result<Json<Value>, (StatusCode, Json<Value>)> {
     match id.checked_sub(1).and_then(|i| ITEMS.get(i)) {
@@ -49,3 +56,7 @@ async fn item(Path(id): Path<usize>) -> Result<Json<Value>, (StatusCode, Json<Va
 async fn login(body: String) -> Json<Value> {
     Json(json!({ "ok": true, "received_bytes": body.len() }))
 }
+
+#[cfg(test)]
+#[path = "demo_tests.rs"]
+mod tests;

@@ -24,7 +24,7 @@
 use http::header::{HeaderName, CONTENT_TYPE};
 use http::request::Parts;
 use sha2::{Digest, Sha256};
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::net::IpAddr;
 
 mod body;
@@ -223,13 +223,30 @@ impl KeySpec {
         client: Option<IpAddr>,
         body: Option<&[u8]>,
     ) -> Result<String, KeyError> {
-        let client_text = client.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
+        let client_text = || client.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
         let content_type = parts.headers.get(CONTENT_TYPE);
-        let mut segments = Vec::with_capacity(self.parts.len());
+        // The key is written as it is found, into one string: the parts'
+        // tags and values escaped, joined by `|`.
+        let mut key = String::with_capacity(64);
         let mut failed = None;
         for part in &self.parts {
             let lookup = match part {
-                KeyPart::Ip => Lookup::Found(client_text.clone()),
+                KeyPart::Ip => {
+                    if failed.is_none() {
+                        if !key.is_empty() {
+                            key.push('|');
+                        }
+                        // An address's text has no character to escape.
+                        key.push_str("ip=");
+                        match client {
+                            Some(ip) => {
+                                let _ = write!(key, "{ip}");
+                            }
+                            None => key.push_str("unknown"),
+                        }
+                    }
+                    continue;
+                }
                 KeyPart::Header(name) => fields::header(&parts.headers, name),
                 KeyPart::Cookie(name) => fields::cookie(&parts.headers, name),
                 KeyPart::Query(name) => match parts.uri.query() {
@@ -249,12 +266,16 @@ impl KeySpec {
             };
             let reason = match lookup {
                 Lookup::Found(v) => {
-                    let v = match part {
-                        KeyPart::Ip => v,
-                        _ => self.normalize_for(part).apply(&v),
-                    };
+                    let v = self.normalize_for(part).apply(&v);
                     if !v.is_empty() {
-                        segments.push(segment(part, &v));
+                        if failed.is_none() {
+                            if !key.is_empty() {
+                                key.push('|');
+                            }
+                            escape_into(&mut key, &part.to_string(), true);
+                            key.push('=');
+                            escape_into(&mut key, &v, false);
+                        }
                         continue;
                     }
                     KeyErrorReason::Missing
@@ -271,12 +292,12 @@ impl KeySpec {
             failed.get_or_insert((part, reason));
         }
         let Some((part, reason)) = failed else {
-            return Ok(bounded(segments.join("|")));
+            return Ok(bounded(key));
         };
         match self.missing_for(part) {
             Missing::Ip => Ok(bounded(format!(
                 "missing:ip={}",
-                escape(&client_text, false)
+                escape(&client_text(), false)
             ))),
             Missing::Shared => Ok("missing:shared".to_string()),
             Missing::Reject => Err(KeyError {
@@ -287,27 +308,23 @@ impl KeySpec {
     }
 }
 
-/// `TAG=VALUE`: the part as written in the spec, then its value. Both are
-/// escaped so that `|` only ever separates parts and the first bare `=` of a
-/// part only ever ends its tag: a key decodes to one list of (tag, value).
-fn segment(part: &KeyPart, value: &str) -> String {
-    format!(
-        "{}={}",
-        escape(&part.to_string(), true),
-        escape(value, false)
-    )
-}
-
-/// `\` becomes `\\`, `|` becomes `\|`, and (in a tag) `=` becomes `\=`.
+/// `\` becomes `\\`, `|` becomes `\|`, and (in a tag) `=` becomes `\=`: so
+/// that `|` only ever separates parts and the first bare `=` of a part only
+/// ever ends its tag, and a key decodes to one list of (tag, value).
 fn escape(v: &str, tag: bool) -> String {
     let mut out = String::with_capacity(v.len());
+    escape_into(&mut out, v, tag);
+    out
+}
+
+/// [`escape`], appended to `out`.
+fn escape_into(out: &mut String, v: &str, tag: bool) {
     for c in v.chars() {
         if c == '\\' || c == '|' || (tag && c == '=') {
             out.push('\\');
         }
         out.push(c);
     }
-    out
 }
 
 /// Long keys become `sha256:` and 32 hex digits (128 bits of the digest of
