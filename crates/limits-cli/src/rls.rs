@@ -12,7 +12,8 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct RlsArgs {
     /// envoyproxy/ratelimit's YAML: one file, or a directory of them (one
-    /// domain each); SIGHUP reloads it, keeping the counts of unchanged limits.
+    /// domain each); reloaded on change and on SIGHUP, keeping the counts of
+    /// unchanged limits (a bad file keeps the old limits and is reported).
     #[arg(long, value_name = "FILE|DIR")]
     config: PathBuf,
 
@@ -33,9 +34,23 @@ pub struct RlsArgs {
     #[arg(long, value_enum, default_value_t = StoreErrorAnswer::Unavailable)]
     on_store_error: StoreErrorAnswer,
 
+    /// How often to check --config for changes (file sizes, mtimes and
+    /// identities, following symlinks, so a Kubernetes ConfigMap update is
+    /// seen); 0 turns the check off (SIGHUP still reloads).
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_interval)]
+    watch_interval: Duration,
+
     /// Longest wait for calls in flight on shutdown.
     #[arg(long, default_value = "30s", value_parser = parse_timeout)]
     drain_timeout: Duration,
+}
+
+/// A duration, or `0` for none.
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    if s.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    parse_timeout(s)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -61,6 +76,7 @@ pub fn rls(args: RlsArgs) -> Result<(), String> {
                 StoreErrorAnswer::Deny => OnStoreError::Deny,
             },
             drain_timeout: args.drain_timeout,
+            watch_interval: args.watch_interval,
             ..RlsServerConfig::new(args.config)
         };
         RlsServer::new(config)?

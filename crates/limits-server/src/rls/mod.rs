@@ -20,6 +20,7 @@ mod metrics;
 pub mod proto;
 mod server;
 mod service;
+mod watch;
 
 pub use server::{RlsReloader, RlsServer};
 
@@ -53,6 +54,7 @@ pub enum OnStoreError {
 /// config.listen = "127.0.0.1:0".parse().unwrap();
 /// assert_eq!(config.on_store_error, OnStoreError::Unavailable);
 /// assert!(config.admin.is_none() && config.reload_on_hangup);
+/// assert_eq!(config.watch_interval, std::time::Duration::from_secs(1));
 /// ```
 #[derive(Clone, Debug)]
 pub struct RlsServerConfig {
@@ -68,6 +70,10 @@ pub struct RlsServerConfig {
     pub on_store_error: OnStoreError,
     /// Reload the configuration on SIGHUP (Unix).
     pub reload_on_hangup: bool,
+    /// How often to check the configuration's files (sizes, mtimes,
+    /// identities, following symlinks) and reload them when they changed;
+    /// zero: never.
+    pub watch_interval: Duration,
     /// Longest wait for calls in flight on shutdown.
     pub drain_timeout: Duration,
 }
@@ -75,7 +81,7 @@ pub struct RlsServerConfig {
 impl RlsServerConfig {
     /// The limits of `config`, with the defaults of `limits rls`: listen on
     /// 127.0.0.1:8081, no admin, in memory, UNAVAILABLE on store errors,
-    /// reload on SIGHUP, 30 s to drain.
+    /// reload on SIGHUP and on change (checked every second), 30 s to drain.
     pub fn new(config: PathBuf) -> RlsServerConfig {
         RlsServerConfig {
             config,
@@ -84,6 +90,7 @@ impl RlsServerConfig {
             stores: StoreOptions::default(),
             on_store_error: OnStoreError::Unavailable,
             reload_on_hangup: true,
+            watch_interval: Duration::from_secs(1),
             drain_timeout: Duration::from_secs(30),
         }
     }

@@ -1,8 +1,9 @@
 //! The `limits rls` server: the gRPC listener of the rate limit service
 //! (and the standard gRPC health service), with what `limits serve` runs
 //! beside its own listener: the admin endpoint (`/metrics`, `/healthz`), a
-//! sweep of idle keys every second, reload on SIGHUP keeping the counts of
-//! unchanged limits, and a graceful drain on shutdown.
+//! sweep of idle keys every second, reload on SIGHUP and on change (the
+//! `watch` module) keeping the counts of unchanged limits, and a graceful
+//! drain on shutdown.
 //!
 //! It prints one line on stdout as it listens, opens the admin port,
 //! reloads and stops (`limits rls: listening on HOST:PORT (N limits)`, a bare address as
@@ -13,13 +14,14 @@ use super::limits::RlsLimits;
 use super::metrics::RlsMetrics;
 use super::proto::rate_limit_service_server::RateLimitServiceServer;
 use super::service::RlsService;
+use super::watch::{watch_changes, Fingerprint};
 use super::RlsServerConfig;
 use crate::listener::{self, Bounds};
 use crate::metrics::admin_router;
 use arc_swap::ArcSwap;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -39,14 +41,19 @@ pub struct RlsServer {
     config: RlsServerConfig,
     limits: Arc<ArcSwap<RlsLimits>>,
     metrics: Arc<RlsMetrics>,
+    loaded: Arc<Mutex<Fingerprint>>,
 }
 
-/// Reloads a running server's configuration, for an embedder (SIGHUP does
-/// the same for a server owning its process).
+/// Reloads a running server's configuration, for an embedder (SIGHUP and
+/// the watch of the config path do the same for a server owning its
+/// process).
 #[derive(Clone)]
 pub struct RlsReloader {
     config: RlsServerConfig,
     limits: Arc<ArcSwap<RlsLimits>>,
+    /// The fingerprint of the files last loaded (or last failing to load);
+    /// held during a reload, so that reloads never overlap.
+    loaded: Arc<Mutex<Fingerprint>>,
 }
 
 impl RlsReloader {
@@ -54,6 +61,26 @@ impl RlsReloader {
     /// counts); a bad configuration keeps the old limits. Returns (limits,
     /// kept) or the error, which it also prints.
     pub fn reload(&self) -> Result<(usize, usize), String> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        *loaded = Fingerprint::of(&self.config.config);
+        self.load()
+    }
+
+    /// Reloads as [`reload`](Self::reload) does if the files changed (paths,
+    /// sizes, mtimes, identities) since the last reload or attempt; `None`
+    /// when nothing changed. A bad file is thus reported once per change.
+    pub fn reload_if_changed(&self) -> Option<Result<(usize, usize), String>> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Fingerprint::of(&self.config.config);
+        if now == *loaded {
+            return None;
+        }
+        *loaded = now;
+        Some(self.load())
+    }
+
+    /// Loads the files and swaps them in, or says why not.
+    fn load(&self) -> Result<(usize, usize), String> {
         match RlsLimits::load(&self.config.config, &self.config.stores) {
             Ok(mut fresh) => {
                 let kept = fresh.keep_state(&self.limits.load());
@@ -76,11 +103,14 @@ impl RlsServer {
     /// Reads the configuration and builds one store per limit. Errors name
     /// the file and line (`FILE:LINE: what is wrong`).
     pub fn new(config: RlsServerConfig) -> Result<RlsServer, String> {
+        // Taken before reading: a change while reading is seen by the watch.
+        let loaded = Fingerprint::of(&config.config);
         let limits = RlsLimits::load(&config.config, &config.stores)?;
         Ok(RlsServer {
             config,
             limits: Arc::new(ArcSwap::from_pointee(limits)),
             metrics: Arc::new(RlsMetrics::new()),
+            loaded: Arc::new(Mutex::new(loaded)),
         })
     }
 
@@ -89,6 +119,7 @@ impl RlsServer {
         RlsReloader {
             config: self.config.clone(),
             limits: self.limits.clone(),
+            loaded: self.loaded.clone(),
         }
     }
 
@@ -105,7 +136,7 @@ impl RlsServer {
     /// Serves the rate limit service on `listener` until `shutdown`
     /// completes, then lets calls in flight finish (up to the drain
     /// timeout). Meanwhile: the admin endpoint if configured, the sweep, and
-    /// reloads on SIGHUP if asked for; all stop with it.
+    /// reloads on SIGHUP and on change if asked for; all stop with it.
     pub async fn serve_on(
         self,
         listener: TcpListener,
@@ -126,6 +157,11 @@ impl RlsServer {
         }));
         if self.config.reload_on_hangup {
             background.extend(watch_hangups(self.reloader()));
+        }
+        if !self.config.watch_interval.is_zero() {
+            let path = self.config.config.clone();
+            let every = self.config.watch_interval;
+            background.push(watch_changes(self.reloader(), path, every));
         }
         let in_flight = Arc::new(AtomicUsize::new(0));
         let service = RlsService {

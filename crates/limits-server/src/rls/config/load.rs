@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// The config files at `path`: the file itself, or the directory's YAML
 /// files, in name order.
-pub(super) fn config_files(path: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn config_files(path: &Path) -> Result<Vec<PathBuf>, String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
     if !meta.is_dir() {
         return Ok(vec![path.to_path_buf()]);

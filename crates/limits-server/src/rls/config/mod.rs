@@ -65,6 +65,7 @@ mod yaml;
 use std::collections::HashMap;
 use std::path::Path;
 
+pub(crate) use load::config_files;
 pub use rate::Unit;
 
 /// Every domain's limits, read from envoyproxy/ratelimit YAML files.
