@@ -193,9 +193,10 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         self.decide(key, Some(now), cost, Mode::Peek, |_| {})
     }
 
-    /// The general form: decides at `now` (the clock's reading when `None`,
-    /// taken under the shard's lock so that one key's times never run
-    /// backwards), calling `each` with every rate's own decision.
+    /// The general form: decides at `now` (when `None`, the clock's reading,
+    /// taken under the shard's lock and never earlier than the latest one
+    /// the shard decided at, so that one key's times never run backwards),
+    /// calling `each` with every rate's own decision.
     pub fn decide<Q>(
         &self,
         key: &Q,
@@ -210,7 +211,10 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     {
         let hash = self.hasher.hash_one(key);
         let mut shard = self.shard(hash);
-        let now = now.unwrap_or_else(|| self.clock.now());
+        let now = match now {
+            Some(now) => now,
+            None => shard.at_least_latest(self.clock.now()),
+        };
         let decision = match shard.find(hash, key) {
             Some(idx) => {
                 let slot = &mut shard.slots[idx];

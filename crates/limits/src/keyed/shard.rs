@@ -71,6 +71,8 @@ pub(crate) struct Shard<K> {
     hand: usize,
     /// Where the amortized sweep looks for idle keys next.
     cursor: usize,
+    /// The latest clock reading this shard decided at: see [`Shard::at_least_latest`].
+    latest: u64,
 }
 
 /// The slot a full shard gives up for a new key.
@@ -90,7 +92,17 @@ impl<K> Shard<K> {
             slots: Vec::new(),
             hand: 0,
             cursor: 0,
+            latest: 0,
         }
+    }
+
+    /// `now` (a clock reading taken under this shard's lock), or the latest
+    /// reading the shard has decided at if that is later: one key's times
+    /// never run backwards, even on a clock whose readings on two cores
+    /// differ by a little (the TSC).
+    pub fn at_least_latest(&mut self, now: u64) -> u64 {
+        self.latest = self.latest.max(now);
+        self.latest
     }
 
     pub fn find<Q>(&self, hash: u64, key: &Q) -> Option<usize>
