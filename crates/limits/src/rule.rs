@@ -161,7 +161,10 @@ impl Rule {
     }
 
     /// Decides, calling `each` with every rate's own decision in order, and
-    /// returns the combined one.
+    /// returns the combined one. Its `reset_after` is zero exactly when
+    /// [`is_idle`](Rule::is_idle) would say so of the state at `now` after
+    /// the decision (each rate's reset is zero exactly when it is idle, and
+    /// the combined reset is the longest), so a caller need not ask again.
     pub fn decide(
         &self,
         state: &mut KeyState,

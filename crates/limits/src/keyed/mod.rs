@@ -223,7 +223,9 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
                 if mode == Mode::Record && limits_the_key(&d) {
                     slot.denied = true;
                 }
-                if self.rule.is_idle(&mut slot.state, now) {
+                // The decision's reset is zero exactly when the state is
+                // idle (`Rule::decide`): no second look at the state.
+                if d.reset_after.is_zero() {
                     shard.remove(idx);
                 }
                 d
@@ -231,7 +233,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             None => {
                 let mut state = self.rule.new_state();
                 let d = self.rule.decide(&mut state, now, cost, mode, each);
-                if mode == Mode::Record && !self.rule.is_idle(&mut state, now) {
+                if mode == Mode::Record && !d.reset_after.is_zero() {
                     let slot = Slot::new(hash, key.to_owned(), state, limits_the_key(&d));
                     self.insert(&mut shard, slot, now);
                 }
