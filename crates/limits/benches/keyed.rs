@@ -107,7 +107,7 @@ fn in_two(halves: &[KeyStream; 2], iters: u64, run: impl Fn(&[u64]) -> u64 + Syn
     start.elapsed()
 }
 
-/// One clock read: ours (`SystemClock`: `Instant` plus an offset) and
+/// One clock read: ours (`SystemClock`: quanta's raw counter, scaled, plus an offset) and
 /// governor's default (`quanta`).
 fn clocks(c: &mut Criterion) {
     let mut group = c.benchmark_group("clock-read");

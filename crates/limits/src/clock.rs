@@ -2,14 +2,19 @@
 //!
 //! Every decision is a pure function of (state, now, cost), with `now` in
 //! integer nanoseconds. The production clock reads the wall clock once, at
-//! start, and advances with the monotonic clock from then on: it never runs
+//! start, and advances with a monotonic counter from then on: it never runs
 //! backwards (a raw wall clock can, when NTP steps it), yet it stays aligned
-//! to the Unix epoch, which fixed windows and saved state need. Tests and the
-//! simulator use [`ManualClock`], so that time only moves when they say so.
+//! to the Unix epoch, which fixed windows and saved state need. The counter
+//! is `quanta`'s (governor's clock too): the CPU's time-stamp counter where
+//! it is invariant, calibrated once against the OS monotonic clock, which
+//! it falls back to otherwise. Reading the TSC costs a third of a vDSO
+//! `clock_gettime` (BENCHMARKS.md, `clock-read`), and a check reads the clock
+//! once. Tests and the simulator use [`ManualClock`], so that time only
+//! moves when they say so.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A source of time in nanoseconds since the clock's zero.
 pub trait Clock: Send + Sync {
@@ -18,7 +23,15 @@ pub trait Clock: Send + Sync {
 }
 
 /// Unix-epoch nanoseconds that never run backwards: the wall clock read once
-/// at construction, advanced by the monotonic clock.
+/// at construction, advanced by a monotonic counter (the TSC through
+/// `quanta`, or the OS monotonic clock).
+///
+/// Readings on one thread never decrease. Two threads on two cores read
+/// two cores' counters, which the hardware keeps in step but not to the
+/// nanosecond, so [`KeyedLimiter`](crate::KeyedLimiter) never lets one
+/// key's time run backwards whatever its clock does (each shard decides at
+/// no earlier time than its latest). The first `SystemClock` of a process
+/// calibrates the counter: it may take up to 200 ms, once.
 ///
 /// ```
 /// use limits::{Clock, SystemClock};
@@ -28,21 +41,25 @@ pub trait Clock: Send + Sync {
 /// assert!(b >= a);
 /// assert!(a > 1_600_000_000 * 1_000_000_000); // after September 2020
 /// ```
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct SystemClock {
     epoch_at_start: u64,
-    start: Instant,
+    counter: quanta::Clock,
+    /// The counter's raw reading when the wall clock was read.
+    start: u64,
 }
 
 impl SystemClock {
     /// Reads the wall clock now; later readings add monotonic time to it.
     pub fn new() -> SystemClock {
-        let start = Instant::now();
+        let counter = quanta::Clock::new();
+        let start = counter.raw();
         let since_epoch = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or(Duration::ZERO);
         SystemClock {
             epoch_at_start: u64::try_from(since_epoch.as_nanos()).unwrap_or(u64::MAX),
+            counter,
             start,
         }
     }
@@ -56,7 +73,9 @@ impl Default for SystemClock {
 
 impl Clock for SystemClock {
     fn now(&self) -> u64 {
-        let elapsed = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        // Nanoseconds since `start`, zero for a reading before it (another
+        // core's counter a little behind): never before the epoch reading.
+        let elapsed = self.counter.delta_as_nanos(self.start, self.counter.raw());
         self.epoch_at_start.saturating_add(elapsed)
     }
 }

@@ -39,6 +39,7 @@ mod rate;
 mod rule;
 pub mod simulate;
 mod state_codec;
+mod state_kinds;
 mod store;
 
 pub use algorithm::{Algorithm, UnknownAlgorithm};

@@ -9,8 +9,9 @@
 use crate::algorithms::{
     FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, TokenBucket,
 };
+pub use crate::state_kinds::KeyState;
+use crate::state_kinds::{with_engines, Engines};
 use crate::{Algorithm, Decision, Rates, RetryAfter};
-use smallvec::SmallVec;
 use std::time::Duration;
 
 /// Whether a decision records the request (a check) or only looks (a peek).
@@ -52,97 +53,6 @@ impl PartialEq for Rule {
 }
 
 impl Eq for Rule {}
-
-type States<A> = SmallVec<[<A as RateAlgorithm>::State; 1]>;
-
-/// What a rule keeps for one key: one state per rate.
-#[derive(Clone, Debug)]
-pub struct KeyState(pub(crate) StateKind);
-
-/// The one list of the per-rate algorithms a rule can run, as
-/// `Kind(engine type)`. From it come `Engines` (a rule's per-rate
-/// algorithms), `StateKind` (a key's per-rate states) and `with_engines!`,
-/// so that a new algorithm is one more entry here (and one arm in
-/// `Rule::build_engines`). `$d` is a literal `$`, passed in so that the
-/// generated macro can have metavariables of its own.
-macro_rules! rule_kinds {
-    ($d:tt $($kind:ident($engine:ty)),+ $(,)?) => {
-        /// The per-rate algorithms of a rule.
-        #[derive(Clone, Debug)]
-        enum Engines {
-            $($kind(Vec<$engine>),)+
-        }
-
-        /// A key's per-rate states, of the kind of rule that made them.
-        #[derive(Clone, Debug)]
-        pub(crate) enum StateKind {
-            $($kind(States<$engine>),)+
-        }
-
-        /// Runs `$body` with `$e` bound to the rule's per-rate algorithms
-        /// and `$s` to the matching per-rate states; `$other` when the state
-        /// belongs to another kind of rule.
-        macro_rules! with_engines {
-            (
-                $d engines:expr, $d state:expr, |$d e:ident, $d s:ident| $d body:expr, $d other:expr
-            ) => {
-                match ($d engines, $d state) {
-                    $((Engines::$kind($d e), StateKind::$kind($d s)) => $d body,)+
-                    #[allow(unreachable_patterns)]
-                    _ => $d other,
-                }
-            };
-        }
-
-        impl Engines {
-            /// The largest cost that can ever pass: the smallest capacity.
-            fn max_cost(&self) -> u64 {
-                match self {
-                    $(Engines::$kind(e) => e.iter().map(RateAlgorithm::capacity).min(),)+
-                }
-                .unwrap_or(u64::MAX)
-            }
-
-            /// The states of a key never seen.
-            fn new_state(&self) -> StateKind {
-                match self {
-                    $(Engines::$kind(e) => {
-                        StateKind::$kind(e.iter().map(|_| Default::default()).collect())
-                    })+
-                }
-            }
-        }
-
-        impl StateKind {
-            /// Heap bytes beyond the inline size.
-            fn heap_bytes(&self) -> usize {
-                match self {
-                    $(StateKind::$kind(s) => heap_bytes::<$engine>(s),)+
-                }
-            }
-        }
-    };
-}
-
-rule_kinds! {$
-    None(NoLimit),
-    Fixed(FixedWindow),
-    Log(SlidingLog),
-    Token(TokenBucket),
-    Window(SlidingWindow),
-    Leaky(LeakyBucket),
-}
-
-/// Heap bytes of one key's states of algorithm `A`: the spilled vector and
-/// what each state holds.
-fn heap_bytes<A: RateAlgorithm>(s: &States<A>) -> usize {
-    let spilled = if s.spilled() {
-        s.capacity() * std::mem::size_of::<A::State>()
-    } else {
-        0
-    };
-    spilled + s.iter().map(A::heap_bytes).sum::<usize>()
-}
 
 impl Rule {
     /// A rule applying `algorithm` to every one of `rates`.
@@ -251,7 +161,10 @@ impl Rule {
     }
 
     /// Decides, calling `each` with every rate's own decision in order, and
-    /// returns the combined one.
+    /// returns the combined one. Its `reset_after` is zero exactly when
+    /// [`is_idle`](Rule::is_idle) would say so of the state at `now` after
+    /// the decision (each rate's reset is zero exactly when it is idle, and
+    /// the combined reset is the longest), so a caller need not ask again.
     pub fn decide(
         &self,
         state: &mut KeyState,
@@ -305,7 +218,7 @@ impl Rule {
     /// assert_eq!(rule.used_permille(&mut state, 1_000_000_000), 400); // 4 of 10
     /// ```
     pub fn used_permille(&self, state: &mut KeyState, now: u64) -> u16 {
-        fn used<A: RateAlgorithm>(engines: &[A], states: &mut States<A>, now: u64) -> u16 {
+        fn used<A: RateAlgorithm>(engines: &[A], states: &mut [A::State], now: u64) -> u16 {
             let mut most = 0;
             for (a, s) in engines.iter().zip(states.iter_mut()) {
                 let t = a.advance(s, now);
@@ -324,14 +237,14 @@ impl Rule {
 
     /// Whether `state` was made by a rule of this shape.
     fn owns(&self, state: &KeyState) -> bool {
-        with_engines!(&self.engines, &state.0, |e, s| e.len() == s.len(), false)
+        self.engines.owns(&state.0)
     }
 }
 
 /// Whether every rate's state is idle at `now`; one rate without the
 /// iterators (the sweep asks this of two keys per operation).
-fn all_idle<A: RateAlgorithm>(engines: &[A], states: &mut States<A>, now: u64) -> bool {
-    match (engines, states.as_mut_slice()) {
+fn all_idle<A: RateAlgorithm>(engines: &[A], states: &mut [A::State], now: u64) -> bool {
+    match (engines, states) {
         ([a], [s]) => a.is_idle(s, now),
         (e, s) => e.iter().zip(s.iter_mut()).all(|(a, s)| a.is_idle(s, now)),
     }
@@ -340,14 +253,14 @@ fn all_idle<A: RateAlgorithm>(engines: &[A], states: &mut States<A>, now: u64) -
 /// The all-or-nothing decision over one algorithm's rates.
 fn decide_rates<A: RateAlgorithm>(
     engines: &[A],
-    states: &mut States<A>,
+    states: &mut [A::State],
     now: u64,
     cost: u64,
     mode: Mode,
     each: &mut impl FnMut(Decision),
 ) -> Decision {
     // One rate, the usual rule: one advance and one check, not two.
-    if let ([a], [s]) = (engines, states.as_mut_slice()) {
+    if let ([a], [s]) = (engines, &mut *states) {
         let t = a.advance(s, now);
         let verdict = if cost == 0 {
             Ok(())

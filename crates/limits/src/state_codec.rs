@@ -8,11 +8,11 @@
 //! Times are the clock's nanoseconds (Unix epoch for the system clock).
 
 use crate::algorithms::{
-    FixedWindowState, LeakyBucketState, ScaledTime, SlidingWindowState, TokenBucketState,
+    FixedWindowState, LeakyBucketState, ScaledTime, SlidingLogState, SlidingWindowState,
+    TokenBucketState,
 };
-use crate::rule::StateKind;
+use crate::state_kinds::{ManyStates, StateKind, StatesRef};
 use crate::{KeyState, Rule};
-use std::collections::VecDeque;
 
 impl Rule {
     /// The state as numbers; [`decode_state`](Rule::decode_state) reads them back.
@@ -28,30 +28,30 @@ impl Rule {
     /// assert!(!rule.check(&mut back, 7, 1).allowed);
     /// ```
     pub fn encode_state(&self, state: &KeyState) -> Vec<u64> {
-        let mut out = vec![tag(&state.0)];
-        match &state.0 {
-            StateKind::None(s) => out.push(s.len() as u64),
-            StateKind::Fixed(s) => {
+        let mut out = vec![tag(state.0.view())];
+        match state.0.view() {
+            StatesRef::None(s) => out.push(s.len() as u64),
+            StatesRef::Fixed(s) => {
                 out.push(s.len() as u64);
                 s.iter().for_each(|f| out.extend([f.index, f.count]));
             }
-            StateKind::Log(s) => {
+            StatesRef::Log(s) => {
                 out.push(s.len() as u64);
                 for log in s {
                     out.push(log.len() as u64);
-                    out.extend(log.iter().copied());
+                    out.extend(log.iter());
                 }
             }
-            StateKind::Window(s) => {
+            StatesRef::Window(s) => {
                 out.push(s.len() as u64);
                 s.iter()
                     .for_each(|w| out.extend([w.index, w.previous, w.current]));
             }
-            StateKind::Token(s) => {
+            StatesRef::Token(s) => {
                 out.push(s.len() as u64);
                 s.iter().for_each(|t| out.extend(t.full_at.0));
             }
-            StateKind::Leaky(s) => {
+            StatesRef::Leaky(s) => {
                 out.push(s.len() as u64);
                 s.iter().for_each(|l| out.extend(l.next_slot.0));
             }
@@ -65,7 +65,7 @@ impl Rule {
     pub fn decode_state(&self, words: &[u64]) -> Option<KeyState> {
         let fresh = self.new_state();
         let (&tag_word, rest) = words.split_first()?;
-        if tag_word != tag(&fresh.0) {
+        if tag_word != tag(fresh.0.view()) {
             return None;
         }
         let (&rates, rest) = rest.split_first()?;
@@ -76,16 +76,16 @@ impl Rule {
         // A window index whose start is past the end of time (u64
         // nanoseconds) can only come from a damaged or forged file.
         let in_time = |index: u64, window: u64| index.checked_mul(window).is_some();
-        let kind = match fresh.0 {
-            StateKind::None(s) => StateKind::None(s),
-            StateKind::Fixed(_) => StateKind::Fixed(self.each_rate(|_, limit, window| {
+        let kind = match fresh.0.view() {
+            StatesRef::None(s) => ManyStates::None(s.into()),
+            StatesRef::Fixed(_) => ManyStates::Fixed(self.each_rate(|_, limit, window| {
                 let w = words.take(2)?;
                 (w[1] <= limit && in_time(w[0], window)).then_some(FixedWindowState {
                     index: w[0],
                     count: w[1],
                 })
             })?),
-            StateKind::Log(_) => StateKind::Log(self.each_rate(|_, limit, _| {
+            StatesRef::Log(_) => ManyStates::Log(self.each_rate(|_, limit, _| {
                 let len = *words.take(1)?.first()?;
                 if len > limit {
                     return None;
@@ -93,9 +93,9 @@ impl Rule {
                 let entries = words.take(usize::try_from(len).ok()?)?;
                 // Entries are times in the order they were admitted.
                 (!entries.windows(2).any(|p| p[0] > p[1]))
-                    .then(|| entries.iter().copied().collect::<VecDeque<u64>>())
+                    .then(|| entries.iter().copied().collect::<SlidingLogState>())
             })?),
-            StateKind::Window(_) => StateKind::Window(self.each_rate(|_, limit, window| {
+            StatesRef::Window(_) => ManyStates::Window(self.each_rate(|_, limit, window| {
                 let w = words.take(3)?;
                 let valid = w[1] <= limit && w[2] <= limit && in_time(w[0], window);
                 valid.then_some(SlidingWindowState {
@@ -104,15 +104,16 @@ impl Rule {
                     current: w[2],
                 })
             })?),
-            StateKind::Token(_) => StateKind::Token(self.each_rate(|i, _, _| {
+            StatesRef::Token(_) => ManyStates::Token(self.each_rate(|i, _, _| {
                 let full_at = self.scaled_time(i, words.take(2)?)?;
                 Some(TokenBucketState { full_at })
             })?),
-            StateKind::Leaky(_) => StateKind::Leaky(self.each_rate(|i, _, _| {
+            StatesRef::Leaky(_) => ManyStates::Leaky(self.each_rate(|i, _, _| {
                 let next_slot = self.scaled_time(i, words.take(2)?)?;
                 Some(LeakyBucketState { next_slot })
             })?),
         };
+        let kind = StateKind::from_many(kind);
         words.0.is_empty().then_some(KeyState(kind))
     }
 
@@ -192,16 +193,16 @@ impl Rule {
                 t.get() > most
             })
         };
-        match &state.0 {
-            StateKind::None(_) => false,
-            StateKind::Fixed(s) => s.iter().enumerate().any(|(i, f)| index_after(i, f.index)),
-            StateKind::Log(s) => s.iter().any(|log| log.iter().any(|&t| t > latest)),
-            StateKind::Window(s) => s.iter().enumerate().any(|(i, w)| index_after(i, w.index)),
-            StateKind::Token(s) => s.iter().enumerate().any(|(i, t)| {
+        match state.0.view() {
+            StatesRef::None(_) => false,
+            StatesRef::Fixed(s) => s.iter().enumerate().any(|(i, f)| index_after(i, f.index)),
+            StatesRef::Log(s) => s.iter().any(|log| log.iter().any(|t| t > latest)),
+            StatesRef::Window(s) => s.iter().enumerate().any(|(i, w)| index_after(i, w.index)),
+            StatesRef::Token(s) => s.iter().enumerate().any(|(i, t)| {
                 let limit = rates.get(i).map_or(0, |r| r.limit());
                 scaled_after(i, t.full_at, limit)
             }),
-            StateKind::Leaky(s) => s.iter().enumerate().any(|(i, l)| {
+            StatesRef::Leaky(s) => s.iter().enumerate().any(|(i, l)| {
                 let burst = rates.get(i).map_or(0, |r| {
                     self.burst().unwrap_or(r.limit()).min(crate::MAX_LIMIT)
                 });
@@ -211,14 +212,14 @@ impl Rule {
     }
 }
 
-fn tag(kind: &StateKind) -> u64 {
+fn tag(kind: StatesRef<'_>) -> u64 {
     match kind {
-        StateKind::None(_) => 0,
-        StateKind::Fixed(_) => 1,
-        StateKind::Log(_) => 2,
-        StateKind::Token(_) => 3,
-        StateKind::Window(_) => 4,
-        StateKind::Leaky(_) => 5,
+        StatesRef::None(_) => 0,
+        StatesRef::Fixed(_) => 1,
+        StatesRef::Log(_) => 2,
+        StatesRef::Token(_) => 3,
+        StatesRef::Window(_) => 4,
+        StatesRef::Leaky(_) => 5,
     }
 }
 

@@ -11,6 +11,7 @@
 
 mod fixed_window;
 mod leaky_bucket;
+mod log_buffer;
 mod none;
 mod sliding_log;
 mod sliding_window;
@@ -19,7 +20,7 @@ mod token_bucket;
 pub use fixed_window::{FixedWindow, FixedWindowState};
 pub use leaky_bucket::{LeakyBucket, LeakyBucketState};
 pub use none::NoLimit;
-pub use sliding_log::SlidingLog;
+pub use sliding_log::{SlidingLog, SlidingLogState};
 pub use sliding_window::{SlidingWindow, SlidingWindowState};
 pub use token_bucket::{TokenBucket, TokenBucketState};
 

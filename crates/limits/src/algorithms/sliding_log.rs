@@ -5,9 +5,9 @@
 //! Memory is bounded by L entries of 8 bytes: a denied request records
 //! nothing, and the buffer never grows beyond L.
 
+pub use super::log_buffer::SlidingLogState;
 use super::{wait, RateAlgorithm};
 use crate::{Rate, RetryAfter};
-use std::collections::VecDeque;
 
 /// Allowed iff count + cost <= L; a denied request waits until the k-th
 /// oldest entry expires, k = count + cost - L.
@@ -16,9 +16,6 @@ pub struct SlidingLog {
     limit: u64,
     window: u64,
 }
-
-/// The admitted timestamps still in the window, oldest first.
-pub type SlidingLogState = VecDeque<u64>;
 
 impl SlidingLog {
     /// An exact sliding log for `rate`.
@@ -39,15 +36,15 @@ impl RateAlgorithm for SlidingLog {
     type State = SlidingLogState;
 
     fn advance(&self, log: &mut SlidingLogState, now: u64) -> u64 {
-        let now = log.back().map_or(now, |&newest| now.max(newest));
+        let now = log.back().map_or(now, |newest| now.max(newest));
         if let Some(horizon) = now.checked_sub(self.window) {
-            while log.front().is_some_and(|&e| e <= horizon) {
+            while log.front().is_some_and(|e| e <= horizon) {
                 log.pop_front();
             }
         }
         // Give memory back when the log has shrunk to a quarter of it.
         if log.capacity() > 16 && log.len() < log.capacity() / 4 {
-            log.shrink_to(log.len() * 2);
+            log.resize(log.len() * 2);
         }
         now
     }
@@ -62,7 +59,7 @@ impl RateAlgorithm for SlidingLog {
         }
         // 1 <= k <= count, because cost <= limit < count + cost.
         let k = (count + cost - self.limit) as usize;
-        wait(self.until_expired(log[k - 1], now))
+        wait(self.until_expired(log.get(k - 1).unwrap_or(0), now))
     }
 
     fn record(&self, log: &mut SlidingLogState, now: u64, cost: u64) {
@@ -71,9 +68,9 @@ impl RateAlgorithm for SlidingLog {
             // Grow by doubling, but never past L entries.
             let target = needed.max(log.capacity() * 2).max(4);
             let target = target.min(self.limit as usize).max(needed);
-            log.reserve_exact(target - log.len());
+            log.resize(target);
         }
-        log.extend(std::iter::repeat_n(now, cost as usize));
+        log.push_n(now, cost as usize);
     }
 
     fn remaining(&self, log: &SlidingLogState, _: u64) -> u64 {
@@ -82,7 +79,7 @@ impl RateAlgorithm for SlidingLog {
 
     fn reset_after(&self, log: &SlidingLogState, now: u64) -> u64 {
         log.back()
-            .map_or(0, |&newest| super::sat64(self.until_expired(newest, now)))
+            .map_or(0, |newest| super::sat64(self.until_expired(newest, now)))
     }
 
     fn capacity(&self) -> u64 {

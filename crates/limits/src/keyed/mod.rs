@@ -193,9 +193,10 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         self.decide(key, Some(now), cost, Mode::Peek, |_| {})
     }
 
-    /// The general form: decides at `now` (the clock's reading when `None`,
-    /// taken under the shard's lock so that one key's times never run
-    /// backwards), calling `each` with every rate's own decision.
+    /// The general form: decides at `now` (when `None`, the clock's reading,
+    /// taken under the shard's lock and never earlier than the latest one
+    /// the shard decided at, so that one key's times never run backwards),
+    /// calling `each` with every rate's own decision.
     pub fn decide<Q>(
         &self,
         key: &Q,
@@ -210,7 +211,10 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     {
         let hash = self.hasher.hash_one(key);
         let mut shard = self.shard(hash);
-        let now = now.unwrap_or_else(|| self.clock.now());
+        let now = match now {
+            Some(now) => now,
+            None => shard.at_least_latest(self.clock.now()),
+        };
         let decision = match shard.find(hash, key) {
             Some(idx) => {
                 let slot = &mut shard.slots[idx];
@@ -219,7 +223,9 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
                 if mode == Mode::Record && limits_the_key(&d) {
                     slot.denied = true;
                 }
-                if self.rule.is_idle(&mut slot.state, now) {
+                // The decision's reset is zero exactly when the state is
+                // idle (`Rule::decide`): no second look at the state.
+                if d.reset_after.is_zero() {
                     shard.remove(idx);
                 }
                 d
@@ -227,7 +233,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             None => {
                 let mut state = self.rule.new_state();
                 let d = self.rule.decide(&mut state, now, cost, mode, each);
-                if mode == Mode::Record && !self.rule.is_idle(&mut state, now) {
+                if mode == Mode::Record && !d.reset_after.is_zero() {
                     let slot = Slot::new(hash, key.to_owned(), state, limits_the_key(&d));
                     self.insert(&mut shard, slot, now);
                 }

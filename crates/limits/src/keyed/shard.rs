@@ -3,8 +3,8 @@
 //! victims when the shard is full.
 //!
 //! Slots live in a dense `Vec` (so the cursor and the hand can walk them); a `HashTable` of
-//! slot indices finds a key. A key costs its slot (hash, key, state, two
-//! flags) plus about five bytes of table: no linked list, no two pointers per
+//! slot indices finds a key. A key costs its slot (half its hash and two
+//! flags in one word, the key, the state) plus about five bytes of table: no linked list, no two pointers per
 //! key as a true LRU would need.
 //!
 //! # Choosing a victim: forget the least
@@ -42,7 +42,9 @@ use std::borrow::Borrow;
 use std::hash::Hash;
 
 pub(crate) struct Slot<K> {
-    pub hash: u64,
+    /// The low half of the key's hash (the shard was picked by the high
+    /// bits): with the two flags it fills one word. See [`table_hash`].
+    pub hash: u32,
     pub key: K,
     pub state: KeyState,
     /// Set on every use, cleared as the CLOCK hand passes: a second chance.
@@ -69,6 +71,8 @@ pub(crate) struct Shard<K> {
     hand: usize,
     /// Where the amortized sweep looks for idle keys next.
     cursor: usize,
+    /// The latest clock reading this shard decided at: see [`Shard::at_least_latest`].
+    latest: u64,
 }
 
 /// The slot a full shard gives up for a new key.
@@ -88,7 +92,17 @@ impl<K> Shard<K> {
             slots: Vec::new(),
             hand: 0,
             cursor: 0,
+            latest: 0,
         }
+    }
+
+    /// `now` (a clock reading taken under this shard's lock), or the latest
+    /// reading the shard has decided at if that is later: one key's times
+    /// never run backwards, even on a clock whose readings on two cores
+    /// differ by a little (the TSC).
+    pub fn at_least_latest(&mut self, now: u64) -> u64 {
+        self.latest = self.latest.max(now);
+        self.latest
     }
 
     pub fn find<Q>(&self, hash: u64, key: &Q) -> Option<usize>
@@ -97,7 +111,9 @@ impl<K> Shard<K> {
         Q: Hash + Eq + ?Sized,
     {
         self.table
-            .find(hash, |&i| self.slots[i as usize].key.borrow() == key)
+            .find(table_hash(hash as u32), |&i| {
+                self.slots[i as usize].key.borrow() == key
+            })
             .map(|&i| i as usize)
     }
 
@@ -110,10 +126,10 @@ impl<K> Shard<K> {
         } else {
             None
         };
-        let hash = slot.hash;
+        let hash = table_hash(slot.hash);
         let at = match room {
             Some(Room::Idle(at) | Room::Evicted { at, .. }) => {
-                let old = self.slots[at].hash;
+                let old = table_hash(self.slots[at].hash);
                 if let Ok(entry) = self.table.find_entry(old, |&i| i as usize == at) {
                     entry.remove();
                 }
@@ -127,19 +143,19 @@ impl<K> Shard<K> {
         };
         let slots = &self.slots;
         self.table
-            .insert_unique(hash, at as u32, |&i| slots[i as usize].hash);
+            .insert_unique(hash, at as u32, |&i| table_hash(slots[i as usize].hash));
         room
     }
 
     /// Removes slot `idx`; the last slot moves into its place.
     pub fn remove(&mut self, idx: usize) -> Slot<K> {
-        let hash = self.slots[idx].hash;
+        let hash = table_hash(self.slots[idx].hash);
         if let Ok(entry) = self.table.find_entry(hash, |&i| i as usize == idx) {
             entry.remove();
         }
         let last = self.slots.len() - 1;
         if idx != last {
-            let moved = self.slots[last].hash;
+            let moved = table_hash(self.slots[last].hash);
             if let Some(i) = self.table.find_mut(moved, |&i| i as usize == last) {
                 *i = idx as u32;
             }
@@ -161,7 +177,8 @@ impl<K> Shard<K> {
         if self.slots.capacity() > 64 && len < self.slots.capacity() / 4 {
             self.slots.shrink_to(len * 2);
             let slots = &self.slots;
-            self.table.shrink_to(len * 2, |&i| slots[i as usize].hash);
+            self.table
+                .shrink_to(len * 2, |&i| table_hash(slots[i as usize].hash));
         }
     }
 
@@ -243,7 +260,7 @@ impl<K> Slot<K> {
     /// request was.
     pub fn new(hash: u64, key: K, state: KeyState, denied: bool) -> Slot<K> {
         Slot {
-            hash,
+            hash: hash as u32,
             key,
             state,
             // A new key has not earned its second chance yet: in a flood of
@@ -264,6 +281,13 @@ fn forgetting_cost<K>(rule: &Rule, slot: &mut Slot<K>, now: u64) -> u32 {
         | (used << 2)
         | (u32::from(slot.denied) << 1)
         | u32::from(slot.referenced)
+}
+
+/// The hash the shard's table files a slot under, from the low half of the
+/// key's hash that the slot keeps: that half again in the high bits, which
+/// the table's control bytes read (its low bits pick the bucket).
+fn table_hash(low: u32) -> u64 {
+    (u64::from(low) << 32) | u64::from(low)
 }
 
 /// The slot after `at` of `len`, wrapping: no division on the hot path.

@@ -1,0 +1,166 @@
+//! What a rule keeps per key, sized for the rule: one rate's state inline
+//! in the key's slot (a token bucket's is 16 bytes), several rates' behind
+//! one pointer. Every tracked key pays for the largest inline kind, so that
+//! is kept small: 32 bytes, where a `SmallVec` per kind took 48 (issue 9).
+
+use crate::algorithms::{
+    FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, TokenBucket,
+};
+
+/// What a rule keeps for one key: one state per rate.
+///
+/// A single-rate rule's state is kept inline (32 bytes, the largest being
+/// the sliding window's counters and the sliding log's ring); several rates'
+/// states live in one allocation. Every key's state is as large as the
+/// largest inline kind, so that kinds share one slot type.
+#[derive(Clone, Debug)]
+pub struct KeyState(pub(crate) StateKind);
+
+/// The one list of the per-rate algorithms a rule can run, as
+/// `Kind(engine type)`. From it come `Engines` (a rule's per-rate
+/// algorithms), `StateKind` (a key's states), `ManyStates` (those of a rule
+/// with several rates), `StatesRef` (either, as a slice) and
+/// `with_engines!`, so that a new algorithm is one more entry here (and one
+/// arm in `Rule::build_engines`). `$d` is a literal `$`, passed in so that
+/// the generated macro can have metavariables of its own.
+macro_rules! rule_kinds {
+    ($d:tt $($kind:ident($engine:ty)),+ $(,)?) => {
+        /// The per-rate algorithms of a rule.
+        #[derive(Clone, Debug)]
+        pub(crate) enum Engines {
+            $($kind(Vec<$engine>),)+
+        }
+
+        /// A key's states, of the kind of rule that made them: one rate's
+        /// inline, or several rates' behind one pointer.
+        #[derive(Clone, Debug)]
+        pub(crate) enum StateKind {
+            $($kind(<$engine as RateAlgorithm>::State),)+
+            Many(Box<ManyStates>),
+        }
+
+        /// The states of a rule with several rates, one per rate.
+        #[derive(Clone, Debug)]
+        pub(crate) enum ManyStates {
+            $($kind(Box<[<$engine as RateAlgorithm>::State]>),)+
+        }
+
+        /// A key's per-rate states as a slice, whichever way they are kept.
+        pub(crate) enum StatesRef<'a> {
+            $($kind(&'a [<$engine as RateAlgorithm>::State]),)+
+        }
+
+        /// Runs `$body` with `$e` bound to the rule's per-rate algorithms
+        /// and `$s` to the matching per-rate states (a mutable slice);
+        /// `$other` when the state belongs to another kind of rule.
+        macro_rules! with_engines {
+            (
+                $d engines:expr, $d state:expr, |$d e:ident, $d s:ident| $d body:expr, $d other:expr
+            ) => {
+                match ($d engines, $d state) {
+                    $((crate::state_kinds::Engines::$kind($d e), crate::state_kinds::StateKind::$kind(one)) => {
+                        let $d s = std::slice::from_mut(one);
+                        $d body
+                    })+
+                    (engines, crate::state_kinds::StateKind::Many(many)) => match (engines, &mut **many) {
+                        $((crate::state_kinds::Engines::$kind($d e), crate::state_kinds::ManyStates::$kind(all)) => {
+                            let $d s = &mut all[..];
+                            $d body
+                        })+
+                        #[allow(unreachable_patterns)]
+                        _ => $d other,
+                    },
+                    #[allow(unreachable_patterns)]
+                    _ => $d other,
+                }
+            };
+        }
+        pub(crate) use with_engines;
+
+        impl Engines {
+            /// The largest cost that can ever pass: the smallest capacity.
+            pub(crate) fn max_cost(&self) -> u64 {
+                match self {
+                    $(Engines::$kind(e) => e.iter().map(RateAlgorithm::capacity).min(),)+
+                }
+                .unwrap_or(u64::MAX)
+            }
+
+            /// The states of a key never seen.
+            pub(crate) fn new_state(&self) -> StateKind {
+                match self {
+                    $(Engines::$kind(e) => StateKind::from_many(ManyStates::$kind(
+                        e.iter().map(|_| Default::default()).collect(),
+                    )),)+
+                }
+            }
+
+            /// Whether `state` was made by a rule of this shape.
+            pub(crate) fn owns(&self, state: &StateKind) -> bool {
+                match (self, state) {
+                    $((Engines::$kind(e), StateKind::$kind(_)) => e.len() == 1,)+
+                    (_, StateKind::Many(_)) => self.owns_many(state),
+                    #[allow(unreachable_patterns)]
+                    _ => false,
+                }
+            }
+
+            /// [`owns`](Self::owns) for the states of several rates.
+            fn owns_many(&self, state: &StateKind) -> bool {
+                match (self, state.view()) {
+                    $((Engines::$kind(e), StatesRef::$kind(s)) => e.len() == s.len(),)+
+                    #[allow(unreachable_patterns)]
+                    _ => false,
+                }
+            }
+        }
+
+        impl StateKind {
+            /// Several rates' states, or one rate's inline.
+            pub(crate) fn from_many(many: ManyStates) -> StateKind {
+                match many {
+                    $(ManyStates::$kind(s) if s.len() == 1 => {
+                        let [one] = <Box<[_; 1]>>::try_from(s).map_or_else(
+                            |_| unreachable!("one state"),
+                            |one| *one,
+                        );
+                        StateKind::$kind(one)
+                    })+
+                    many => StateKind::Many(Box::new(many)),
+                }
+            }
+
+            /// The per-rate states as a slice.
+            pub(crate) fn view(&self) -> StatesRef<'_> {
+                match self {
+                    $(StateKind::$kind(one) => StatesRef::$kind(std::slice::from_ref(one)),)+
+                    StateKind::Many(many) => match &**many {
+                        $(ManyStates::$kind(all) => StatesRef::$kind(all),)+
+                    },
+                }
+            }
+
+            /// Heap bytes beyond the inline size.
+            pub(crate) fn heap_bytes(&self) -> usize {
+                let outer = match self {
+                    StateKind::Many(many) => std::mem::size_of::<ManyStates>() + match &**many {
+                        $(ManyStates::$kind(all) => std::mem::size_of_val::<[_]>(all),)+
+                    },
+                    _ => 0,
+                };
+                outer + match self.view() {
+                    $(StatesRef::$kind(s) => s.iter().map(<$engine>::heap_bytes).sum::<usize>(),)+
+                }
+            }
+        }
+    };
+}
+
+rule_kinds! {$
+    None(NoLimit),
+    Fixed(FixedWindow),
+    Log(SlidingLog),
+    Token(TokenBucket),
+    Window(SlidingWindow),
+    Leaky(LeakyBucket),
+}
