@@ -143,8 +143,9 @@ impl RlsServer {
 
     /// Serves the rate limit service on `listener` until `shutdown`
     /// completes, then lets calls in flight finish (up to the drain
-    /// timeout) and saves the state, if asked for. Meanwhile: the admin endpoint if configured, the sweep, and
-    /// reloads on SIGHUP and on change if asked for; all stop with it.
+    /// timeout) and saves the state, if asked for. Meanwhile: the admin
+    /// endpoint if configured, the sweep, and reloads on SIGHUP and on
+    /// change if asked for; all stop with it.
     pub async fn serve_on(
         self,
         listener: TcpListener,
