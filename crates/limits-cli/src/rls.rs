@@ -40,6 +40,11 @@ pub struct RlsArgs {
     #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_interval)]
     watch_interval: Duration,
 
+    /// Save the in-memory counts here on shutdown and load them on start
+    /// (a limit whose rule changed starts afresh; Redis keeps its own).
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+
     /// Longest wait for calls in flight on shutdown.
     #[arg(long, default_value = "30s", value_parser = parse_timeout)]
     drain_timeout: Duration,
@@ -77,6 +82,7 @@ pub fn rls(args: RlsArgs) -> Result<(), String> {
             },
             drain_timeout: args.drain_timeout,
             watch_interval: args.watch_interval,
+            state: args.state,
             ..RlsServerConfig::new(args.config)
         };
         RlsServer::new(config)?

@@ -4,6 +4,7 @@
 //! reload, a rule whose shape did not change keeps its store, and so its
 //! clients' state.
 
+use crate::state;
 use crate::store::{RuleStore, StoreOptions};
 use limits::{Algorithm, Rule, Store};
 use limits_http::HttpRule;
@@ -42,10 +43,6 @@ pub fn keep_state(mut rules: Vec<ServerRule>, previous: &[ServerRule]) -> (Vec<S
 /// and key, with the key's `missing` policy and normalization (they change
 /// the keys). State saved under another shape is not loaded.
 pub fn fingerprint(rule: &ServerRule) -> String {
-    let limiter = rule.store.rule();
-    let burst = limiter
-        .burst()
-        .map_or(String::new(), |b| format!(" burst={b}"));
     let key = &rule.key;
     let missing = key
         .missing()
@@ -54,10 +51,26 @@ pub fn fingerprint(rule: &ServerRule) -> String {
         .normalize()
         .map_or("default".to_string(), |n| n.to_string());
     format!(
-        "{} {}{burst} key={key} missing={missing} normalize={normalize}",
-        limiter.algorithm(),
-        limiter.rates(),
+        "{} key={key} missing={missing} normalize={normalize}",
+        limiter_shape(rule.store.rule()),
     )
+}
+
+/// A limiter as the state file's shapes write it: algorithm, rates and
+/// burst (`sliding-log 2/1h`, `leaky-bucket 10/1s burst=5`).
+pub(crate) fn limiter_shape(limiter: &Rule) -> String {
+    let burst = limiter
+        .burst()
+        .map_or(String::new(), |b| format!(" burst={b}"));
+    format!("{} {}{burst}", limiter.algorithm(), limiter.rates())
+}
+
+/// Each rule's store under the rule's name, with its [`fingerprint`]: what
+/// `limits serve` saves and loads.
+pub(crate) fn state_entries(rules: &[ServerRule]) -> impl Iterator<Item = state::Entry<'_>> {
+    rules
+        .iter()
+        .map(|rule| (rule.name.as_str(), fingerprint(rule), &*rule.store))
 }
 
 /// (rule, keys tracked, keys evicted, of which limited keys) for each rule

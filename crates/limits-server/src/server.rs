@@ -103,7 +103,7 @@ impl Server {
         let rules = load_rules(&config)?;
         if let Some(path) = &config.state {
             state::check_writable(path)?;
-            let n = state::load(path, &rules)?;
+            let n = state::load(path, rules::state_entries(&rules))?;
             tracing::info!(keys = n, file = %path.display(), "state loaded");
         }
         let metrics = Arc::new(Metrics::new());
@@ -172,9 +172,10 @@ impl Server {
         }
 
         let saved = match &shared.config.state {
-            Some(path) => state::save(path, &shared.handle.current().rules).map(|n| {
-                tracing::info!(keys = n, file = %path.display(), "state saved");
-            }),
+            Some(path) => state::save(path, rules::state_entries(&shared.handle.current().rules))
+                .map(|n| {
+                    tracing::info!(keys = n, file = %path.display(), "state saved");
+                }),
             None => Ok(()),
         };
         println!("limits serve: stopped");

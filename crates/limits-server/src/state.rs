@@ -8,8 +8,13 @@
 //! renamed over it, so a crash leaves the old file or the new one, never half
 //! of one. A symlinked state file keeps its link: its target is replaced.
 //! State dated after now (beyond [`CLOCK_TOLERANCE`]) is dropped on load.
+//!
+//! One writer for both servers: `limits serve` saves each rule's store under
+//! the rule's name, `limits rls` each limit's under the limit's id; each with
+//! a shape saying what the state means ([`Entry`]), so that state saved for
+//! a rule that changed since is not loaded into it.
 
-use crate::rules::{fingerprint, ServerRule};
+use crate::store::RuleStore;
 use limits::{Clock, Store, SystemClock};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -43,6 +48,11 @@ struct SavedRule {
 }
 
 const VERSION: u32 = 1;
+
+/// What a server saves and loads: a store under its name, with the shape
+/// that identifies what its keys' state means (the rule, and whatever makes
+/// the keys). Only a store in this process ([`Store::local`]) is saved.
+pub type Entry<'a> = (&'a str, String, &'a RuleStore);
 
 /// Checks at start that the state can be saved to `path`: its directory
 /// exists and takes a new file, and `path` is not a directory.
@@ -130,28 +140,26 @@ fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Writes the state of every rule whose store is in this process to `path`
+/// Writes the state of every entry whose store is in this process to `path`
 /// (atomically: a temporary file renamed over it, or over the target of the
 /// symlink `path` is). Returns how many keys were saved.
-pub fn save(path: &Path, rules: &[ServerRule]) -> Result<usize, String> {
+pub fn save<'a>(
+    path: &Path,
+    entries: impl IntoIterator<Item = Entry<'a>>,
+) -> Result<usize, String> {
     let mut file = StateFile {
         version: VERSION,
         rules: BTreeMap::new(),
     };
     let mut saved = 0;
-    for rule in rules {
-        let Some(local) = rule.store.local() else {
+    for (name, shape, store) in entries {
+        let Some(local) = store.local() else {
             continue;
         };
         let keys = local.export();
         saved += keys.len();
-        file.rules.insert(
-            rule.name.clone(),
-            SavedRule {
-                shape: fingerprint(rule),
-                keys,
-            },
-        );
+        file.rules
+            .insert(name.to_string(), SavedRule { shape, keys });
     }
     let text = serde_json::to_vec(&file).map_err(|e| e.to_string())?;
     let target = resolve(path)?;
@@ -159,12 +167,15 @@ pub fn save(path: &Path, rules: &[ServerRule]) -> Result<usize, String> {
     Ok(saved)
 }
 
-/// Loads the state in `path` into the rules of the same name and shape
+/// Loads the state in `path` into the entries of the same name and shape
 /// whose store is in this process,
 /// without the keys dated after now + [`CLOCK_TOLERANCE`] (counted in the
 /// log). A missing file is a first start: nothing to load. Returns the keys
 /// loaded.
-pub fn load(path: &Path, rules: &[ServerRule]) -> Result<usize, String> {
+pub fn load<'a>(
+    path: &Path,
+    entries: impl IntoIterator<Item = Entry<'a>>,
+) -> Result<usize, String> {
     let text = match std::fs::read(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
@@ -182,21 +193,20 @@ pub fn load(path: &Path, rules: &[ServerRule]) -> Result<usize, String> {
     let tolerance = u64::try_from(CLOCK_TOLERANCE.as_nanos()).unwrap_or(u64::MAX);
     let latest = SystemClock::new().now().saturating_add(tolerance);
     let (mut loaded, mut dropped) = (0, 0);
-    for rule in rules {
-        let (Some(local), Some(saved)) = (rule.store.local(), file.rules.get(&rule.name)) else {
+    for (name, shape, store) in entries {
+        let (Some(local), Some(saved)) = (store.local(), file.rules.get(name)) else {
             continue;
         };
-        let shape = fingerprint(rule);
         if saved.shape != shape {
             tracing::warn!(
-                rule = %rule.name,
+                rule = %name,
                 saved = %saved.shape,
                 now = %shape,
                 "rule changed since the state was saved; starting it afresh"
             );
             continue;
         }
-        let limiter = rule.store.rule();
+        let limiter = store.rule();
         let (future, keys): (Vec<_>, Vec<_>) =
             saved.keys.iter().cloned().partition(|(_, words)| {
                 limiter

@@ -3,6 +3,8 @@
 //! and rule did not change keeps its store, and so its clients' counts.
 
 use super::config::{RlsConfig, RlsLimit};
+use crate::rules::limiter_shape;
+use crate::state;
 use crate::store::{RuleStore, StoreOptions};
 use limits::Store;
 use std::collections::HashMap;
@@ -59,6 +61,16 @@ impl RlsLimits {
             }
         }
         kept
+    }
+
+    /// Each store under its limit's id, with a shape made of the id and the
+    /// rule (algorithm, rates, burst): what `--state` saves and loads, so
+    /// that a limit whose rule changed starts afresh.
+    pub(crate) fn state_entries(&self) -> impl Iterator<Item = state::Entry<'_>> {
+        self.stores.iter().map(|(id, store)| {
+            let shape = format!("limit {id}: {}", limiter_shape(store.rule()));
+            (id.as_str(), shape, &**store)
+        })
     }
 
     /// Drops the keys that can no longer affect a decision, in the stores

@@ -53,7 +53,7 @@ pub enum OnStoreError {
 /// let mut config = RlsServerConfig::new("config/".into());
 /// config.listen = "127.0.0.1:0".parse().unwrap();
 /// assert_eq!(config.on_store_error, OnStoreError::Unavailable);
-/// assert!(config.admin.is_none() && config.reload_on_hangup);
+/// assert!(config.admin.is_none() && config.reload_on_hangup && config.state.is_none());
 /// assert_eq!(config.watch_interval, std::time::Duration::from_secs(1));
 /// ```
 #[derive(Clone, Debug)]
@@ -76,12 +76,17 @@ pub struct RlsServerConfig {
     pub watch_interval: Duration,
     /// Longest wait for calls in flight on shutdown.
     pub drain_timeout: Duration,
+    /// Save the in-process stores' counts here on shutdown (each limit's
+    /// under its id), load them on start; the file `limits serve --state`
+    /// writes, with the same checks.
+    pub state: Option<PathBuf>,
 }
 
 impl RlsServerConfig {
     /// The limits of `config`, with the defaults of `limits rls`: listen on
     /// 127.0.0.1:8081, no admin, in memory, UNAVAILABLE on store errors,
-    /// reload on SIGHUP and on change (checked every second), 30 s to drain.
+    /// reload on SIGHUP and on change (checked every second), 30 s to drain,
+    /// no state file.
     pub fn new(config: PathBuf) -> RlsServerConfig {
         RlsServerConfig {
             config,
@@ -92,6 +97,7 @@ impl RlsServerConfig {
             reload_on_hangup: true,
             watch_interval: Duration::from_secs(1),
             drain_timeout: Duration::from_secs(30),
+            state: None,
         }
     }
 }

@@ -2,8 +2,8 @@
 //! (and the standard gRPC health service), with what `limits serve` runs
 //! beside its own listener: the admin endpoint (`/metrics`, `/healthz`), a
 //! sweep of idle keys every second, reload on SIGHUP and on change (the
-//! `watch` module) keeping the counts of unchanged limits, and a graceful
-//! drain on shutdown.
+//! `watch` module) keeping the counts of unchanged limits, a graceful
+//! drain on shutdown, and the counts saved (`--state`) once drained.
 //!
 //! It prints one line on stdout as it listens, opens the admin port,
 //! reloads and stops (`limits rls: listening on HOST:PORT (N limits)`, a bare address as
@@ -18,6 +18,7 @@ use super::watch::{watch_changes, Fingerprint};
 use super::RlsServerConfig;
 use crate::listener::{self, Bounds};
 use crate::metrics::admin_router;
+use crate::state;
 use arc_swap::ArcSwap;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -100,12 +101,19 @@ impl RlsReloader {
 }
 
 impl RlsServer {
-    /// Reads the configuration and builds one store per limit. Errors name
-    /// the file and line (`FILE:LINE: what is wrong`).
+    /// Reads the configuration and builds one store per limit; with a state
+    /// file, checks that it can be written and loads it. Errors name the
+    /// file and line (`FILE:LINE: what is wrong`) or the flag (`--state
+    /// FILE: ...`).
     pub fn new(config: RlsServerConfig) -> Result<RlsServer, String> {
         // Taken before reading: a change while reading is seen by the watch.
         let loaded = Fingerprint::of(&config.config);
         let limits = RlsLimits::load(&config.config, &config.stores)?;
+        if let Some(path) = &config.state {
+            state::check_writable(path)?;
+            let n = state::load(path, limits.state_entries())?;
+            tracing::info!(keys = n, file = %path.display(), "state loaded");
+        }
         Ok(RlsServer {
             config,
             limits: Arc::new(ArcSwap::from_pointee(limits)),
@@ -135,8 +143,9 @@ impl RlsServer {
 
     /// Serves the rate limit service on `listener` until `shutdown`
     /// completes, then lets calls in flight finish (up to the drain
-    /// timeout). Meanwhile: the admin endpoint if configured, the sweep, and
-    /// reloads on SIGHUP and on change if asked for; all stop with it.
+    /// timeout) and saves the state, if asked for. Meanwhile: the admin
+    /// endpoint if configured, the sweep, and reloads on SIGHUP and on
+    /// change if asked for; all stop with it.
     pub async fn serve_on(
         self,
         listener: TcpListener,
@@ -215,8 +224,16 @@ impl RlsServer {
         for task in background {
             task.abort();
         }
+        // After the drain: the counts of the calls answered are in the file.
+        let saved = match &self.config.state {
+            Some(path) => state::save(path, self.limits.load().state_entries()).map(|n| {
+                tracing::info!(keys = n, file = %path.display(), "state saved");
+            }),
+            None => Ok(()),
+        };
         println!("limits rls: stopped");
-        result
+        result?;
+        saved.map_err(|e| format!("state not saved: {e}"))
     }
 
     /// Binds the admin endpoint and serves it until aborted.
