@@ -126,22 +126,10 @@ function A.record(p, s, t, cost, i)
   local one = enc(select(2, divmod(t, WRAP)), WIDTH)
   local _, pos = divmod(s.head + s.count, s.cap)
   local first = math.min(cost, s.cap - pos)
-  if s.raw then
-    -- The whole buffer is in hand: the new entries go into it here, and save
-    -- writes it back with its header and expiry in one SET (one redis.call
-    -- instead of three).
-    local body = string.sub(s.raw, HEADER + 1)
-    local from, to = pos * WIDTH, (pos + first) * WIDTH
-    body = string.sub(body, 1, from) .. string.rep(one, first) .. string.sub(body, to + 1)
-    if first < cost then
-      body = string.rep(one, cost - first) .. string.sub(body, (cost - first) * WIDTH + 1)
-    end
-    s.body, s.raw = body, string.sub(s.raw, 1, HEADER) .. body
-  else
-    redis.call('SETRANGE', key, HEADER + pos * WIDTH, string.rep(one, first))
-    if first < cost then redis.call('SETRANGE', key, HEADER, string.rep(one, cost - first)) end
-  end
-  s.count, s.newest, s.changed = need, t, true
+  redis.call('SETRANGE', key, HEADER + pos * WIDTH, string.rep(one, first))
+  if first < cost then redis.call('SETRANGE', key, HEADER, string.rep(one, cost - first)) end
+  -- The copy read at load no longer holds what is in Redis.
+  s.count, s.newest, s.changed, s.raw = need, t, true, nil
 end
 
 function A.delay() return ZERO end
@@ -156,16 +144,9 @@ function A.save(P, S, resets, floor)
   for i, s in ipairs(S) do
     if s.changed then
       local key = KEYS[i]
-      local header = enc(s.newest, 8) .. enc(s.head, 4) .. enc(s.count, 4)
-      local shrink = s.cap > 16 and s.count < s.cap / 4
-      if s.body and not shrink then
-        redis.call('SET', key, header .. s.body, 'PX', ttl_ms(resets[i], floor))
-      else
-        if s.body then redis.call('SET', key, header .. s.body) end
-        if shrink then rebuild(s, key, s.count * 2) end
-        redis.call('SETRANGE', key, 0, enc(s.newest, 8) .. enc(s.head, 4) .. enc(s.count, 4))
-        redis.call('PEXPIRE', key, ttl_ms(resets[i], floor))
-      end
+      if s.cap > 16 and s.count < s.cap / 4 then rebuild(s, key, s.count * 2) end
+      redis.call('SETRANGE', key, 0, enc(s.newest, 8) .. enc(s.head, 4) .. enc(s.count, 4))
+      redis.call('PEXPIRE', key, ttl_ms(resets[i], floor))
     end
   end
 end
