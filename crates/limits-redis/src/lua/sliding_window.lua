@@ -1,4 +1,5 @@
 -- Sliding window counter: the previous window's count weighed by its overlap
+-- Rules of one rate run sliding_window_1.lua instead: keep the two in step.
 -- with the last W, decided exactly, multiplied through by W.
 local A = {}
 local FIELDS = {'index', 'prev', 'curr'}
