@@ -1,5 +1,7 @@
 //! The Lua scripts, one per limiter: the shared helpers, the limiter's own
-//! functions and the all-or-nothing driver, joined at compile time. Each is
+//! functions and the all-or-nothing driver, joined at compile time; and for
+//! the counter limiters a second one for rules of one rate, straight-line
+//! code that costs Redis a fraction of the general one (BENCHMARKS.md). Each is
 //! sent once (`SCRIPT LOAD`) and then called by its SHA1 (`EVALSHA`); the
 //! `redis` crate sends it again if Redis answers NOSCRIPT (after a restart
 //! or `SCRIPT FLUSH`).
@@ -20,14 +22,40 @@ macro_rules! limiter_script {
     };
 }
 
+macro_rules! one_rate_script {
+    ($file:literal) => {
+        LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("lua/one_rate.lua"),
+                include_str!(concat!("lua/", $file)),
+            ))
+        })
+    };
+}
+
 static FIXED_WINDOW: LazyLock<Script> = limiter_script!("fixed_window.lua");
 static SLIDING_LOG: LazyLock<Script> = limiter_script!("sliding_log.lua");
 static TOKEN_BUCKET: LazyLock<Script> = limiter_script!("token_bucket.lua");
 static SLIDING_WINDOW: LazyLock<Script> = limiter_script!("sliding_window.lua");
 static LEAKY_BUCKET: LazyLock<Script> = limiter_script!("leaky_bucket.lua");
 
-/// The script of `algorithm`; `None` for `none`, which needs no state.
-pub(crate) fn script_for(algorithm: Algorithm) -> Option<&'static Script> {
+static FIXED_WINDOW_1: LazyLock<Script> = one_rate_script!("fixed_window_1.lua");
+static TOKEN_BUCKET_1: LazyLock<Script> = one_rate_script!("token_bucket_1.lua");
+static SLIDING_WINDOW_1: LazyLock<Script> = one_rate_script!("sliding_window_1.lua");
+static LEAKY_BUCKET_1: LazyLock<Script> = one_rate_script!("leaky_bucket_1.lua");
+
+/// The script of `algorithm` for a rule of `rates` rates; `None` for
+/// `none`, which needs no state.
+pub(crate) fn script_for(algorithm: Algorithm, rates: usize) -> Option<&'static Script> {
+    if rates == 1 {
+        match algorithm {
+            Algorithm::FixedWindow => return Some(&FIXED_WINDOW_1),
+            Algorithm::TokenBucket => return Some(&TOKEN_BUCKET_1),
+            Algorithm::SlidingWindow => return Some(&SLIDING_WINDOW_1),
+            Algorithm::LeakyBucket => return Some(&LEAKY_BUCKET_1),
+            _ => {}
+        }
+    }
     Some(match algorithm {
         Algorithm::None => return None,
         Algorithm::FixedWindow => &FIXED_WINDOW,

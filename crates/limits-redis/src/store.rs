@@ -64,7 +64,7 @@ impl RedisStore {
             fingerprint(&rule)
         );
         Ok(RedisStore {
-            script: script_for(rule.algorithm()),
+            script: script_for(rule.algorithm(), rule.rates().len()),
             rule,
             connection: connection.clone(),
             shape,

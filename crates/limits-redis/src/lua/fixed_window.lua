@@ -1,4 +1,5 @@
 -- Fixed window: one counter per window index floor(t / W).
+-- Rules of one rate run fixed_window_1.lua instead: keep the two in step.
 local A = {}
 local FIELDS = {'index', 'count'}
 

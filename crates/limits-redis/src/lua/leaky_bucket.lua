@@ -1,5 +1,6 @@
 -- Leaky bucket as a queue (nginx-style): the next unit's departure slot in
 -- us times L, kept as q * L + r (0 <= r < L) so that no number passes 2^53.
+-- Rules of one rate run leaky_bucket_1.lua instead: keep the two in step.
 local A = {}
 local FIELDS = {'q', 'r'}
 

@@ -1,5 +1,6 @@
 -- Sliding window counter: the previous window's count weighed by its overlap
 -- with the last W, decided exactly, multiplied through by W.
+-- Rules of one rate run sliding_window_1.lua instead: keep the two in step.
 local A = {}
 local FIELDS = {'index', 'prev', 'curr'}
 

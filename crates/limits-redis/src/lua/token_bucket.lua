@@ -1,5 +1,6 @@
 -- Token bucket as exact GCRA: when the bucket is full again, in us times L,
 -- kept as q * L + r (0 <= r < L) so that no number passes 2^53.
+-- Rules of one rate run token_bucket_1.lua instead: keep the two in step.
 local A = {}
 local FIELDS = {'q', 'r'}
 

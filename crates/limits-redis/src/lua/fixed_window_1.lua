@@ -1,0 +1,27 @@
+-- Fixed window, one rate (see fixed_window.lua).
+local raw = redis.call('GET', KEYS[1])
+local index, count = 0, 0
+if raw and #raw == 16 then index, count = struct.unpack('<d<d', raw) end
+local t = now
+local current = divmod(now, W)
+if current > index then
+  index, count = current, 0
+elseif current < index then
+  t = index * W
+end
+-- Until the window ends: the wait of any denial, the reset, the refill.
+local left = (index + 1) * W - t
+if left < 0 then left = 0 end
+local allowed, never, retry = 1, 0, 0
+if cost > L then
+  allowed, never = 0, 1
+elseif cost > 0 and count + cost > L then
+  allowed, retry = 0, left
+end
+if allowed == 1 and cost > 0 and record then
+  count = count + cost
+  redis.call('SET', KEYS[1], struct.pack('<d<d', index, count), 'PX', ttl_ms(left, 0))
+end
+local reset, refill = 0, 0
+if count > 0 then reset, refill = left, left end
+return {now, allowed, L - count, never, retry, 0, reset, 0, refill, 0, 0, 0}
