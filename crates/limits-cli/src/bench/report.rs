@@ -179,7 +179,9 @@ impl Report {
             let _ = writeln!(out, "{}", cells.join("  ").trim_end());
         }
         out.push_str(if redis {
-            "\nRedis B/key: MEMORY USAGE of a sample of keys (all of a key's Redis keys), per key.\n"
+            "\nEvery decision is one script call (the deny cache is off); p50/p99: its latency \
+             as a caller sees it. Redis B/key: MEMORY USAGE of a sample of keys (all of a \
+             key's Redis keys), per key.\n"
         } else {
             "\nB/key: what the limiter's tables and states hold (KeyedLimiter::memory()); \
              RSS B/key: the process's resident memory growth while the keys were added \
