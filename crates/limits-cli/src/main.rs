@@ -1,6 +1,7 @@
 //! `limits`: the command-line face of the toolkit.
 
 mod args;
+mod bench;
 mod plot;
 mod replay;
 mod report;
@@ -8,7 +9,7 @@ mod rls;
 mod serve;
 mod simulate;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Exact rate limiting: a sliding log and its peers.
@@ -33,12 +34,17 @@ enum Command {
     Rule(args::RuleArgs),
     /// Envoy's rate limit service (gRPC ShouldRateLimit) with envoyproxy/ratelimit's YAML config.
     Rls(Box<rls::RlsArgs>),
+    /// Measure the limiters on this machine: ns per decision, decisions/s, bytes per key.
+    Bench(Box<bench::BenchArgs>),
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     init_logging();
-    match run(cli.command) {
+    // `bench` tells a rule flag given from its default.
+    let bench = matches.subcommand_matches("bench");
+    match run(cli.command, bench) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");
@@ -47,7 +53,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> Result<(), String> {
+fn run(command: Command, bench: Option<&clap::ArgMatches>) -> Result<(), String> {
     match command {
         Command::Limiters => {
             for algorithm in limits::Algorithm::ALL {
@@ -59,6 +65,7 @@ fn run(command: Command) -> Result<(), String> {
         Command::Replay(args) => replay::replay(args),
         Command::Serve(args) => serve::serve(*args),
         Command::Rls(args) => rls::rls(*args),
+        Command::Bench(args) => bench::bench(*args, bench),
         Command::Rule(args) => {
             let rule = args.rule()?;
             println!(

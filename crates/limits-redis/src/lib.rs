@@ -41,6 +41,7 @@
 mod clock;
 mod connection;
 mod deny_cache;
+mod inspect;
 mod scripts;
 mod shape;
 mod store;

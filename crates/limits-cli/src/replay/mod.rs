@@ -5,7 +5,7 @@
 mod access_log;
 mod decisions;
 mod reorder;
-mod store;
+pub(crate) mod store;
 mod trace;
 
 use crate::args::{parse_algorithm, RateArgs};

@@ -66,7 +66,7 @@ impl Redis {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the runtime: {e}"))?;
-        let prefix = fresh_prefix();
+        let prefix = fresh_prefix("replay");
         let options = RedisOptions {
             prefix: prefix.clone(),
             timeout: TIMEOUT,
@@ -98,14 +98,14 @@ impl Redis {
     }
 }
 
-/// `limits:replay:SECONDS.NANOS-PID:`: unique per run on one host (and
+/// `limits:COMMAND:SECONDS.NANOS-PID:`: unique per run on one host (and
 /// across hosts but for a clash to the nanosecond).
-fn fresh_prefix() -> String {
+pub(crate) fn fresh_prefix(command: &str) -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     format!(
-        "limits:replay:{}.{:09}-{}:",
+        "limits:{command}:{}.{:09}-{}:",
         now.as_secs(),
         now.subsec_nanos(),
         std::process::id()

@@ -2,19 +2,11 @@
 //! outcome), one key stream for both sides, and the two limiters built for the
 //! same rule: ours (`limits::KeyedLimiter`) and governor's keyed limiter.
 //!
-//! Time is virtual on both sides: our `ManualClock` and governor's
-//! `FakeRelativeClock` are both an atomic nanosecond counter, read on every
-//! check and moved forward by [`STEP`] ns per check (in batches of
-//! [`BATCH`]), so that a key is checked every `keys * STEP` ns on average.
-//! Each scenario sizes its rule from that interval:
-//!
-//! - buckets (token, leaky), allowed: L = 1,000,000, refilled slightly slower
-//!   than the key's requests come, each key first drained to half: the bucket
-//!   neither fills (the key stays resident) nor empties (every check passes);
-//! - counters (fixed window, sliding window, sliding log), allowed: L = 16 per
-//!   8 requests' time: about half the limit used, a few denials at peaks;
-//! - denied (every limiter): L = 16 per 160 requests' time, each key first
-//!   drained: about 90% of checks are denied.
+//! Time is virtual: our `ManualClock` and governor's `FakeRelativeClock`
+//! are both an atomic nanosecond counter, read on every check and moved
+//! forward by [`STEP`] ns per check (in batches of [`BATCH`]), so that a key
+//! is checked every `keys * STEP` ns on average. Each scenario sizes its rule
+//! from that interval, as `scenario.rs` says (shared with `limits bench`).
 //!
 //! Governor is GCRA (a token bucket): in every group it runs the same L per W
 //! (period W / L, burst L), the same warm-up and the same key stream.
@@ -27,6 +19,9 @@ use governor::{Quota, RateLimiter};
 use limits::{Algorithm, KeyedLimiter, ManualClock, Rate, Rates, Rule};
 use std::num::NonZeroU32;
 use std::time::Duration;
+
+mod scenario;
+pub use scenario::{sizing, Outcome, XorShift};
 
 /// Virtual nanoseconds per check.
 pub const STEP: u64 = 100;
@@ -41,24 +36,6 @@ pub const ALGORITHMS: [Algorithm; 5] = [
     Algorithm::SlidingWindow,
     Algorithm::LeakyBucket,
 ];
-
-/// Whether most checks pass or most are denied.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Most checks pass.
-    Allowed,
-    /// About 90% of checks are denied.
-    Denied,
-}
-
-impl Outcome {
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Allowed => "allowed",
-            Outcome::Denied => "denied",
-        }
-    }
-}
 
 /// One rule for both sides: L per W, and the cost each key is first checked
 /// with (its warm-up).
@@ -75,17 +52,8 @@ pub struct Scenario {
 impl Scenario {
     pub fn new(algorithm: Algorithm, keys: usize, outcome: Outcome) -> Scenario {
         // Nanoseconds between two checks of one key, on average.
-        let every = keys as u64 * STEP;
-        let bucket = matches!(algorithm, Algorithm::TokenBucket | Algorithm::LeakyBucket);
-        let (limit, window, warm_cost) = match (outcome, bucket) {
-            (Outcome::Allowed, true) => {
-                let limit = 1_000_000;
-                // One token per 1.001 requests' time: drains 0.001 per check.
-                (limit, limit * (every + every / 1000 + 1), limit / 2)
-            }
-            (Outcome::Allowed, false) => (16, 8 * every, 1),
-            (Outcome::Denied, _) => (16, 160 * every, 16),
-        };
+        let sized = sizing(algorithm, keys as u64 * STEP, outcome);
+        let (limit, window, warm_cost) = (sized.limit, sized.window, sized.warm_cost);
         Scenario {
             algorithm,
             keys,
@@ -106,20 +74,6 @@ impl Scenario {
         Quota::with_period(Duration::from_nanos(self.window / self.limit))
             .expect("a non-zero period")
             .allow_burst(burst)
-    }
-}
-
-/// A small, fast, seeded generator: the same stream on every run.
-pub struct XorShift(pub u64);
-
-impl XorShift {
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
     }
 }
 
