@@ -1,5 +1,6 @@
-//! The Lua scripts, one per limiter: the shared helpers, the limiter's own
-//! functions and the all-or-nothing driver, joined at compile time; and for
+//! The Lua scripts, one per limiter: exact division (`divmod.lua`), the
+//! shared helpers, the limiter's own functions, the time (`now.lua`) and the
+//! all-or-nothing driver, joined at compile time; and for
 //! the counter limiters a second one for rules of one rate, straight-line
 //! code that costs Redis a fraction of the general one (BENCHMARKS.md). Each is
 //! sent once (`SCRIPT LOAD`) and then called by its SHA1 (`EVALSHA`); the
@@ -14,8 +15,10 @@ macro_rules! limiter_script {
     ($file:literal) => {
         LazyLock::new(|| {
             Script::new(concat!(
+                include_str!("lua/divmod.lua"),
                 include_str!("lua/common.lua"),
                 include_str!(concat!("lua/", $file)),
+                include_str!("lua/now.lua"),
                 include_str!("lua/driver.lua"),
             ))
         })
@@ -26,7 +29,9 @@ macro_rules! one_rate_script {
     ($file:literal) => {
         LazyLock::new(|| {
             Script::new(concat!(
+                include_str!("lua/divmod.lua"),
                 include_str!("lua/one_rate.lua"),
+                include_str!("lua/now.lua"),
                 include_str!(concat!("lua/", $file)),
             ))
         })

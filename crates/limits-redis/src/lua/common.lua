@@ -5,19 +5,6 @@
 -- us * 1000 + adj nanoseconds, so that the waits the core rounds up to the
 -- nanosecond (W / L is rarely whole) come out exactly the same.
 
-local function divmod(a, b)
-  local q = math.floor(a / b)
-  local r = a - q * b
-  if r < 0 then
-    q = q - 1
-    r = r + b
-  elseif r >= b then
-    q = q + 1
-    r = r - b
-  end
-  return q, r
-end
-
 local function ceil_div(a, b)
   local q, r = divmod(a, b)
   if r > 0 then q = q + 1 end

@@ -4,13 +4,6 @@
 -- the ttl floor in ms, the number of rates n, then n x (L, W in us, burst).
 -- Returns now, then per rate: allowed, remaining, never, retry us, retry adj,
 -- reset us, reset adj, refill us, refill adj, delay us, delay adj.
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
 local cost = tonumber(ARGV[2])
 local record = ARGV[3] == '1'
 local floor = tonumber(ARGV[4])

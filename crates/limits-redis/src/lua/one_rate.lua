@@ -4,19 +4,6 @@
 -- (BENCHMARKS.md). Same ARGV and answer as driver.lua with n = 1; the same
 -- arithmetic as the limiter's general functions, which stay the reference
 -- for rules of several rates (the conformance suite runs both).
-local function divmod(a, b)
-  local q = math.floor(a / b)
-  local r = a - q * b
-  if r < 0 then
-    q = q - 1
-    r = r + b
-  elseif r >= b then
-    q = q + 1
-    r = r - b
-  end
-  return q, r
-end
-
 -- ceil(x * 1000 / d) nanoseconds for x scaled by d, as (us, adj).
 local function ceil_ns(x, d)
   local q, r = divmod(x, d)
@@ -36,13 +23,6 @@ local function ttl_ms(us, adj)
   return ms
 end
 
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
 local cost = tonumber(ARGV[2])
 local record = ARGV[3] == '1'
 local L, W, B = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
