@@ -12,8 +12,6 @@ use limits_server::rls::proto::rate_limit_response::Code;
 use limits_server::rls::proto::rate_limit_service_client::RateLimitServiceClient;
 use limits_server::rls::proto::{RateLimitDescriptor, RateLimitRequest};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// Sliding windows of an hour, so that no window boundary passes between
 /// the calls of a test: `ip` 3 per hour, `user` 2 per hour.
@@ -148,44 +146,6 @@ async fn a_limit_whose_rule_changed_starts_afresh_and_the_others_keep_their_coun
     assert_eq!(stop(server), 0);
 }
 
-/// Runs `limits rls ARGS --listen 127.0.0.1:0` until it exits or listens;
-/// (stdout and stderr, exit code if it exited).
-fn output_until_listening(args: &[&str]) -> (String, Option<i32>) {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("output.log");
-    let append = || {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .unwrap()
-    };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_limits"))
-        .arg("rls")
-        .args(args)
-        .args(["--listen", "127.0.0.1:0"])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::from(append()))
-        .stderr(Stdio::from(append()))
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let exited = child.try_wait().unwrap().map(|s| s.code().unwrap_or(-1));
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if exited.is_some() || text.contains("limits rls: listening on") {
-            let _ = child.kill();
-            let _ = child.wait();
-            return (text, exited);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "neither listening nor exited: {text}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_state_file_that_cannot_be_written_is_refused_at_start_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
@@ -206,7 +166,7 @@ fn a_state_file_that_cannot_be_written_is_refused_at_start_with_the_reason() {
     for (path, reason) in cases {
         let path = path.to_str().unwrap();
         let args = ["--config", config.to_str().unwrap(), "--state", path];
-        let (out, code) = output_until_listening(&args);
+        let (out, code) = common::output_until_listening("rls", &args);
         assert!(
             code.is_some_and(|c| c != 0),
             "--state {path} started: {out}"

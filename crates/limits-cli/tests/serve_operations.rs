@@ -5,7 +5,7 @@ mod common;
 
 use common::server::Server;
 use common::{client, write};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_sigterm_finishes_requests_in_flight_and_exits_zero() {
@@ -111,46 +111,6 @@ async fn serve_config_reload_on_sighup_keeps_unchanged_rules_and_survives_bad_fi
     assert_eq!(get("/").await, 429);
 }
 
-/// Runs `limits serve ARGS --listen 127.0.0.1:0` until it listens or exits:
-/// its stdout and stderr so far, and its exit code if it exited. A server
-/// that listens is stopped.
-fn output_until_listening(args: &[&str]) -> (String, Option<i32>) {
-    use std::process::Command;
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("output.log");
-    let append = || {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .unwrap()
-    };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_limits"))
-        .arg("serve")
-        .args(args)
-        .args(["--listen", "127.0.0.1:0"])
-        .env("RUST_LOG", "warn")
-        .stdout(append())
-        .stderr(append())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let exited = child.try_wait().unwrap().map(|s| s.code().unwrap_or(-1));
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if exited.is_some() || text.contains("limits serve: listening on") {
-            let _ = child.kill();
-            let _ = child.wait();
-            return (text, exited);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "neither listening nor exited: {text}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_sighup_without_config_keeps_serving_and_sigterm_still_saves_state() {
     let dir = tempfile::tempdir().unwrap();
@@ -194,7 +154,8 @@ fn serve_state_file_that_cannot_be_written_or_read_exits_at_start_naming_it() {
     ];
     for path in cases {
         let path = path.to_str().unwrap();
-        let (out, code) = output_until_listening(&["--limit", "5", "--state", path]);
+        let (out, code) =
+            common::output_until_listening("serve", &["--limit", "5", "--state", path]);
         assert!(
             code.is_some_and(|c| c != 0),
             "--state {path} started: {out}"
@@ -276,7 +237,7 @@ async fn serve_state_entry_from_the_year_2100_is_dropped_on_load() {
     words[len - 1] = serde_json::json!(4_102_444_800_000_000_000u64);
     std::fs::write(&state, saved.to_string()).unwrap();
 
-    let (out, code) = output_until_listening(&args);
+    let (out, code) = common::output_until_listening("serve", &args);
     assert_eq!(code, None, "{out}");
     assert!(out.contains("dropped 1 future entry"), "{out}");
     let second = Server::start(&args, false);
@@ -303,14 +264,14 @@ fn serve_refuses_flags_that_would_be_ignored_or_limit_nothing() {
     ] {
         let mut args = vec!["--config", config];
         args.extend(extra.iter().copied());
-        let (out, code) = output_until_listening(&args);
+        let (out, code) = common::output_until_listening("serve", &args);
         assert!(code.is_some_and(|c| c != 0), "{args:?} started: {out}");
         assert!(
             out.contains("--config") && out.contains(says),
             "{args:?}: {out}"
         );
     }
-    let (out, code) = output_until_listening(&["--max-keys", "0"]);
+    let (out, code) = common::output_until_listening("serve", &["--max-keys", "0"]);
     assert!(code.is_some_and(|c| c != 0), "--max-keys 0 started: {out}");
     assert!(
         out.contains("--max-keys") && out.contains("at least 1"),
@@ -321,7 +282,8 @@ fn serve_refuses_flags_that_would_be_ignored_or_limit_nothing() {
 #[test]
 fn serve_trust_proxy_everyone_starts_with_a_loud_warning() {
     for everyone in ["0.0.0.0/0", "::/0"] {
-        let (out, code) = output_until_listening(&["--limit", "5", "--trust-proxy", everyone]);
+        let (out, code) =
+            common::output_until_listening("serve", &["--limit", "5", "--trust-proxy", everyone]);
         assert_eq!(code, None, "{out}");
         assert!(
             out.contains(&format!(
@@ -331,7 +293,8 @@ fn serve_trust_proxy_everyone_starts_with_a_loud_warning() {
         );
         assert!(out.contains("every client can choose its address"), "{out}");
     }
-    let (out, _) = output_until_listening(&["--limit", "5", "--trust-proxy", "10.0.0.0/8"]);
+    let (out, _) =
+        common::output_until_listening("serve", &["--limit", "5", "--trust-proxy", "10.0.0.0/8"]);
     assert!(!out.contains("WARNING"), "{out}");
 }
 

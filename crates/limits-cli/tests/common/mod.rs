@@ -53,3 +53,43 @@ pub async fn raw_exchange(url: &str, bytes: &[u8]) -> String {
     let _ = tokio::time::timeout(std::time::Duration::from_secs(10), s.read_to_end(&mut out)).await;
     String::from_utf8_lossy(&out).into_owned()
 }
+
+/// Runs `limits COMMAND ARGS --listen 127.0.0.1:0` until it exits or listens:
+/// its stdout and stderr so far, and its exit code if it exited. A server
+/// that listens is stopped.
+pub fn output_until_listening(command: &str, args: &[&str]) -> (String, Option<i32>) {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("output.log");
+    let append = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap()
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_limits"))
+        .arg(command)
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "warn")
+        .stdout(append())
+        .stderr(append())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let exited = child.try_wait().unwrap().map(|s| s.code().unwrap_or(-1));
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if exited.is_some() || text.contains(&format!("limits {command}: listening on")) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return (text, exited);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "neither listening nor exited: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
