@@ -3,14 +3,11 @@
 
 mod common;
 
+use common::server::Server;
 use limits_server::rls::proto::rate_limit_descriptor::Entry;
 use limits_server::rls::proto::rate_limit_response::Code;
 use limits_server::rls::proto::rate_limit_service_client::RateLimitServiceClient;
 use limits_server::rls::proto::{RateLimitDescriptor, RateLimitRequest};
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
-use std::time::Duration;
 
 #[test]
 fn a_bad_config_stops_rls_with_the_file_and_line() {
@@ -33,26 +30,6 @@ fn a_bad_config_stops_rls_with_the_file_and_line() {
     let (_, stderr, code) = common::limits(&["rls", "--config", "/nonexistent/x.yaml"]);
     assert_ne!(code, 0);
     assert!(stderr.contains("/nonexistent/x.yaml"), "{stderr}");
-}
-
-/// The next stdout line containing `needle` (60 s at most).
-fn line_with(lines: &Receiver<String>, needle: &str) -> String {
-    loop {
-        let line = lines
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no line with {needle:?}"));
-        if line.contains(needle) {
-            return line;
-        }
-    }
-}
-
-fn signal(pid: u32, name: &str) {
-    let status = Command::new("kill")
-        .args([&format!("-{name}"), &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 async fn code(client: &mut RateLimitServiceClient<tonic::transport::Channel>) -> i32 {
@@ -80,30 +57,10 @@ async fn rls_serves_reloads_on_sighup_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let yaml = "domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: day, requests_per_unit: 2}\n";
     let path = common::write(dir.path(), "edge.yaml", yaml);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_limits"))
-        .args(["rls", "--config", dir.path().to_str().unwrap()])
-        .args(["--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, lines) = channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let admin = line_with(&lines, "limits rls: admin on http://");
-    assert!(admin.ends_with("/metrics"), "{admin}");
-    let listening = line_with(&lines, "limits rls: listening on ");
-    let addr = listening
-        .trim_start_matches("limits rls: listening on ")
-        .split(' ')
-        .next()
-        .unwrap()
-        .to_string();
-    assert!(listening.ends_with("(1 limits)"), "{listening}");
+    let rls = Server::start_command("rls", &["--config", dir.path().to_str().unwrap()], true);
+    assert!(rls.admin.is_some(), "the admin listener is announced");
+    assert!(rls.listening.ends_with("(1 limits)"), "{}", rls.listening);
+    let addr = rls.url.clone();
     let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect()
@@ -112,8 +69,8 @@ async fn rls_serves_reloads_on_sighup_and_stops_on_sigterm() {
     let mut client = RateLimitServiceClient::new(channel);
     assert_eq!(code(&mut client).await, Code::Ok as i32);
     std::fs::write(&path, yaml.replace("requests_per_unit: 2", "requests_per_unit: 2}\n  - key: other\n    rate_limit: {unit: day, requests_per_unit: 1")).unwrap();
-    signal(child.id(), "HUP");
-    let reloaded = line_with(&lines, "limits rls: config reloaded");
+    rls.signal("HUP");
+    let reloaded = rls.wait_for_line("limits rls: config reloaded");
     assert!(
         reloaded.contains("(2 limits, 1 kept their state)"),
         "{reloaded}"
@@ -121,7 +78,7 @@ async fn rls_serves_reloads_on_sighup_and_stops_on_sigterm() {
     // The kept limit kept its count: one of two left.
     assert_eq!(code(&mut client).await, Code::Ok as i32);
     assert_eq!(code(&mut client).await, Code::OverLimit as i32);
-    signal(child.id(), "TERM");
-    line_with(&lines, "limits rls: stopped");
-    assert!(child.wait().unwrap().success());
+    rls.signal("TERM");
+    rls.wait_for_line("limits rls: stopped");
+    assert_eq!(rls.wait(), 0);
 }

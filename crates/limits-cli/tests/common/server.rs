@@ -12,6 +12,8 @@ pub struct Server {
     pub url: String,
     /// `http://127.0.0.1:PORT` of --admin, when asked for.
     pub admin: Option<String>,
+    /// The whole `limits COMMAND: listening on ...` line.
+    pub listening: String,
     lines: Receiver<String>,
 }
 
@@ -65,6 +67,7 @@ impl Server {
             child,
             url: String::new(),
             admin: None,
+            listening: String::new(),
             lines,
         };
         loop {
@@ -77,6 +80,7 @@ impl Server {
             }
             if let Some(rest) = line.strip_prefix(&format!("limits {command}: listening on ")) {
                 server.url = rest.split(' ').next().unwrap_or_default().to_string();
+                server.listening = line.clone();
                 return Ok(server);
             }
             if line.starts_with("stderr: error") {
