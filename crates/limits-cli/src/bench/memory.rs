@@ -112,10 +112,7 @@ fn timed(
             .collect();
         if let Some(bar) = progress {
             while workers.iter().any(|w| !w.is_finished()) {
-                bar.set_position(match length {
-                    Length::For(_) => start.elapsed().as_millis() as u64,
-                    Length::Decisions(_) => done.load(Ordering::Relaxed),
-                });
+                bar.set_position(length.position(start, &done));
                 std::thread::sleep(Duration::from_millis(50));
             }
         }

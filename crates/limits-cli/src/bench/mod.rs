@@ -24,7 +24,8 @@ use limits::{parse_duration, Algorithm};
 use report::{Machine, Measured, Report};
 pub use rules::RuleSource;
 use scenario::Outcome;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -123,6 +124,17 @@ fn parse_positive_duration(s: &str) -> Result<Duration, String> {
 pub enum Length {
     For(Duration),
     Decisions(u64),
+}
+
+impl Length {
+    /// Where the progress bar stands: milliseconds since `start` for a
+    /// duration, decisions `done` for a count.
+    pub fn position(self, start: Instant, done: &AtomicU64) -> u64 {
+        match self {
+            Length::For(_) => start.elapsed().as_millis() as u64,
+            Length::Decisions(_) => done.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// What every limiter's run shares.

@@ -245,10 +245,7 @@ async fn timed(
         .collect();
     if let Some(bar) = progress {
         while tasks.iter().any(|t| !t.is_finished()) {
-            bar.set_position(match length {
-                Length::For(_) => start.elapsed().as_millis() as u64,
-                Length::Decisions(_) => done.load(Ordering::Relaxed),
-            });
+            bar.set_position(length.position(start, &done));
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
