@@ -103,25 +103,37 @@ fn reload(shared: &Shared) {
 
 /// Completes on Ctrl-C or SIGTERM: the end of a server that owns its
 /// process, to pass to [`Server::serve`](crate::Server::serve).
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
+///
+/// The handlers are installed when this is called, not when the future is
+/// first polled: a SIGTERM that arrives as soon as the server says it
+/// listens (an orchestrator's rolling restart) would otherwise meet the
+/// default action, which kills the process without draining or saving its
+/// state. Call it inside a Tokio runtime.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, Signal, SignalKind};
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        let terminate = signal(SignalKind::terminate()).ok();
+        async fn next(signal: Option<Signal>) {
+            match signal {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        }
+        async move {
+            tokio::select! {
+                () = next(interrupt) => {},
+                () = next(terminate) => {},
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
     }
 }
