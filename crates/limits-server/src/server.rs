@@ -158,9 +158,13 @@ impl Server {
         if let Some(addr) = shared.config.admin {
             background.push(tasks::start_admin(addr, shared.clone(), backend.proxy, bounds).await?);
         }
-        background.push(tokio::spawn(tasks::sweep_forever(shared.clone())));
+        let swept = shared.clone();
+        background.push(tasks::sweep_every_second(move || {
+            rules::sweep(&swept.handle.current().rules);
+        }));
         if shared.config.reload_on_hangup {
-            background.extend(tasks::watch_hangups(shared.clone()));
+            let reloaded = shared.clone();
+            background.extend(tasks::on_hangup(move || tasks::reload(&reloaded)));
         }
         let upstream = backend.name;
         println!("limits serve: listening on http://{local} in front of {upstream}");

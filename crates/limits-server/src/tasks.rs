@@ -43,19 +43,21 @@ pub(crate) async fn start_admin(
     )))
 }
 
-/// Drops idle keys every second, so memory follows the active clients even
-/// when no traffic comes to sweep them.
-pub(crate) async fn sweep_forever(shared: Arc<Shared>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        tick.tick().await;
-        rules::sweep(&shared.handle.current().rules);
-    }
+/// Calls `sweep` every second from now on, so memory follows the active
+/// clients even when no traffic comes to sweep idle keys away.
+pub(crate) fn sweep_every_second(sweep: impl Fn() + Send + 'static) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            sweep();
+        }
+    })
 }
 
 /// Handles SIGHUP from now on (its default action would end the server
-/// without draining or saving state), reloading the rules on each.
-pub(crate) fn watch_hangups(shared: Arc<Shared>) -> Option<JoinHandle<()>> {
+/// without draining or saving state), calling `reload` on each.
+pub(crate) fn on_hangup(reload: impl Fn() + Send + 'static) -> Option<JoinHandle<()>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -63,7 +65,7 @@ pub(crate) fn watch_hangups(shared: Arc<Shared>) -> Option<JoinHandle<()>> {
             Ok(mut hangups) => {
                 return Some(tokio::spawn(async move {
                     while hangups.recv().await.is_some() {
-                        reload(&shared);
+                        reload();
                     }
                 }));
             }
@@ -71,13 +73,13 @@ pub(crate) fn watch_hangups(shared: Arc<Shared>) -> Option<JoinHandle<()>> {
         }
     }
     #[cfg(not(unix))]
-    let _ = shared;
+    let _ = reload;
     None
 }
 
 /// Re-reads the rules file: unchanged rules keep their state; a bad file
 /// keeps the old rules and says why. Without a file, says so.
-fn reload(shared: &Shared) {
+pub(crate) fn reload(shared: &Shared) {
     if !matches!(shared.config.rules, RulesSource::File(_)) {
         tracing::warn!("SIGHUP: no --config to reload; still serving");
         println!("limits serve: SIGHUP: no --config to reload; still serving");

@@ -19,6 +19,7 @@ use super::RlsServerConfig;
 use crate::listener::{self, Bounds};
 use crate::metrics::admin_router;
 use crate::state;
+use crate::tasks;
 use arc_swap::ArcSwap;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -157,15 +158,15 @@ impl RlsServer {
             background.push(self.start_admin(addr).await?);
         }
         let limits = self.limits.clone();
-        background.push(tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
-            loop {
-                tick.tick().await;
-                limits.load().sweep();
-            }
+        background.push(tasks::sweep_every_second(move || {
+            limits.load().sweep();
         }));
         if self.config.reload_on_hangup {
-            background.extend(watch_hangups(self.reloader()));
+            let reloader = self.reloader();
+            background.extend(tasks::on_hangup(move || {
+                // The outcome is logged and printed by `reload` itself.
+                let _ = reloader.reload();
+            }));
         }
         if !self.config.watch_interval.is_zero() {
             let path = self.config.config.clone();
@@ -254,28 +255,6 @@ impl RlsServer {
             std::future::pending(),
         )))
     }
-}
-
-/// Reloads on each SIGHUP from now on (its default action would end the
-/// process without draining).
-fn watch_hangups(reloader: RlsReloader) -> Option<JoinHandle<()>> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::hangup()) {
-            Ok(mut hangups) => {
-                return Some(tokio::spawn(async move {
-                    while hangups.recv().await.is_some() {
-                        let _ = reloader.reload();
-                    }
-                }));
-            }
-            Err(e) => tracing::error!(error = %e, "cannot listen for SIGHUP; reload disabled"),
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = reloader;
-    None
 }
 
 impl std::fmt::Debug for RlsServer {
