@@ -7,15 +7,16 @@ use crate::proxy::Proxy;
 use crate::rules;
 use crate::server::{load_rules, policy, Shared};
 use crate::server_config::RulesSource;
+use limits_redis::RedisConnection;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-/// Binds the admin endpoint (`/metrics`, `/healthz`) and serves it with the
-/// main listener's bounds (a client that half-sends requests to the admin
-/// port holds nothing for long) until the task is aborted.
+/// Binds the admin endpoint (`/metrics`, `/healthz`) of `limits serve`,
+/// with the main listener's bounds (a client that half-sends requests to the
+/// admin port holds nothing for long), and serves it until aborted.
 pub(crate) async fn start_admin(
     addr: SocketAddr,
     shared: Arc<Shared>,
@@ -29,11 +30,23 @@ pub(crate) async fn start_admin(
         let redis = shared.config.stores.redis.as_ref();
         shared.metrics.render(&policy.rules, upstream, redis)
     });
+    serve_admin("serve", addr, render, redis, bounds).await
+}
+
+/// Binds an admin endpoint for `limits COMMAND` on `addr`, says where, and
+/// serves `render` on `/metrics` (and `/healthz`) until the task is aborted.
+pub(crate) async fn serve_admin(
+    command: &str,
+    addr: SocketAddr,
+    render: Arc<dyn Fn() -> String + Send + Sync>,
+    redis: Option<RedisConnection>,
+    bounds: Bounds,
+) -> Result<JoinHandle<()>, String> {
     let admin = TcpListener::bind(addr)
         .await
         .map_err(|e| format!("--admin {addr}: {e}"))?;
     let local = admin.local_addr().map_err(|e| e.to_string())?;
-    println!("limits serve: admin on http://{local}/metrics");
+    println!("limits {command}: admin on http://{local}/metrics");
     let router = metrics::admin_router(render, redis);
     Ok(tokio::spawn(listener::serve(
         admin,

@@ -16,8 +16,7 @@ use super::proto::rate_limit_service_server::RateLimitServiceServer;
 use super::service::RlsService;
 use super::watch::{watch_changes, Fingerprint};
 use super::RlsServerConfig;
-use crate::listener::{self, Bounds};
-use crate::metrics::admin_router;
+use crate::listener::Bounds;
 use crate::state;
 use crate::tasks;
 use arc_swap::ArcSwap;
@@ -243,17 +242,7 @@ impl RlsServer {
         let (limits, metrics, connection) =
             (self.limits.clone(), self.metrics.clone(), redis.clone());
         let render = Arc::new(move || metrics.render(&limits.load(), connection.as_ref()));
-        let admin = TcpListener::bind(addr)
-            .await
-            .map_err(|e| format!("--admin {addr}: {e}"))?;
-        let local = admin.local_addr().map_err(|e| e.to_string())?;
-        println!("limits rls: admin on http://{local}/metrics");
-        Ok(tokio::spawn(listener::serve(
-            admin,
-            admin_router(render, redis),
-            Bounds::default(),
-            std::future::pending(),
-        )))
+        tasks::serve_admin("rls", addr, render, redis, Bounds::default()).await
     }
 }
 
