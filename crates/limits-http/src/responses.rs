@@ -7,7 +7,7 @@ use crate::body::BodyError;
 use crate::decide::{members, Counted, Refusal};
 use crate::headers;
 use crate::layer::InForce;
-use crate::problem::problem_with;
+use crate::problem::problem_members;
 use crate::service::precomputed;
 use crate::service::LimitedBody;
 use bytes::Bytes;
@@ -29,16 +29,13 @@ pub(crate) fn refusal<S: Store, K>(
     legacy: bool,
 ) -> Response<Full<Bytes>> {
     match refusal {
-        Refusal::Path(e) => {
-            problem_with(StatusCode::BAD_REQUEST, &e.to_string(), Default::default())
-        }
+        Refusal::Path(e) => problem_members(StatusCode::BAD_REQUEST, e, NO_MEMBERS),
         Refusal::Body(e) => body_refused(e),
-        Refusal::Key { rule, error } => {
-            let mut ext = serde_json::Map::new();
-            ext.insert("rule".into(), rule.into());
-            ext.insert("field".into(), error.field.as_str().into());
-            problem_with(StatusCode::BAD_REQUEST, &error.to_string(), ext)
-        }
+        Refusal::Key { rule, error } => problem_members(
+            StatusCode::BAD_REQUEST,
+            &error,
+            [("rule", rule.as_str()), ("field", error.field.as_str())],
+        ),
         Refusal::StoreDown => unavailable("the rate limit store is unavailable"),
         Refusal::Limited {
             rule,
@@ -57,17 +54,25 @@ fn too_many<S: Store, K>(
     wait: RetryAfter,
 ) -> Response<Full<Bytes>> {
     let rule = in_force.policy.rules[rule].name.as_str();
-    let mut ext = serde_json::Map::new();
-    ext.insert("rule".into(), rule.into());
-    let detail = match wait {
+    let status = StatusCode::TOO_MANY_REQUESTS;
+    let mut r = match wait {
         RetryAfter::After(d) => {
             let secs = headers::ceil_secs(d);
-            ext.insert("retry_after".into(), secs.into());
-            format!("rate limit {rule:?} exceeded; retry in {secs} s")
+            problem_members(
+                status,
+                format_args!("rate limit {rule:?} exceeded; retry in {secs} s"),
+                [
+                    ("rule", Member::Text(rule)),
+                    ("retry_after", Member::Number(secs)),
+                ],
+            )
         }
-        RetryAfter::Never => format!("this request costs more than rule {rule:?} can ever allow"),
+        RetryAfter::Never => problem_members(
+            status,
+            format_args!("this request costs more than rule {rule:?} can ever allow"),
+            [("rule", rule)],
+        ),
     };
-    let mut r = problem_with(StatusCode::TOO_MANY_REQUESTS, &detail, ext);
     let members = members(&in_force.policy, statuses);
     let policy = precomputed(in_force, statuses);
     headers::write_members(r.headers_mut(), members, legacy, Some(wait), policy);
@@ -76,7 +81,7 @@ fn too_many<S: Store, K>(
 
 /// 503 with Retry-After: 1, for a moment of overload or a store outage.
 fn unavailable(detail: &str) -> Response<Full<Bytes>> {
-    let mut r = problem_with(StatusCode::SERVICE_UNAVAILABLE, detail, Default::default());
+    let mut r = problem_members(StatusCode::SERVICE_UNAVAILABLE, detail, NO_MEMBERS);
     headers::write(
         r.headers_mut(),
         &[],
@@ -89,23 +94,34 @@ fn unavailable(detail: &str) -> Response<Full<Bytes>> {
 /// The answer to a body that could not be read for its key.
 fn body_refused(e: BodyError) -> Response<Full<Bytes>> {
     match e {
-        BodyError::TooLarge(max) => problem_with(
+        BodyError::TooLarge(max) => problem_members(
             StatusCode::PAYLOAD_TOO_LARGE,
-            &format!("the request body is larger than {max} bytes"),
-            Default::default(),
+            format_args!("the request body is larger than {max} bytes"),
+            NO_MEMBERS,
         ),
-        BodyError::TimedOut(after) => problem_with(
+        BodyError::TimedOut(after) => problem_members(
             StatusCode::REQUEST_TIMEOUT,
-            &format!("the request body did not arrive within {after:?}"),
-            Default::default(),
+            format_args!("the request body did not arrive within {after:?}"),
+            NO_MEMBERS,
         ),
-        BodyError::Malformed(why) => problem_with(
+        BodyError::Malformed(why) => problem_members(
             StatusCode::BAD_REQUEST,
-            &format!("the request body is malformed: {why}"),
-            Default::default(),
+            format_args!("the request body is malformed: {why}"),
+            NO_MEMBERS,
         ),
         BodyError::OverBudget => {
             unavailable("too many request bodies are being read at once; retry shortly")
         }
     }
+}
+
+/// No extension members.
+const NO_MEMBERS: [(&str, &str); 0] = [];
+
+/// An extension member's value: a rule's name or a number of seconds.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Member<'a> {
+    Text(&'a str),
+    Number(u64),
 }

@@ -1,11 +1,12 @@
-//! Allocations per request on the allow path, counted (not timed): the
-//! server's layer with its metrics, one rule keyed by the client address,
-//! in front of a handler with a static body. A counting global allocator
-//! sees every allocation made while the requests are served; the bound is
-//! what the optimisations of BENCHMARKS.md ("HTTP: limits serve vs nginx")
-//! reached, so that a new allocation on this path is noticed.
+//! Allocations per request on the allow and the deny path, counted (not
+//! timed): the server's layer with its metrics, one rule keyed by the client
+//! address, in front of a handler with a static body. A counting global
+//! allocator sees every allocation made while the requests are served; the
+//! bounds are what the optimisations of BENCHMARKS.md ("HTTP: limits serve
+//! vs nginx") reached, so that a new allocation on either path is noticed.
 //!
-//! One test in this file: the counter is process-wide.
+//! The count is per thread, and each test serves its requests on its own
+//! thread (a current-thread runtime), so the tests can run side by side.
 
 use axum::body::Body;
 use axum::Router;
@@ -14,26 +15,38 @@ use limits::{Algorithm, Rule};
 use limits_http::{KeySpec, PeerAddr};
 use limits_server::{RulesSource, Server, ServerConfig};
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
 use tower::ServiceExt;
 
 struct Counting;
 
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Counts one allocation on this thread (not during its teardown).
+fn count() {
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+}
+
+/// Allocations on this thread so far.
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 
@@ -51,9 +64,25 @@ const MOST_PER_REQUEST: u64 = 11;
 
 const REQUESTS: u64 = 1000;
 
-#[tokio::test(flavor = "current_thread")]
-async fn an_allowed_request_allocates_at_most_the_figure_reached() {
-    let rule = Rule::new(Algorithm::TokenBucket, "1000000000/s".parse().unwrap());
+/// The most allocations one denied request may cost: the layer's 429 with
+/// its headers and problem body, and its metrics.
+const MOST_PER_DENIAL: u64 = 8;
+
+/// The layer of a one-rule server (a token bucket of `rate`, keyed by the
+/// client address) around a router, as the server serves it, and a request
+/// from one client.
+fn app(
+    rate: &str,
+) -> (
+    impl tower::Service<
+            http::Request<Body>,
+            Response = http::Response<impl http_body::Body<Error = impl std::fmt::Debug>>,
+            Error = std::convert::Infallible,
+            Future = impl Send,
+        > + Clone,
+    impl Fn() -> http::Request<Body>,
+) {
+    let rule = Rule::new(Algorithm::TokenBucket, rate.parse().unwrap());
     let config = ServerConfig::new(RulesSource::One {
         rule,
         key: KeySpec::ip(),
@@ -61,14 +90,57 @@ async fn an_allowed_request_allocates_at_most_the_figure_reached() {
     });
     let server = Server::new(config).unwrap();
     let routes = Router::new().route("/", axum::routing::get(|| async { "hello\n" }));
-    // As the server serves it: the layer around the router.
     let app = tower::Layer::layer(server.layer(), routes);
     let peer = PeerAddr("192.0.2.7:4321".parse().unwrap());
-    let request = || {
+    let request = move || {
         let mut req = http::Request::get("/").body(Body::empty()).unwrap();
         req.extensions_mut().insert(peer);
         req
     };
+    (app, request)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_denied_request_allocates_at_most_the_figure_reached() {
+    let (app, request) = app("1/h");
+    let first = app.clone().oneshot(request()).await.unwrap();
+    assert_eq!(first.status(), 200);
+    // The first denials create the denied series of the metrics.
+    for _ in 0..100 {
+        let response = app.clone().oneshot(request()).await.unwrap();
+        assert_eq!(response.status(), 429);
+    }
+
+    let mut counted = 0;
+    for _ in 0..REQUESTS {
+        let req = request();
+        let before = allocations();
+        let response = app.clone().oneshot(req).await.unwrap();
+        counted += allocations() - before;
+        assert_eq!(response.status(), 429);
+        let retry: u64 = response.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((3599..=3600).contains(&retry), "retry-after {retry}");
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(problem["status"], 429);
+        assert_eq!(problem["rule"], "default");
+        assert_eq!(problem["retry_after"], retry);
+    }
+    let per_request = counted.div_ceil(REQUESTS);
+    eprintln!("allocations per denied request: {per_request} ({counted} in {REQUESTS})");
+    assert!(
+        per_request <= MOST_PER_DENIAL,
+        "{per_request} allocations per denied request, more than the {MOST_PER_DENIAL} reached"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_allowed_request_allocates_at_most_the_figure_reached() {
+    let (app, request) = app("1000000000/s");
     // The first requests create the key, the metrics' series and the like.
     for _ in 0..100 {
         let response = app.clone().oneshot(request()).await.unwrap();
@@ -78,9 +150,9 @@ async fn an_allowed_request_allocates_at_most_the_figure_reached() {
     let mut counted = 0;
     for _ in 0..REQUESTS {
         let req = request();
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = allocations();
         let response = app.clone().oneshot(req).await.unwrap();
-        counted += ALLOCATIONS.load(Ordering::Relaxed) - before;
+        counted += allocations() - before;
         assert_eq!(response.status(), 200);
         assert_eq!(
             response.headers()["ratelimit-policy"],
