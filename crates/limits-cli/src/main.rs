@@ -6,6 +6,7 @@ mod plot;
 mod replay;
 mod report;
 mod rls;
+mod runtime;
 mod serve;
 mod simulate;
 

@@ -2,6 +2,7 @@
 //! [`RlsServerConfig`]; the server (YAML config, gRPC listener, stores,
 //! reload, metrics) is `limits_server::rls`.
 
+use crate::runtime::RuntimeArgs;
 use crate::serve::{parse_timeout, StoreArgs};
 use clap::{Args, ValueEnum};
 use limits_server::rls::{OnStoreError, RlsServer, RlsServerConfig};
@@ -27,6 +28,9 @@ pub struct RlsArgs {
 
     #[command(flatten)]
     stores: StoreArgs,
+
+    #[command(flatten)]
+    runtime: RuntimeArgs,
 
     /// When the store cannot decide: `unavailable` fails the call with gRPC
     /// UNAVAILABLE, so that Envoy's own failure_mode_deny decides (Envoy lets
@@ -66,10 +70,7 @@ enum StoreErrorAnswer {
 }
 
 pub fn rls(args: RlsArgs) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let runtime = args.runtime.build()?;
     runtime.block_on(async {
         let config = RlsServerConfig {
             listen: args.listen,

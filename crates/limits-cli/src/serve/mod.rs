@@ -10,6 +10,7 @@ mod stores;
 pub use stores::StoreArgs;
 
 use crate::args::RuleArgs;
+use crate::runtime::RuntimeArgs;
 use clap::{Args, ValueEnum};
 use limits::parse_duration;
 use limits_http::{
@@ -101,6 +102,9 @@ pub struct ServeArgs {
     #[command(flatten)]
     stores: StoreArgs,
 
+    #[command(flatten)]
+    runtime: RuntimeArgs,
+
     /// When the store cannot decide: allow the request, or answer 503.
     #[arg(long, value_enum, default_value_t = OnStoreError::Allow)]
     on_store_error: OnStoreError,
@@ -148,10 +152,7 @@ pub(crate) fn parse_timeout(s: &str) -> Result<Duration, String> {
 }
 
 pub fn serve(args: ServeArgs) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let runtime = args.runtime.build()?;
     runtime.block_on(run(args))
 }
 
