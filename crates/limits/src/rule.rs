@@ -14,6 +14,8 @@ use crate::state_kinds::{with_engines, Engines};
 use crate::{Algorithm, Decision, Rates, RetryAfter};
 use std::time::Duration;
 
+mod allow;
+
 /// Whether a decision records the request (a check) or only looks (a peek).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {

@@ -77,6 +77,13 @@ pub trait RateAlgorithm: Send + Sync {
         }
     }
 
+    /// [`is_idle`](Self::is_idle) of a state already advanced to `now`: what
+    /// a decision's zero `reset_after` says, for a caller that did not
+    /// compute it.
+    fn is_idle_at(&self, state: &Self::State, now: u64) -> bool {
+        self.reset_after(state, now) == 0
+    }
+
     /// Whether the state can no longer affect any decision at or after `now`,
     /// so that dropping it is lossless.
     fn is_idle(&self, state: &mut Self::State, now: u64) -> bool {

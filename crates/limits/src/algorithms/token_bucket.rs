@@ -81,6 +81,11 @@ impl RateAlgorithm for TokenBucket {
 
     /// Full again iff there is no debt: `reset_after` is `ceil(debt / L)`,
     /// zero exactly when the debt is, so no division is needed.
+    /// As [`is_idle`](Self::is_idle): no division.
+    fn is_idle_at(&self, s: &Self::State, now: u64) -> bool {
+        self.debt(s, now) == 0
+    }
+
     fn is_idle(&self, s: &mut TokenBucketState, now: u64) -> bool {
         self.debt(s, now) == 0
     }
