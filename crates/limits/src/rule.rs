@@ -15,6 +15,8 @@ use crate::{Algorithm, Decision, Rates, RetryAfter};
 use std::time::Duration;
 
 mod allow;
+mod idle;
+pub(crate) use idle::IdleLoop;
 
 /// Whether a decision records the request (a check) or only looks (a peek).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
