@@ -5,10 +5,13 @@
 
 use limits::algorithms::{RateAlgorithm, ScaledTime, TokenBucket, TokenBucketState};
 use limits::Rate;
+use limits_conformance::config;
 use proptest::prelude::*;
 use std::time::Duration;
 
 proptest! {
+    #![proptest_config(config())]
+
     #[test]
     fn derived_fields_equal_the_separate_functions(
         limit in 1u64..2_000,
