@@ -14,6 +14,10 @@ use crate::state_kinds::{with_engines, Engines};
 use crate::{Algorithm, Decision, Rates, RetryAfter};
 use std::time::Duration;
 
+mod allow;
+mod idle;
+pub(crate) use idle::IdleLoop;
+
 /// Whether a decision records the request (a check) or only looks (a peek).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -316,8 +320,9 @@ fn rate_decision<A: RateAlgorithm>(
             decision.retry_after = wait;
         }
     }
-    decision.remaining = a.remaining(s, t);
-    decision.reset_after = Duration::from_nanos(a.reset_after(s, t));
-    decision.refill_after = Duration::from_nanos(a.refill_after(s, t, decision.remaining));
+    let (remaining, reset_after, refill_after) = a.derived(s, t);
+    decision.remaining = remaining;
+    decision.reset_after = Duration::from_nanos(reset_after);
+    decision.refill_after = Duration::from_nanos(refill_after);
     decision
 }

@@ -77,6 +77,36 @@ macro_rules! rule_kinds {
         }
         pub(crate) use with_engines;
 
+        /// Runs `$body` with `$e` bound to the one algorithm of a
+        /// single-rate rule and `$pick` to a function that gives a key's
+        /// state of that kind (`None` for a state of another shape): one
+        /// dispatch on the rule for many states, as the sweep needs.
+        /// `$other` for a rule with several rates.
+        macro_rules! with_one_engine {
+            (
+                $d engines:expr, |$d e:ident, $d pick:ident| $d body:expr, $d other:expr
+            ) => {
+                match $d engines {
+                    $(crate::state_kinds::Engines::$kind(all) if all.len() == 1 => {
+                        let $d e = &all[0];
+                        #[inline(always)]
+                        fn $d pick(
+                            s: &mut crate::state_kinds::StateKind,
+                        ) -> Option<&mut <$engine as RateAlgorithm>::State> {
+                            match s {
+                                crate::state_kinds::StateKind::$kind(one) => Some(one),
+                                #[allow(unreachable_patterns)]
+                                _ => None,
+                            }
+                        }
+                        $d body
+                    })+
+                    _ => $d other,
+                }
+            };
+        }
+        pub(crate) use with_one_engine;
+
         impl Engines {
             /// The largest cost that can ever pass: the smallest capacity.
             pub(crate) fn max_cost(&self) -> u64 {

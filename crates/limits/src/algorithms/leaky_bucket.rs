@@ -102,6 +102,11 @@ impl RateAlgorithm for LeakyBucket {
 
     /// Empty iff nothing is queued: `reset_after` is `ceil(queued / L)`,
     /// zero exactly when `queued` is, so no division is needed.
+    /// As [`is_idle`](Self::is_idle): no division.
+    fn is_idle_at(&self, s: &Self::State, now: u64) -> bool {
+        s.next_slot.get() <= self.now_scaled(now)
+    }
+
     fn is_idle(&self, s: &mut LeakyBucketState, now: u64) -> bool {
         s.next_slot.get() <= self.now_scaled(now)
     }

@@ -77,6 +77,24 @@ pub trait RateAlgorithm: Send + Sync {
         }
     }
 
+    /// A decision's derived fields at `now` (the state advanced to it):
+    /// `remaining`, then `reset_after` and `refill_after` in nanoseconds.
+    /// By default the three functions above, `refill_after` through a
+    /// second `check`; an algorithm may give the same numbers cheaper.
+    #[inline(always)]
+    fn derived(&self, state: &Self::State, now: u64) -> (u64, u64, u64) {
+        let remaining = self.remaining(state, now);
+        let reset = self.reset_after(state, now);
+        (remaining, reset, self.refill_after(state, now, remaining))
+    }
+
+    /// [`is_idle`](Self::is_idle) of a state already advanced to `now`: what
+    /// a decision's zero `reset_after` says, for a caller that did not
+    /// compute it.
+    fn is_idle_at(&self, state: &Self::State, now: u64) -> bool {
+        self.reset_after(state, now) == 0
+    }
+
     /// Whether the state can no longer affect any decision at or after `now`,
     /// so that dropping it is lossless.
     fn is_idle(&self, state: &mut Self::State, now: u64) -> bool {

@@ -75,12 +75,38 @@ impl RateAlgorithm for TokenBucket {
         sat64(ceil_div(self.debt(s, now), u128::from(self.limit)))
     }
 
+    /// The three fields from one debt, without a second `check`: with
+    /// `remaining` = r < L, `refill_after` is the wait of a request of cost
+    /// r + 1, `check`'s formula for that cost (zero if it would pass).
+    fn derived(&self, s: &TokenBucketState, now: u64) -> (u64, u64, u64) {
+        let debt = self.debt(s, now);
+        let window = u128::from(self.window);
+        let limit = u128::from(self.limit);
+        let remaining = self.limit.saturating_sub(sat64(ceil_div(debt, window)));
+        let reset = sat64(ceil_div(debt, limit));
+        if remaining >= self.limit {
+            return (remaining, reset, 0);
+        }
+        let allowed_debt = u128::from(self.limit - remaining - 1) * window;
+        let refill = if debt <= allowed_debt {
+            0
+        } else {
+            sat64(ceil_div(debt - allowed_debt, limit))
+        };
+        (remaining, reset, refill)
+    }
+
     fn capacity(&self) -> u64 {
         self.limit
     }
 
     /// Full again iff there is no debt: `reset_after` is `ceil(debt / L)`,
     /// zero exactly when the debt is, so no division is needed.
+    /// As [`is_idle`](Self::is_idle): no division.
+    fn is_idle_at(&self, s: &Self::State, now: u64) -> bool {
+        self.debt(s, now) == 0
+    }
+
     fn is_idle(&self, s: &mut TokenBucketState, now: u64) -> bool {
         self.debt(s, now) == 0
     }

@@ -19,6 +19,7 @@
 //!   [`KeyedLimiter::limited_evictions`]: it stays zero unless the table is
 //!   full of limited keys, the sign that `max_keys` is too small.
 
+mod allow;
 mod shard;
 
 use crate::{Clock, Decision, Mode, Rule, SystemClock};

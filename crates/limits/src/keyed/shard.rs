@@ -36,6 +36,7 @@
 //! usually [`CANDIDATES`]), and the memory per key does not grow: the one new
 //! flag fits in the slot's padding.
 
+use crate::rule::IdleLoop;
 use crate::{KeyState, Rule};
 use hashbrown::HashTable;
 use std::borrow::Borrow;
@@ -185,20 +186,13 @@ impl<K> Shard<K> {
     /// Moves the sweep's cursor over up to `budget` slots, dropping those that
     /// can no longer affect a decision.
     pub fn sweep(&mut self, rule: &Rule, now: u64, budget: usize) -> usize {
-        let mut dropped = 0;
-        for _ in 0..budget.min(self.slots.len()) {
-            let at = self.cursor;
-            if rule.is_idle(&mut self.slots[at].state, now) {
-                self.remove(at);
-                dropped += 1;
-            } else {
-                self.cursor = next(at, self.slots.len());
-            }
-            if self.slots.is_empty() {
-                break;
-            }
-        }
-        dropped
+        rule.with_idle_test(
+            now,
+            Sweep {
+                shard: self,
+                budget,
+            },
+        )
     }
 
     /// Picks the slot to give up for a new key (see the module docs): the
@@ -252,6 +246,34 @@ impl<K> Shard<K> {
                 .iter()
                 .map(|s| rule.heap_bytes(&s.state))
                 .sum::<usize>()
+    }
+}
+
+/// The sweep's loop, run with the rule's idle test ([`Rule::with_idle_test`]).
+struct Sweep<'a, K> {
+    shard: &'a mut Shard<K>,
+    budget: usize,
+}
+
+impl<K> IdleLoop for Sweep<'_, K> {
+    type Output = usize;
+
+    fn run(self, mut is_idle: impl FnMut(&mut KeyState) -> bool) -> usize {
+        let shard = self.shard;
+        let mut dropped = 0;
+        for _ in 0..self.budget.min(shard.slots.len()) {
+            let at = shard.cursor;
+            if is_idle(&mut shard.slots[at].state) {
+                shard.remove(at);
+                dropped += 1;
+            } else {
+                shard.cursor = next(at, shard.slots.len());
+            }
+            if shard.slots.is_empty() {
+                break;
+            }
+        }
+        dropped
     }
 }
 

@@ -1,0 +1,130 @@
+//! The verdict alone: whether a request passes, how long an admitted one is
+//! held (the leaky bucket's delay) and how long a denied one must wait, the
+//! way governor's `check_key` answers. [`Rule::decide`] also computes every
+//! derived field of a [`Decision`](crate::Decision) (`remaining`,
+//! `reset_after`, `refill_after`: divisions and a second check), which a
+//! caller that sends no headers never reads (issue 9).
+//!
+//! The same algorithm functions run in the same order on the same states as
+//! in `decide`, so the verdict, the wait, the delay and the state left behind
+//! are those of `check`, to the nanosecond (`tests/allow_fast_path.rs`).
+
+use super::Rule;
+use crate::algorithms::RateAlgorithm;
+use crate::state_kinds::with_engines;
+use crate::{KeyState, RetryAfter};
+use std::time::Duration;
+
+/// What the fast path leaves: the verdict, and whether the key's state is
+/// idle afterwards (what a decision's zero `reset_after` says, asked
+/// without the division).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Admission {
+    pub verdict: Result<Duration, RetryAfter>,
+    pub idle: bool,
+}
+
+impl Admission {
+    /// Whether the verdict marks the key as limited: denied, other than for
+    /// a cost no state could ever admit.
+    pub fn limits_the_key(&self) -> bool {
+        matches!(self.verdict, Err(RetryAfter::After(_)))
+    }
+}
+
+impl Rule {
+    /// Checks a request of `cost` at `now` and records it if allowed, as
+    /// [`check`](Rule::check) does, but answers only the verdict: `Ok(delay)`
+    /// if it passes (`delay` is the decision's, zero but for the leaky
+    /// bucket), `Err(retry_after)` if not. Both equal the fields of what
+    /// `check` would have returned, and the state is left as `check` leaves
+    /// it; `remaining`, `reset_after` and `refill_after` are not computed.
+    ///
+    /// ```
+    /// use limits::{Algorithm, RetryAfter, Rule};
+    /// use std::time::Duration;
+    /// let rule = Rule::new(Algorithm::TokenBucket, "2/s".parse().unwrap());
+    /// let mut state = rule.new_state();
+    /// assert_eq!(rule.allow(&mut state, 0, 2), Ok(Duration::ZERO));
+    /// // One token comes back every 500 ms.
+    /// let wait = RetryAfter::After(Duration::from_millis(500));
+    /// assert_eq!(rule.allow(&mut state, 0, 1), Err(wait));
+    /// assert_eq!(rule.allow(&mut state, 0, 3), Err(RetryAfter::Never));
+    /// ```
+    pub fn allow(&self, state: &mut KeyState, now: u64, cost: u64) -> Result<Duration, RetryAfter> {
+        self.admit(state, now, cost).verdict
+    }
+
+    /// [`allow`](Rule::allow), also saying whether the state is idle after.
+    pub(crate) fn admit(&self, state: &mut KeyState, now: u64, cost: u64) -> Admission {
+        if !self.owns(state) {
+            *state = self.new_state();
+        }
+        with_engines!(
+            &self.engines,
+            &mut state.0,
+            |e, s| admit_rates(e, s, now, cost),
+            Admission {
+                verdict: Ok(Duration::ZERO),
+                idle: true,
+            }
+        )
+    }
+}
+
+/// The all-or-nothing verdict over one algorithm's rates: the steps of
+/// `decide_rates` in the same order, without the derived fields.
+fn admit_rates<A: RateAlgorithm>(
+    engines: &[A],
+    states: &mut [A::State],
+    now: u64,
+    cost: u64,
+) -> Admission {
+    // One rate, the usual rule: one advance and one check.
+    if let ([a], [s]) = (engines, &mut *states) {
+        let t = a.advance(s, now);
+        let verdict = if cost == 0 {
+            Ok(())
+        } else {
+            a.check(s, t, cost)
+        };
+        let verdict = match verdict {
+            Ok(()) => Ok(pass(a, s, t, cost)),
+            Err(wait) => Err(wait),
+        };
+        return Admission {
+            verdict,
+            idle: a.is_idle_at(s, t),
+        };
+    }
+    let allowed = cost == 0
+        || engines.iter().zip(states.iter_mut()).all(|(a, s)| {
+            let t = a.advance(s, now);
+            a.check(s, t, cost).is_ok()
+        });
+    let mut delay = Duration::ZERO;
+    let mut wait = RetryAfter::ZERO;
+    let mut idle = true;
+    for (a, s) in engines.iter().zip(states.iter_mut()) {
+        let t = a.advance(s, now);
+        if allowed {
+            delay = delay.max(pass(a, s, t, cost));
+        } else if let Err(w) = a.check(s, t, cost) {
+            wait = wait.max(w);
+        }
+        idle &= a.is_idle_at(s, t);
+    }
+    Admission {
+        verdict: if allowed { Ok(delay) } else { Err(wait) },
+        idle,
+    }
+}
+
+/// An admitted request at `t`: its delay, taken before it is recorded.
+fn pass<A: RateAlgorithm>(a: &A, s: &mut A::State, t: u64, cost: u64) -> Duration {
+    let delay = Duration::from_nanos(a.delay(s, t, cost));
+    if cost > 0 {
+        a.record(s, t, cost);
+    }
+    delay
+}
