@@ -119,4 +119,4 @@ if count > 0 then
   refill = oldest + W - t
   if refill < 0 then refill = 0 end
 end
-return {now, allowed, L - count, never, retry, 0, reset, 0, refill, 0, 0, 0}
+return struct.pack(ANSWER, now, allowed, L - count, never, retry, 0, reset, 0, refill, 0, 0, 0)
