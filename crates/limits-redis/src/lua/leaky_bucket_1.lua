@@ -39,4 +39,4 @@ if remaining < B + 1 then
   local departs = queued + remaining * W
   if departs > most then refill, refill_adj = ceil_ns(departs - most, L) end
 end
-return {now, allowed, remaining, never, retry, retry_adj, reset, reset_adj, refill, refill_adj, delay, delay_adj}
+return struct.pack(ANSWER, now, allowed, remaining, never, retry, retry_adj, reset, reset_adj, refill, refill_adj, delay, delay_adj)

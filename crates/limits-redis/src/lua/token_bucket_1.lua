@@ -32,4 +32,4 @@ local refill, refill_adj = 0, 0
 if remaining < L and debt > (L - remaining - 1) * W then
   refill, refill_adj = ceil_ns(debt - (L - remaining - 1) * W, L)
 end
-return {now, allowed, remaining, never, retry, retry_adj, reset, reset_adj, refill, refill_adj, 0, 0}
+return struct.pack(ANSWER, now, allowed, remaining, never, retry, retry_adj, reset, reset_adj, refill, refill_adj, 0, 0)
