@@ -14,8 +14,12 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The most requests one simulation may generate (all keys together).
-const MAX_REQUESTS: u64 = 20_000_000;
+/// The most requests one client may get: the random pattern sorts one
+/// client's times in memory (8 bytes each).
+const MAX_PER_KEY: u64 = 20_000_000;
+/// The most requests one simulation may run, all clients together. The run
+/// streams, so memory does not grow with them, but time does.
+const MAX_REQUESTS: u64 = 1_000_000_000;
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
@@ -79,9 +83,15 @@ fn build(args: &SimulateArgs) -> Result<Simulation, String> {
         Pattern::Random { .. } => Pattern::Random { seed: args.seed },
         p => p,
     };
-    let requests = pattern
-        .requests_per_key(first.limit())
-        .saturating_mul(u64::from(args.keys));
+    let per_key = pattern.requests_per_key(first.limit());
+    let requests = per_key.saturating_mul(u64::from(args.keys));
+    if per_key > MAX_PER_KEY {
+        return Err(format!(
+            "pattern {pattern} with --limit {} makes {per_key} requests per client; \
+             the simulator takes at most {MAX_PER_KEY}: lower --limit",
+            first.limit(),
+        ));
+    }
     if requests > MAX_REQUESTS {
         return Err(format!(
             "pattern {pattern} with --limit {} and --keys {} makes {requests} requests; \

@@ -100,12 +100,12 @@ impl Pattern {
         }
     }
 
-    /// How many requests one key receives.
+    /// How many requests one key receives (saturating at `u64::MAX`).
     pub fn requests_per_key(self, limit: u64) -> u64 {
         match self {
-            Pattern::Edge => 2 * limit,
-            Pattern::Ramp => 8 * limit,
-            _ => 6 * limit,
+            Pattern::Edge => limit.saturating_mul(2),
+            Pattern::Ramp => limit.saturating_mul(8),
+            _ => limit.saturating_mul(6),
         }
     }
 }
