@@ -6,14 +6,20 @@
 use crate::args::{parse_algorithm, RateArgs};
 use crate::report::{self, limits_phrase, Row};
 use clap::{Args, ValueEnum};
-use limits::simulate::{Pattern, Simulation};
+use indicatif::{ProgressBar, ProgressStyle};
+use limits::simulate::{Keep, Pattern, Simulation};
 use limits::{format_seconds, Algorithm, Rule};
 use serde::Serialize;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The most requests one simulation may generate (all keys together).
-const MAX_REQUESTS: u64 = 20_000_000;
+/// The most requests one client may get: the random pattern sorts one
+/// client's times in memory (8 bytes each).
+const MAX_PER_KEY: u64 = 20_000_000;
+/// The most requests one simulation may run, all clients together. The run
+/// streams, so memory does not grow with them, but time does.
+const MAX_REQUESTS: u64 = 1_000_000_000;
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
@@ -77,9 +83,15 @@ fn build(args: &SimulateArgs) -> Result<Simulation, String> {
         Pattern::Random { .. } => Pattern::Random { seed: args.seed },
         p => p,
     };
-    let requests = pattern
-        .requests_per_key(first.limit())
-        .saturating_mul(u64::from(args.keys));
+    let per_key = pattern.requests_per_key(first.limit());
+    let requests = per_key.saturating_mul(u64::from(args.keys));
+    if per_key > MAX_PER_KEY {
+        return Err(format!(
+            "pattern {pattern} with --limit {} makes {per_key} requests per client; \
+             the simulator takes at most {MAX_PER_KEY}: lower --limit",
+            first.limit(),
+        ));
+    }
     if requests > MAX_REQUESTS {
         return Err(format!(
             "pattern {pattern} with --limit {} and --keys {} makes {requests} requests; \
@@ -99,7 +111,36 @@ fn build(args: &SimulateArgs) -> Result<Simulation, String> {
         .iter()
         .map(|&a| Rule::build(a, rates.clone(), args.rate.burst))
         .collect();
-    Ok(Simulation::new(pattern, rates, args.keys, &rules))
+    // The tables need no record of the requests; the picture shows key 0's.
+    let keep = if args.plot.is_some() {
+        Keep::Key(0)
+    } else {
+        Keep::Nothing
+    };
+    let bar = progress_bar(requests);
+    let sim = Simulation::streamed(pattern, rates, args.keys, &rules, keep, |done| {
+        if let Some(bar) = &bar {
+            bar.set_position(done);
+        }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(sim)
+}
+
+/// A progress line on stderr, on a terminal and for runs long enough to
+/// wait for (a million requests take about a second).
+fn progress_bar(requests: u64) -> Option<ProgressBar> {
+    if requests < 1_000_000 || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(requests);
+    let template = "{spinner} simulating [{bar:40}] {human_pos}/{human_len} requests ({eta} left)";
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    Some(bar)
 }
 
 fn header(sim: &Simulation) -> String {
@@ -111,7 +152,7 @@ fn header(sim: &Simulation) -> String {
     format!(
         "pattern {}: {} requests{keys}, limit {}",
         sim.pattern,
-        sim.arrivals.len(),
+        sim.requests,
         limits_phrase(&sim.rates)
     )
 }
@@ -136,7 +177,7 @@ fn json(sim: &Simulation) -> Result<String, String> {
     struct Report {
         pattern: &'static str,
         seed: Option<u64>,
-        requests: usize,
+        requests: u64,
         keys: u32,
         rates: String,
         window_seconds: String,
@@ -148,7 +189,7 @@ fn json(sim: &Simulation) -> Result<String, String> {
             Pattern::Random { seed } => Some(seed),
             _ => None,
         },
-        requests: sim.arrivals.len(),
+        requests: sim.requests,
         keys: sim.keys,
         rates: sim.rates.to_string(),
         window_seconds: format_seconds(Duration::from_nanos(sim.window())),

@@ -70,54 +70,42 @@ impl Pattern {
 
     /// The arrivals of this pattern for `limit` per `window` ns, every key
     /// receiving the whole pattern; sorted by time, then key. Every cost is 1.
+    /// All of them at once: see [`stream`](Pattern::stream) for a trace too
+    /// large to hold.
     pub fn arrivals(self, limit: u64, window: u64, keys: u32) -> Vec<Arrival> {
-        let times = self.times(limit, window);
-        let mut out = Vec::with_capacity(times.len() * keys as usize);
-        for t in times {
-            out.extend((0..keys).map(|key| Arrival { t, key, cost: 1 }));
-        }
-        out
+        self.stream(limit, window, keys).collect()
     }
 
-    /// How many requests one key receives.
+    /// The same arrivals as [`arrivals`](Pattern::arrivals), in the same
+    /// order, made one at a time: memory does not grow with `keys` (the
+    /// `random` pattern holds one key's sorted times, 8 bytes a request).
+    ///
+    /// ```
+    /// use limits::simulate::Pattern;
+    /// let second = 1_000_000_000;
+    /// let mut trace = Pattern::Burst.stream(10, second, 100_000);
+    /// assert_eq!(trace.len(), 6_000_000);
+    /// let first = trace.next().unwrap();
+    /// assert_eq!((first.t, first.key), (0, 0));
+    /// assert!(trace.eq(Pattern::Burst.stream(10, second, 100_000).skip(1)));
+    /// ```
+    pub fn stream(self, limit: u64, window: u64, keys: u32) -> Arrivals {
+        let times = Times::new(self, limit, window);
+        Arrivals {
+            left: times.n.saturating_mul(u64::from(keys)),
+            times,
+            keys,
+            now: 0,
+            key: keys,
+        }
+    }
+
+    /// How many requests one key receives (saturating at `u64::MAX`).
     pub fn requests_per_key(self, limit: u64) -> u64 {
         match self {
-            Pattern::Edge => 2 * limit,
-            Pattern::Ramp => 8 * limit,
-            _ => 6 * limit,
-        }
-    }
-
-    fn times(self, limit: u64, window: u64) -> Vec<u64> {
-        let (l, w) = (u128::from(limit), u128::from(window));
-        let at = |x: u128| u64::try_from(x).unwrap_or(u64::MAX);
-        match self {
-            Pattern::Steady => (0..6 * l).map(|i| at(i * w / (2 * l))).collect(),
-            Pattern::Edge => {
-                let before = (0..l).map(|i| at(9 * w / 10 + i * w / (10 * l)));
-                let after = (0..l).map(|i| at(w + i * w / (10 * l)));
-                before.chain(after).collect()
-            }
-            Pattern::Burst => [0, 3 * w / 2, 3 * w]
-                .into_iter()
-                .flat_map(|t| std::iter::repeat_n(at(t), 2 * limit as usize))
-                .collect(),
-            Pattern::Random { seed } => {
-                let mut rng = SplitMix64(seed);
-                let span = 3 * w;
-                let mut times: Vec<u64> = (0..6 * l).map(|_| at(rng.below(span))).collect();
-                times.sort_unstable();
-                times
-            }
-            Pattern::Ramp => (0..8 * l)
-                .map(|i| {
-                    let square = (2 * i)
-                        .checked_mul(w)
-                        .and_then(|x| x.checked_mul(w))
-                        .map_or(u128::MAX, |x| x / l);
-                    at(square.isqrt())
-                })
-                .collect(),
+            Pattern::Edge => limit.saturating_mul(2),
+            Pattern::Ramp => limit.saturating_mul(8),
+            _ => limit.saturating_mul(6),
         }
     }
 }
@@ -147,6 +135,119 @@ impl FromStr for Pattern {
             }
         })
     }
+}
+
+/// The arrivals of a pattern, one at a time, in time order then key order:
+/// every key gets each time of the pattern before the next time starts.
+/// Made by [`Pattern::stream`].
+#[derive(Clone, Debug)]
+pub struct Arrivals {
+    times: Times,
+    keys: u32,
+    /// The time being handed out, and the next key to get it.
+    now: u64,
+    key: u32,
+    left: u64,
+}
+
+impl Iterator for Arrivals {
+    type Item = Arrival;
+
+    fn next(&mut self) -> Option<Arrival> {
+        if self.key >= self.keys {
+            self.now = self.times.next()?;
+            self.key = 0;
+            if self.keys == 0 {
+                return None;
+            }
+        }
+        let key = self.key;
+        self.key += 1;
+        self.left = self.left.saturating_sub(1);
+        Some(Arrival {
+            t: self.now,
+            key,
+            cost: 1,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = usize::try_from(self.left).unwrap_or(usize::MAX);
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for Arrivals {}
+
+/// One key's arrival times, computed as they are asked for (the `random`
+/// pattern draws and sorts them all first: sorting needs them all).
+#[derive(Clone, Debug)]
+struct Times {
+    pattern: Pattern,
+    l: u128,
+    w: u128,
+    i: u64,
+    n: u64,
+    sorted: Vec<u64>,
+}
+
+impl Times {
+    fn new(pattern: Pattern, limit: u64, window: u64) -> Times {
+        let (l, w) = (u128::from(limit), u128::from(window));
+        let n = pattern.requests_per_key(limit);
+        let mut sorted = Vec::new();
+        if let Pattern::Random { seed } = pattern {
+            let mut rng = SplitMix64(seed);
+            let span = 3 * w;
+            sorted = (0..n).map(|_| at(rng.below(span))).collect();
+            sorted.sort_unstable();
+        }
+        Times {
+            pattern,
+            l,
+            w,
+            i: 0,
+            n,
+            sorted,
+        }
+    }
+
+    /// The time of request `i` (below `n`) of one key.
+    fn time(&self, i: u64) -> u64 {
+        let (l, w, i128) = (self.l, self.w, u128::from(i));
+        match self.pattern {
+            Pattern::Steady => at(i128 * w / (2 * l)),
+            Pattern::Edge if i128 < l => at(9 * w / 10 + i128 * w / (10 * l)),
+            Pattern::Edge => at(w + (i128 - l) * w / (10 * l)),
+            Pattern::Burst => at([0, 3 * w / 2, 3 * w][(i128 / (2 * l)) as usize]),
+            Pattern::Random { .. } => self.sorted[i as usize],
+            Pattern::Ramp => {
+                let square = (2 * i128)
+                    .checked_mul(w)
+                    .and_then(|x| x.checked_mul(w))
+                    .map_or(u128::MAX, |x| x / l);
+                at(square.isqrt())
+            }
+        }
+    }
+}
+
+impl Iterator for Times {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        if self.i >= self.n {
+            return None;
+        }
+        let t = self.time(self.i);
+        self.i += 1;
+        Some(t)
+    }
+}
+
+/// A time computed in u128, saturated to u64.
+fn at(x: u128) -> u64 {
+    u64::try_from(x).unwrap_or(u64::MAX)
 }
 
 /// SplitMix64: a tiny, well-known generator, so that a seed means the same

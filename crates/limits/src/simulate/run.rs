@@ -1,8 +1,14 @@
 //! Runs limiters over a trace and measures each: allowed, rejected, the worst
 //! window, memory, and how its decisions differ from the exact sliding log.
+//!
+//! One pass: every limiter and the sliding log it is compared with see each
+//! arrival as it comes (in blocks of 65,536, for the cache), and nothing per
+//! request is kept unless asked ([`Keep`]), so a run's memory follows its
+//! keys (their states, and the releases of their last window), not its
+//! length.
 
-use super::{Arrival, Pattern, Tally};
-use crate::{Algorithm, KeyState, Rates, Rule};
+use super::{Arrival, Tally};
+use crate::{Algorithm, KeyState, Rule};
 
 /// What one arrival got from one limiter in a simulation (not to be
 /// confused with [`crate::Verdict`], a store's answer).
@@ -15,7 +21,7 @@ pub struct Judged {
 }
 
 /// One limiter's results on a trace.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunResult {
     /// The limiter.
     pub algorithm: Algorithm,
@@ -32,12 +38,36 @@ pub struct RunResult {
     pub false_denies: u64,
     /// The most bytes one key's state held at any moment (inline + heap).
     pub peak_bytes_per_key: usize,
-    /// What every arrival got, in the trace's order.
+    /// What every kept arrival got (see [`Keep`]; all of them from [`run`]),
+    /// in the trace's order.
     pub judged: Vec<Judged>,
 }
 
+/// Which arrivals a [`Runner`] keeps, with what each limiter did to them:
+/// the tallies never need them, a picture of one client does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Every arrival: memory grows with the trace.
+    All,
+    /// The arrivals of this key only.
+    Key(u32),
+    /// None: memory follows the keys alone.
+    Nothing,
+}
+
+impl Keep {
+    fn keeps(self, key: u32) -> bool {
+        match self {
+            Keep::All => true,
+            Keep::Key(k) => k == key,
+            Keep::Nothing => false,
+        }
+    }
+}
+
 /// Runs each rule over `arrivals` (sorted by time; keys below `keys`) and
-/// measures it, with worst windows of `window` ns.
+/// measures it, with worst windows of `window` ns; every arrival's
+/// [`Judged`] is kept.
 ///
 /// ```
 /// use limits::simulate::{run, Pattern};
@@ -54,99 +84,174 @@ pub struct RunResult {
 /// assert_eq!(out[0].false_allows, 10);
 /// ```
 pub fn run(rules: &[Rule], arrivals: &[Arrival], keys: u32, window: u64) -> Vec<RunResult> {
-    rules
-        .iter()
-        .map(|rule| run_one(rule, arrivals, keys, window))
-        .collect()
+    let mut runner = Runner::new(rules, keys, window, Keep::All);
+    for &a in arrivals {
+        runner.feed(a);
+    }
+    runner.finish().1
 }
 
-fn run_one(rule: &Rule, arrivals: &[Arrival], keys: u32, window: u64) -> RunResult {
-    let exact = Rule::new(Algorithm::SlidingLog, rule.rates().clone());
-    let mut states: Vec<KeyState> = (0..keys).map(|_| rule.new_state()).collect();
-    let mut exact_states: Vec<KeyState> = (0..keys).map(|_| exact.new_state()).collect();
-    let mut tally = Tally::new(window);
-    let mut peak_bytes_per_key = 0;
-    let mut judged = Vec::with_capacity(arrivals.len());
-    let inline = std::mem::size_of::<KeyState>();
-    for a in arrivals {
-        let k = a.key as usize;
-        if k >= states.len() {
-            states.resize_with(k + 1, || rule.new_state());
-            exact_states.resize_with(k + 1, || exact.new_state());
+/// The streaming engine behind [`run`] and [`Simulation`](super::Simulation):
+/// feed it arrivals in non-decreasing time, then [`finish`](Runner::finish).
+///
+/// ```
+/// use limits::simulate::{Keep, Pattern, Runner};
+/// use limits::{Algorithm, Rule};
+/// let second = 1_000_000_000;
+/// let rules = [Rule::new(Algorithm::FixedWindow, "10/s".parse().unwrap())];
+/// let mut runner = Runner::new(&rules, 100_000, second, Keep::Key(7));
+/// for a in Pattern::Edge.stream(10, second, 100_000) {
+///     runner.feed(a);
+/// }
+/// let (kept, results) = runner.finish();
+/// assert_eq!(kept.len(), 20); // key 7's arrivals, and what each got
+/// assert_eq!(results[0].judged.len(), 20);
+/// assert_eq!(results[0].allowed, 2_000_000);
+/// assert_eq!(results[0].false_allows, 1_000_000);
+/// ```
+#[derive(Debug)]
+pub struct Runner {
+    lanes: Vec<Lane>,
+    references: Vec<Reference>,
+    keep: Keep,
+    kept: Vec<Arrival>,
+    block: Vec<Arrival>,
+}
+
+/// Arrivals run together, each rule over all of them in turn: a rule's
+/// states and worst-window records of the keys in a block stay in the cache,
+/// where running every rule on each arrival would cycle through all of them
+/// (twice the time at 3,000 keys). 1.5 MB of arrivals.
+const BLOCK: usize = 1 << 16;
+
+/// One rule under test: its keys' states and its tally.
+#[derive(Debug)]
+struct Lane {
+    rule: Rule,
+    states: Vec<KeyState>,
+    tally: Tally<u32>,
+    peak_bytes_per_key: usize,
+    /// Which of the runner's references it is compared with.
+    reference: usize,
+    judged: Vec<Judged>,
+}
+
+/// An exact sliding log for one set of rates, shared by every rule with
+/// those rates: its decisions do not depend on the rule beside it.
+#[derive(Debug)]
+struct Reference {
+    log: Rule,
+    states: Vec<KeyState>,
+    /// What it decided for each arrival of the block.
+    allowed: Vec<bool>,
+}
+
+impl Runner {
+    /// A runner of `rules` for keys below `keys` (a larger key grows the
+    /// states), with worst windows of `window` ns, keeping `keep`.
+    pub fn new(rules: &[Rule], keys: u32, window: u64, keep: Keep) -> Runner {
+        let mut references: Vec<Reference> = Vec::new();
+        let lanes = (rules.iter())
+            .map(|rule| {
+                let reference = match references
+                    .iter()
+                    .position(|r| r.log.rates() == rule.rates())
+                {
+                    Some(i) => i,
+                    None => {
+                        let log = Rule::new(Algorithm::SlidingLog, rule.rates().clone());
+                        let states = (0..keys).map(|_| log.new_state()).collect();
+                        references.push(Reference {
+                            log,
+                            states,
+                            allowed: Vec::with_capacity(BLOCK),
+                        });
+                        references.len() - 1
+                    }
+                };
+                Lane {
+                    rule: rule.clone(),
+                    states: (0..keys).map(|_| rule.new_state()).collect(),
+                    tally: Tally::new(window),
+                    peak_bytes_per_key: 0,
+                    reference,
+                    judged: Vec::new(),
+                }
+            })
+            .collect();
+        Runner {
+            lanes,
+            references,
+            keep,
+            kept: Vec::new(),
+            block: Vec::with_capacity(BLOCK),
         }
-        let d = rule.check(&mut states[k], a.t, a.cost);
-        let reference = exact.check(&mut exact_states[k], a.t, a.cost).allowed;
-        let release = tally.count(&a.key, a.t, a.cost, &d, reference);
-        peak_bytes_per_key = peak_bytes_per_key.max(inline + rule.heap_bytes(&states[k]));
-        judged.push(Judged {
-            allowed: d.allowed,
-            release,
-        });
     }
-    RunResult {
-        algorithm: rule.algorithm(),
-        allowed: tally.allowed,
-        rejected: tally.rejected,
-        worst_window: tally.worst_window(),
-        false_allows: tally.false_allows,
-        false_denies: tally.false_denies,
-        peak_bytes_per_key,
-        judged,
-    }
-}
 
-/// A finished simulation: the pattern and rates it ran, its arrivals, and
-/// what each limiter did with them. Plain data, for whatever reports it (a
-/// table, JSON, a picture).
-#[derive(Clone, Debug)]
-pub struct Simulation {
-    /// The traffic pattern.
-    pub pattern: Pattern,
-    /// The rates every limiter ran; the first sets the pattern's pace and
-    /// the worst window's length.
-    pub rates: Rates,
-    /// Clients: every one receives the whole pattern.
-    pub keys: u32,
-    /// The trace, sorted by time.
-    pub arrivals: Vec<Arrival>,
-    /// One result per rule, in the rules' order.
-    pub results: Vec<RunResult>,
-}
-
-impl Simulation {
-    /// Runs `rules` over `pattern` for the first of `rates`, sent by `keys`
-    /// clients.
-    ///
-    /// ```
-    /// use limits::simulate::{Pattern, Simulation};
-    /// use limits::{Algorithm, Rule};
-    /// let rates: limits::Rates = "10/s".parse().unwrap();
-    /// let rules = [Rule::new(Algorithm::SlidingLog, rates.clone())];
-    /// let sim = Simulation::new(Pattern::Edge, rates, 2, &rules);
-    /// assert_eq!(sim.arrivals.len(), 40);
-    /// assert_eq!(sim.results[0].allowed, 20);
-    /// assert_eq!((sim.limit(), sim.window()), (10, 1_000_000_000));
-    /// ```
-    pub fn new(pattern: Pattern, rates: Rates, keys: u32, rules: &[Rule]) -> Simulation {
-        let first = rates.as_slice()[0];
-        let arrivals = pattern.arrivals(first.limit(), first.window_nanos(), keys);
-        let results = run(rules, &arrivals, keys, first.window_nanos());
-        Simulation {
-            pattern,
-            rates,
-            keys,
-            arrivals,
-            results,
+    /// Runs every rule, and the sliding logs they are compared with, on `a`
+    /// (arrivals are run in blocks: see [`BLOCK`]).
+    pub fn feed(&mut self, a: Arrival) {
+        self.block.push(a);
+        if self.block.len() == BLOCK {
+            self.run_block();
         }
     }
 
-    /// The first rate's limit: the pattern's and a plot's limit line.
-    pub fn limit(&self) -> u64 {
-        self.rates.as_slice()[0].limit()
+    /// Runs the block through the sliding logs, then through each rule in
+    /// turn: one rule's keys at a time stay in the cache.
+    fn run_block(&mut self) {
+        for r in &mut self.references {
+            r.allowed.clear();
+            for a in &self.block {
+                let k = a.key as usize;
+                if k >= r.states.len() {
+                    r.states.resize_with(k + 1, || r.log.new_state());
+                }
+                let d = r.log.check(&mut r.states[k], a.t, a.cost);
+                r.allowed.push(d.allowed);
+            }
+        }
+        let keep = self.keep;
+        self.kept
+            .extend(self.block.iter().filter(|a| keep.keeps(a.key)));
+        let inline = std::mem::size_of::<KeyState>();
+        for lane in &mut self.lanes {
+            let exact = &self.references[lane.reference].allowed;
+            for (a, &exact) in self.block.iter().zip(exact) {
+                let k = a.key as usize;
+                if k >= lane.states.len() {
+                    lane.states.resize_with(k + 1, || lane.rule.new_state());
+                }
+                let d = lane.rule.check(&mut lane.states[k], a.t, a.cost);
+                let release = lane.tally.count(&a.key, a.t, a.cost, &d, exact);
+                let bytes = inline + lane.rule.heap_bytes(&lane.states[k]);
+                lane.peak_bytes_per_key = lane.peak_bytes_per_key.max(bytes);
+                if keep.keeps(a.key) {
+                    lane.judged.push(Judged {
+                        allowed: d.allowed,
+                        release,
+                    });
+                }
+            }
+        }
+        self.block.clear();
     }
 
-    /// The first rate's window: the pattern's and the worst window's.
-    pub fn window(&self) -> u64 {
-        self.rates.as_slice()[0].window_nanos()
+    /// The kept arrivals, and one result per rule, in the rules' order.
+    pub fn finish(mut self) -> (Vec<Arrival>, Vec<RunResult>) {
+        self.run_block();
+        let results = (self.lanes.into_iter())
+            .map(|lane| RunResult {
+                algorithm: lane.rule.algorithm(),
+                allowed: lane.tally.allowed,
+                rejected: lane.tally.rejected,
+                worst_window: lane.tally.worst_window(),
+                false_allows: lane.tally.false_allows,
+                false_denies: lane.tally.false_denies,
+                peak_bytes_per_key: lane.peak_bytes_per_key,
+                judged: lane.judged,
+            })
+            .collect();
+        (self.kept, results)
     }
 }

@@ -7,8 +7,10 @@ use crate::Decision;
 use std::collections::HashMap;
 use std::hash::Hash;
 
-/// How often (in decisions) keys that can no longer share a window with
-/// what is still to come are forgotten by the worst-window tracker.
+/// How often (in decisions, at least) keys that can no longer share a window
+/// with what is still to come are forgotten by the worst-window tracker; with
+/// more keys remembered, every twice that many decisions, so that the sweep
+/// costs at most half a key visit per decision.
 const FORGET_EVERY: u64 = 1 << 13;
 
 /// Counts one limiter's decisions: allowed, rejected, the worst window (at
@@ -43,6 +45,7 @@ pub struct Tally<K> {
     worst: WorstWindow<K>,
     rejected_by_key: Option<HashMap<K, u64>>,
     counted: u64,
+    next_forget: u64,
 }
 
 impl<K: Hash + Eq + Clone> Tally<K> {
@@ -57,6 +60,7 @@ impl<K: Hash + Eq + Clone> Tally<K> {
             worst: WorstWindow::new(window),
             rejected_by_key: None,
             counted: 0,
+            next_forget: FORGET_EVERY,
         }
     }
 
@@ -95,8 +99,10 @@ impl<K: Hash + Eq + Clone> Tally<K> {
             }
         }
         self.counted += 1;
-        if self.counted % FORGET_EVERY == 0 {
+        if self.counted == self.next_forget {
             self.worst.forget_before(t);
+            let keys = u64::try_from(self.worst.keys()).unwrap_or(u64::MAX);
+            self.next_forget = self.counted + FORGET_EVERY.max(keys.saturating_mul(2));
         }
         release
     }
