@@ -268,18 +268,17 @@ impl Run {
             e.t -= e.t % 1000;
             self.floored += 1;
         }
-        let name = keys.name(e.key);
         let (reference, mut decided) = match &self.exact {
             Exact::Own(exact) => (exact.check_at(&e.key, e.t, e.cost).allowed, None),
             &Exact::Replayed(i) => {
-                let d = self.replayed[i].limiter.decide(e.key, name, e.t, e.cost)?;
+                let d = self.replayed[i].limiter.decide(e.key, keys, e.t, e.cost)?;
                 (d.allowed, Some((i, d)))
             }
         };
         for (i, r) in self.replayed.iter_mut().enumerate() {
             let d = match decided.take_if(|(at, _)| *at == i) {
                 Some((_, d)) => d,
-                None => r.limiter.decide(e.key, name, e.t, e.cost)?,
+                None => r.limiter.decide(e.key, keys, e.t, e.cost)?,
             };
             r.tally.count(&e.key, e.t, e.cost, &d, reference);
             if !d.allowed {
@@ -290,7 +289,7 @@ impl Run {
                 r.rejected[at] += 1;
             }
             if let Some(w) = self.writer.as_mut() {
-                w.add(seq, e.t, name, e.cost, &d)?;
+                w.add(seq, e.t, keys.name(e.key), e.cost, &d)?;
             }
         }
         if self.requests % 4096 == 0 {
