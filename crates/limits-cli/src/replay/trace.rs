@@ -165,7 +165,19 @@ impl CsvEvents {
 
 /// Field `i` of `record`, without surrounding whitespace.
 fn field(record: &csv::StringRecord, i: usize) -> Option<&str> {
-    record.get(i).map(str::trim)
+    record.get(i).map(trim)
+}
+
+/// `str::trim`, with a shortcut for the usual field: one that starts and
+/// ends with a visible ASCII character (no whitespace is one, and no other
+/// character's UTF-8 bytes are ASCII) has nothing to trim.
+fn trim(field: &str) -> &str {
+    let visible = |b: Option<&u8>| b.is_some_and(|&b| b > b' ' && b < 0x7f);
+    if visible(field.as_bytes().first()) && visible(field.as_bytes().last()) {
+        field
+    } else {
+        field.trim()
+    }
 }
 
 fn csv_event(line: u64, record: &csv::StringRecord, keys: &mut Keys) -> Result<Event, LineError> {
@@ -272,5 +284,29 @@ impl<R: Read> Read for Counting<R> {
         let n = self.inner.read(buf)?;
         self.count.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn trim_is_str_trim() {
+        for s in [
+            "",
+            " ",
+            "a",
+            " a",
+            "a ",
+            "\tk1\r",
+            "x,y",
+            "\u{a0}k\u{a0}",
+            "k\u{85}",
+            "\u{3000}k",
+            "é",
+            "~k~",
+            "\u{7f}",
+        ] {
+            assert_eq!(super::trim(s), s.trim(), "{s:?}");
+        }
     }
 }
