@@ -10,15 +10,16 @@ pub type KeyId = u32;
 
 /// Bytes of a key kept in its slot: keys up to this long (an IPv4 address,
 /// most user ids) are found without reading their name.
-const INLINE: usize = 16;
+const INLINE: usize = 15;
 
-/// One entry of the open-addressing table: the key's full hash, length and
-/// first bytes next to its number, so that a lookup reads one slot.
+/// One entry of the open-addressing table (24 bytes): the low half of the
+/// key's hash, its length (255 for 255 or more) and first bytes next to its
+/// number, so that a lookup reads one slot.
 #[derive(Clone, Copy)]
 struct Slot {
-    hash: u64,
+    hash: u32,
     id: KeyId,
-    len: u32,
+    len: u8,
     head: [u8; INLINE],
 }
 
@@ -36,7 +37,11 @@ const EMPTY: Slot = Slot {
 /// the keys outgrow the cache.
 pub struct Keys {
     slots: Vec<Slot>,
-    names: Vec<Box<str>>,
+    /// Every name, one after the other: no allocation (and its overhead)
+    /// per key.
+    text: String,
+    /// Where each key's name ends in `text`, by key number.
+    ends: Vec<usize>,
     hasher: RandomState,
 }
 
@@ -44,7 +49,8 @@ impl Default for Keys {
     fn default() -> Keys {
         Keys {
             slots: vec![EMPTY; 1024],
-            names: Vec::new(),
+            text: String::new(),
+            ends: Vec::new(),
             hasher: RandomState::new(),
         }
     }
@@ -54,8 +60,8 @@ impl Keys {
     /// `name`'s number, given it now if it is new; `None` once the numbers
     /// run out (2^32 - 1 distinct keys).
     pub fn intern(&mut self, name: &str) -> Option<KeyId> {
-        let hash = self.hasher.hash_one(name);
-        let len = u32::try_from(name.len()).ok()?;
+        let hash = self.hasher.hash_one(name) as u32;
+        let len = name.len().min(255) as u8;
         let mut head = [0; INLINE];
         let shown = name.len().min(INLINE);
         head[..shown].copy_from_slice(&name.as_bytes()[..shown]);
@@ -69,13 +75,13 @@ impl Keys {
             if slot.hash == hash
                 && slot.len == len
                 && slot.head == head
-                && (shown == name.len() || *self.names[slot.id as usize] == *name)
+                && (shown == name.len() || self.name(slot.id) == name)
             {
                 return Some(slot.id);
             }
             i = (i + 1) & mask;
         }
-        let id = KeyId::try_from(self.names.len())
+        let id = KeyId::try_from(self.ends.len())
             .ok()
             .filter(|&id| id != KeyId::MAX)?;
         self.slots[i] = Slot {
@@ -84,8 +90,9 @@ impl Keys {
             len,
             head,
         };
-        self.names.push(name.into());
-        if self.names.len() * 2 > self.slots.len() {
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+        if self.ends.len() * 2 > self.slots.len() {
             self.grow();
         }
         Some(id)
@@ -107,7 +114,9 @@ impl Keys {
 
     /// The name of key `id`.
     pub fn name(&self, id: KeyId) -> &str {
-        &self.names[id as usize]
+        let id = id as usize;
+        let start = if id == 0 { 0 } else { self.ends[id - 1] };
+        &self.text[start..self.ends[id]]
     }
 }
 
@@ -135,9 +144,17 @@ mod tests {
                 assert_eq!(keys.intern(&name(i)), Some(i), "round {round}");
             }
         }
-        assert_eq!(keys.names.len(), 5000);
+        assert_eq!(keys.ends.len(), 5000);
         assert_eq!(keys.name(4321), name(4321));
         assert_eq!(keys.intern(""), Some(5000));
         assert_eq!(keys.intern(""), Some(5000));
+        // Lengths the slot cannot tell apart by its bytes alone.
+        let long = |c: char| format!("{}{c}", "y".repeat(300));
+        for (a, b) in [("a", "a\0"), (&*long('1'), &*long('2'))] {
+            let (ia, ib) = (keys.intern(a).unwrap(), keys.intern(b).unwrap());
+            assert_ne!(ia, ib);
+            assert_eq!((keys.intern(a), keys.intern(b)), (Some(ia), Some(ib)));
+            assert_eq!((keys.name(ia), keys.name(ib)), (a, b));
+        }
     }
 }
