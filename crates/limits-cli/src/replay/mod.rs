@@ -4,15 +4,17 @@
 
 mod access_log;
 mod decisions;
+mod keys;
 mod reorder;
 pub(crate) mod store;
+mod summary;
 mod trace;
 
 use crate::args::{parse_algorithm, RateArgs};
-use crate::report::{self, limits_phrase, Row};
 use clap::Args;
 use decisions::DecisionsWriter;
 use indicatif::{ProgressBar, ProgressStyle};
+use keys::{KeyId, Keys};
 use limits::simulate::Tally;
 use limits::{parse_duration, Algorithm, KeyedLimiter, ManualClock, Rule};
 use reorder::Reorder;
@@ -22,6 +24,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use store::{Limiter, Redis};
+use summary::Summary;
 use trace::{Event, LineError, TraceFormat};
 
 #[derive(Args, Debug)]
@@ -114,7 +117,9 @@ impl BadLines {
 struct Replayed {
     algorithm: Algorithm,
     limiter: Limiter,
-    tally: Tally<String>,
+    tally: Tally<KeyId>,
+    /// Rejections per key, by key number (dense: no hashing per rejection).
+    rejected: Vec<u64>,
 }
 
 pub fn replay(args: ReplayArgs) -> Result<(), String> {
@@ -127,7 +132,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
         ));
     }
     let bytes_read = Arc::new(AtomicU64::new(0));
-    let (format, events) = trace::open(&args.trace, args.format, bytes_read.clone())?;
+    let (format, mut events) = trace::open(&args.trace, args.format, bytes_read.clone())?;
     let mut run = Run::new(&args, &rates, window, bytes_read)?;
     let name = args.trace.display().to_string();
     let mut reorder = Reorder::new(match format {
@@ -135,11 +140,12 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
         _ => 0,
     });
     let mut bad = BadLines::default();
-    for item in events {
+    let mut keys = Keys::default();
+    while let Some(item) = events.next(&mut keys) {
         match item.and_then(|e| reorder.push(e)) {
             Ok(_) => {
                 while let Some((seq, e)) = reorder.pop_ready() {
-                    run.decide(seq, e)?;
+                    run.decide(seq, e, &keys)?;
                 }
             }
             Err(e) if args.skip_bad => bad.count(e),
@@ -147,7 +153,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
         }
     }
     while let Some((seq, e)) = reorder.pop() {
-        run.decide(seq, e)?;
+        run.decide(seq, e, &keys)?;
     }
     let (requests, floored, replayed) = run.finish()?;
     if requests == 0 {
@@ -157,7 +163,15 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
         };
         return Err(format!("{name}: no events in the trace{skipped}"));
     }
-    print_summary(&name, requests, &rates, window, &replayed, &bad, args.top);
+    let summary = Summary {
+        name: &name,
+        requests,
+        rates: &rates,
+        window,
+        replayed: &replayed,
+        keys: &keys,
+    };
+    summary.print(&bad, args.top);
     if floored > 0 {
         println!();
         let s = if floored == 1 { "" } else { "s" };
@@ -173,7 +187,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
 /// for the false allows and denies, the rows written, the progress shown.
 struct Run {
     replayed: Vec<Replayed>,
-    exact: KeyedLimiter<String, ManualClock>,
+    exact: Exact,
     writer: Option<DecisionsWriter>,
     progress: Option<ProgressBar>,
     bytes_read: Arc<AtomicU64>,
@@ -182,6 +196,14 @@ struct Run {
     in_redis: bool,
     /// Events whose time was floored to the microsecond for Redis.
     floored: u64,
+}
+
+/// Where the exact sliding log's decisions come from: a replayed sliding log
+/// in memory decides exactly as the one alongside would (same rule, same
+/// events), so it is asked once, not twice.
+enum Exact {
+    Own(KeyedLimiter<KeyId, ManualClock>),
+    Replayed(usize),
 }
 
 impl Run {
@@ -201,7 +223,7 @@ impl Run {
                 Some(Rc::new(redis))
             }
         };
-        let replayed = args
+        let replayed: Vec<Replayed> = args
             .limiter
             .0
             .iter()
@@ -213,17 +235,24 @@ impl Run {
                 Ok(Replayed {
                     algorithm,
                     limiter,
-                    tally: Tally::new(window).by_key(),
+                    tally: Tally::new(window),
+                    rejected: Vec::new(),
                 })
             })
             .collect::<Result<_, String>>()?;
+        let exact = match replayed.iter().position(|r| {
+            r.algorithm == Algorithm::SlidingLog && matches!(r.limiter, Limiter::Memory(_))
+        }) {
+            Some(i) => Exact::Replayed(i),
+            None => Exact::Own(keyed(rule(Algorithm::SlidingLog))),
+        };
         let writer = match &args.decisions {
             Some(path) => Some(DecisionsWriter::create(path)?),
             None => None,
         };
         Ok(Run {
             replayed,
-            exact: keyed(rule(Algorithm::SlidingLog)),
+            exact,
             writer,
             progress: progress_bar(&args.trace),
             bytes_read,
@@ -234,18 +263,34 @@ impl Run {
     }
 
     /// Event number `seq` (input order), decided by every limiter.
-    fn decide(&mut self, seq: u64, mut e: Event) -> Result<(), String> {
+    fn decide(&mut self, seq: u64, mut e: Event, keys: &Keys) -> Result<(), String> {
         self.requests += 1;
         if self.in_redis && e.t % 1000 != 0 {
             e.t -= e.t % 1000;
             self.floored += 1;
         }
-        let reference = self.exact.check_at(&e.key, e.t, e.cost).allowed;
-        for r in &mut self.replayed {
-            let d = r.limiter.decide(&e.key, e.t, e.cost)?;
+        let (reference, mut decided) = match &self.exact {
+            Exact::Own(exact) => (exact.check_at(&e.key, e.t, e.cost).allowed, None),
+            &Exact::Replayed(i) => {
+                let d = self.replayed[i].limiter.decide(e.key, keys, e.t, e.cost)?;
+                (d.allowed, Some((i, d)))
+            }
+        };
+        for (i, r) in self.replayed.iter_mut().enumerate() {
+            let d = match decided.take_if(|(at, _)| *at == i) {
+                Some((_, d)) => d,
+                None => r.limiter.decide(e.key, keys, e.t, e.cost)?,
+            };
             r.tally.count(&e.key, e.t, e.cost, &d, reference);
+            if !d.allowed {
+                let at = e.key as usize;
+                if at >= r.rejected.len() {
+                    r.rejected.resize(at + 1, 0);
+                }
+                r.rejected[at] += 1;
+            }
             if let Some(w) = self.writer.as_mut() {
-                w.add(seq, e.t, &e.key, e.cost, &d)?;
+                w.add(seq, e.t, keys.name(e.key), e.cost, &d)?;
             }
         }
         if self.requests % 4096 == 0 {
@@ -281,58 +326,4 @@ fn progress_bar(path: &std::path::Path) -> Option<ProgressBar> {
         bar.set_style(style.progress_chars("=> "));
     }
     Some(bar)
-}
-
-fn print_summary(
-    name: &str,
-    requests: u64,
-    rates: &limits::Rates,
-    window: u64,
-    replayed: &[Replayed],
-    bad: &BadLines,
-    top: usize,
-) {
-    let title = format!(
-        "replay {name}: {requests} requests, limit {}",
-        limits_phrase(rates)
-    );
-    let rows: Vec<Row> = replayed
-        .iter()
-        .map(|r| Row {
-            limiter: r.algorithm.name(),
-            allowed: r.tally.allowed,
-            rejected: r.tally.rejected,
-            worst_window: r.tally.worst_window(),
-            false_allows: r.tally.false_allows,
-            false_denies: r.tally.false_denies,
-            bytes_per_key: None,
-        })
-        .collect();
-    print!("{}", report::table(&title, window, &rows));
-    if top > 0 {
-        println!();
-        for r in replayed {
-            let most = r.tally.limited_most(top);
-            if most.is_empty() {
-                println!("limited most ({}): nobody", r.algorithm);
-                continue;
-            }
-            let names: Vec<String> = most
-                .iter()
-                .map(|(k, n)| format!("{k} ({n} rejected)"))
-                .collect();
-            println!("limited most ({}): {}", r.algorithm, names.join(", "));
-        }
-    }
-    if bad.total > 0 {
-        println!();
-        let s = if bad.total == 1 { "" } else { "s" };
-        println!("skipped {} bad line{s}:", bad.total);
-        for e in &bad.first {
-            println!("  {name}:{}: {}", e.line, e.message);
-        }
-        if bad.total > bad.first.len() as u64 {
-            println!("  ... and {} more", bad.total - bad.first.len() as u64);
-        }
-    }
 }

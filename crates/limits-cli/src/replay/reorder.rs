@@ -118,7 +118,7 @@ mod tests {
         Event {
             line,
             t,
-            key: "k".into(),
+            key: 0,
             cost: 1,
         }
     }

@@ -14,6 +14,7 @@
 //! (or a replay beside a live `serve` on the same Redis) never see each
 //! other's state. The keys are left for inspection and expire within a day.
 
+use super::keys::{KeyId, Keys};
 use limits::{Decision, KeyedLimiter, ManualClock, Mode, Rule, Store};
 use limits_redis::{RedisConnection, RedisOptions, RedisStore};
 use std::rc::Rc;
@@ -26,19 +27,21 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where a replayed limiter keeps its state.
 pub enum Limiter {
-    Memory(KeyedLimiter<String, ManualClock>),
+    /// Keyed by the trace's interned key numbers.
+    Memory(KeyedLimiter<KeyId, ManualClock>),
     Redis(RedisStore, Rc<Redis>),
 }
 
 impl Limiter {
-    /// `key`'s request at `now` (ns; microsecond-aligned for Redis),
-    /// recorded if allowed.
-    pub fn decide(&self, key: &str, now: u64, cost: u64) -> Result<Decision, String> {
+    /// The request of key `id` (named in `keys`, read only for Redis: in
+    /// memory, the name is never touched) at `now` (ns; microsecond-aligned
+    /// for Redis), recorded if allowed.
+    pub fn decide(&self, id: KeyId, keys: &Keys, now: u64, cost: u64) -> Result<Decision, String> {
         match self {
-            Limiter::Memory(keyed) => Ok(keyed.check_at(key, now, cost)),
+            Limiter::Memory(keyed) => Ok(keyed.check_at(&id, now, cost)),
             Limiter::Redis(store, redis) => redis
                 .runtime
-                .block_on(store.decide_at(key, now, cost, Mode::Record))
+                .block_on(store.decide_at(keys.name(id), now, cost, Mode::Record))
                 .map(|v| v.decision)
                 .map_err(|e| format!("--store: {e}")),
         }

@@ -1,7 +1,11 @@
 //! Reading traces as a stream of events: CSV (`time,key[,cost]`) or an
-//! nginx/Apache combined access log. Nothing is held but the current line.
+//! nginx/Apache combined access log. Nothing is held but the current line:
+//! CSV records are read into one reused record and trimmed as borrowed
+//! slices, and each key is looked up in the trace's [`Keys`], so a line
+//! allocates nothing unless its key is new.
 
 use super::access_log::parse_access_line;
+use super::keys::{KeyId, Keys};
 use limits::parse_seconds;
 use std::fmt;
 use std::fs::File;
@@ -11,14 +15,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// One request of a trace.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event {
     /// 1-based line in the file.
     pub line: u64,
     /// Nanoseconds: from the trace's zero (CSV) or the Unix epoch (logs).
     pub t: u64,
-    /// The client.
-    pub key: String,
+    /// The client, interned in the trace's [`Keys`].
+    pub key: KeyId,
     /// The request's cost, at least 1.
     pub cost: u64,
 }
@@ -47,8 +51,25 @@ pub enum TraceFormat {
     Log,
 }
 
+/// The input under the format's reader: the first line put back in front.
+type Input = io::Chain<Cursor<Vec<u8>>, BufReader<Counting<File>>>;
+
 /// Events, or line errors, in file order.
-pub type Events = Box<dyn Iterator<Item = Result<Event, LineError>>>;
+pub enum Events {
+    Csv(CsvEvents),
+    Log(LogEvents),
+}
+
+impl Events {
+    /// The next event or line error, its key interned in `keys`; `None` at
+    /// the end of the trace.
+    pub fn next(&mut self, keys: &mut Keys) -> Option<Result<Event, LineError>> {
+        match self {
+            Events::Csv(csv) => csv.next(keys),
+            Events::Log(log) => log.next(keys),
+        }
+    }
+}
 
 /// Opens `path` and streams its events. `bytes_read` counts the bytes consumed,
 /// for progress. Returns the format in use with the stream.
@@ -79,9 +100,9 @@ pub fn open(
         f => f,
     };
     let whole = Cursor::new(first).chain(reader);
-    let events: Events = match format {
-        TraceFormat::Log => Box::new(log_events(BufReader::new(whole))),
-        _ => Box::new(csv_events(whole)),
+    let events = match format {
+        TraceFormat::Log => Events::Log(LogEvents::new(BufReader::new(whole))),
+        _ => Events::Csv(CsvEvents::new(whole)),
     };
     Ok((format, events))
 }
@@ -91,39 +112,75 @@ fn looks_like_access_log(line: &str) -> bool {
 }
 
 /// CSV records as events; a first line whose time is not a number is a header.
-fn csv_events(input: impl Read + 'static) -> impl Iterator<Item = Result<Event, LineError>> {
-    let reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .comment(Some(b'#'))
-        .from_reader(input);
-    let mut first = true;
-    reader.into_records().filter_map(move |record| {
-        let is_first = std::mem::take(&mut first);
-        let record = match record {
-            Ok(r) => r,
-            Err(e) => {
-                let line = e.position().map_or(0, |p| p.line());
-                return Some(Err(LineError {
-                    line,
-                    message: format!("unreadable CSV: {e}"),
-                }));
-            }
-        };
-        let line = record.position().map_or(0, |p| p.line());
-        let time = record.get(0).unwrap_or("");
-        if is_first && !time.bytes().any(|b| b.is_ascii_digit()) {
-            return None; // a header line: its time field is not a number
-        }
-        if record.len() == 1 && time.is_empty() {
-            return None; // a blank line
-        }
-        Some(csv_event(line, &record))
-    })
+pub struct CsvEvents {
+    reader: csv::Reader<Input>,
+    record: csv::StringRecord,
+    first: bool,
 }
 
-fn csv_event(line: u64, record: &csv::StringRecord) -> Result<Event, LineError> {
+impl CsvEvents {
+    fn new(input: Input) -> CsvEvents {
+        // Fields are trimmed as borrowed slices (`field`): the reader's own
+        // trimming, `csv::Trim::All`, builds a new record for every line.
+        let reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .comment(Some(b'#'))
+            .from_reader(input);
+        CsvEvents {
+            reader,
+            record: csv::StringRecord::new(),
+            first: true,
+        }
+    }
+
+    fn next(&mut self, keys: &mut Keys) -> Option<Result<Event, LineError>> {
+        loop {
+            let read = self.reader.read_record(&mut self.record);
+            let is_first = std::mem::take(&mut self.first);
+            match read {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => {
+                    let line = e.position().map_or(0, |p| p.line());
+                    return Some(Err(LineError {
+                        line,
+                        message: format!("unreadable CSV: {e}"),
+                    }));
+                }
+            }
+            let record = &self.record;
+            let line = record.position().map_or(0, |p| p.line());
+            let time = field(record, 0).unwrap_or("");
+            if is_first && !time.bytes().any(|b| b.is_ascii_digit()) {
+                continue; // a header line: its time field is not a number
+            }
+            if record.len() == 1 && time.is_empty() {
+                continue; // a blank line
+            }
+            return Some(csv_event(line, record, keys));
+        }
+    }
+}
+
+/// Field `i` of `record`, without surrounding whitespace.
+fn field(record: &csv::StringRecord, i: usize) -> Option<&str> {
+    record.get(i).map(trim)
+}
+
+/// `str::trim`, with a shortcut for the usual field: one that starts and
+/// ends with a visible ASCII character (no whitespace is one, and no other
+/// character's UTF-8 bytes are ASCII) has nothing to trim.
+fn trim(field: &str) -> &str {
+    let visible = |b: Option<&u8>| b.is_some_and(|&b| b > b' ' && b < 0x7f);
+    if visible(field.as_bytes().first()) && visible(field.as_bytes().last()) {
+        field
+    } else {
+        field.trim()
+    }
+}
+
+fn csv_event(line: u64, record: &csv::StringRecord, keys: &mut Keys) -> Result<Event, LineError> {
     let fail = |message: String| LineError { line, message };
     if record.len() < 2 || record.len() > 3 {
         return Err(fail(format!(
@@ -132,65 +189,88 @@ fn csv_event(line: u64, record: &csv::StringRecord) -> Result<Event, LineError> 
             if record.len() == 1 { "" } else { "s" }
         )));
     }
-    let t = parse_seconds(&record[0])
+    let time = field(record, 0).unwrap_or("");
+    let t = parse_seconds(time)
         .map_err(|_| {
             fail(format!(
-                "time {:?} is not decimal seconds (up to 9 decimals)",
-                &record[0]
+                "time {time:?} is not decimal seconds (up to 9 decimals)"
             ))
         })?
         .as_nanos();
-    let t = u64::try_from(t).map_err(|_| fail(format!("time {:?} is too large", &record[0])))?;
-    let key = record[1].to_string();
+    let t = u64::try_from(t).map_err(|_| fail(format!("time {time:?} is too large")))?;
+    let key = field(record, 1).unwrap_or("");
     if key.is_empty() {
         return Err(fail("the key is empty".to_string()));
     }
-    let cost = match record.get(2) {
+    let cost = match field(record, 2) {
         None | Some("") => 1,
         Some(c) => match c.parse::<u64>() {
             Ok(n) if n > 0 => n,
             _ => return Err(fail(format!("cost {c:?} is not a positive whole number"))),
         },
     };
+    let key = intern(keys, key).map_err(fail)?;
     Ok(Event { line, t, key, cost })
 }
 
-/// Access-log lines as events; blank lines are skipped.
-fn log_events(mut input: impl BufRead + 'static) -> impl Iterator<Item = Result<Event, LineError>> {
-    let mut line_no = 0u64;
-    let mut buf = Vec::new();
-    std::iter::from_fn(move || loop {
-        buf.clear();
-        line_no += 1;
-        match input.read_until(b'\n', &mut buf) {
-            Ok(0) => return None,
-            Ok(_) => {}
-            Err(e) => {
-                return Some(Err(LineError {
-                    line: line_no,
-                    message: format!("read error: {e}"),
-                }))
-            }
-        }
-        let text = String::from_utf8_lossy(&buf);
-        let text = text.trim();
-        if text.is_empty() {
-            continue;
-        }
-        return Some(
-            parse_access_line(text)
-                .map(|(t, key)| Event {
-                    line: line_no,
-                    t,
-                    key,
-                    cost: 1,
-                })
-                .map_err(|message| LineError {
-                    line: line_no,
-                    message,
-                }),
-        );
+fn intern(keys: &mut Keys, key: &str) -> Result<KeyId, String> {
+    keys.intern(key).ok_or_else(|| {
+        format!(
+            "key {key:?} is one more than the {} distinct keys a replay holds",
+            u64::from(KeyId::MAX) + 1
+        )
     })
+}
+
+/// Access-log lines as events; blank lines are skipped.
+pub struct LogEvents {
+    input: BufReader<Input>,
+    line_no: u64,
+    buf: Vec<u8>,
+}
+
+impl LogEvents {
+    fn new(input: BufReader<Input>) -> LogEvents {
+        LogEvents {
+            input,
+            line_no: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    fn next(&mut self, keys: &mut Keys) -> Option<Result<Event, LineError>> {
+        loop {
+            self.buf.clear();
+            self.line_no += 1;
+            let line = self.line_no;
+            match self.input.read_until(b'\n', &mut self.buf) {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(e) => {
+                    return Some(Err(LineError {
+                        line,
+                        message: format!("read error: {e}"),
+                    }))
+                }
+            }
+            let text = String::from_utf8_lossy(&self.buf);
+            let text = text.trim();
+            if text.is_empty() {
+                continue;
+            }
+            return Some(
+                parse_access_line(text)
+                    .and_then(|(t, key)| Ok((t, intern(keys, &key)?)))
+                    .map(|(t, key)| Event {
+                        line,
+                        t,
+                        key,
+                        cost: 1,
+                    })
+                    .map_err(|message| LineError { line, message }),
+            );
+        }
+    }
 }
 
 /// Counts the bytes read through it, for the progress bar.
@@ -204,5 +284,29 @@ impl<R: Read> Read for Counting<R> {
         let n = self.inner.read(buf)?;
         self.count.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn trim_is_str_trim() {
+        for s in [
+            "",
+            " ",
+            "a",
+            " a",
+            "a ",
+            "\tk1\r",
+            "x,y",
+            "\u{a0}k\u{a0}",
+            "k\u{85}",
+            "\u{3000}k",
+            "é",
+            "~k~",
+            "\u{7f}",
+        ] {
+            assert_eq!(super::trim(s), s.trim(), "{s:?}");
+        }
     }
 }

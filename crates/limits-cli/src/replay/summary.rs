@@ -1,0 +1,88 @@
+//! The summary a replay prints: the limiters' table, who was limited most,
+//! and the lines skipped.
+
+use super::keys::Keys;
+use super::{BadLines, Replayed};
+use crate::report::{self, limits_phrase, Row};
+
+/// What the summary reports: the trace, its limit, and every limiter's tally.
+pub(super) struct Summary<'a> {
+    pub name: &'a str,
+    pub requests: u64,
+    pub rates: &'a limits::Rates,
+    pub window: u64,
+    pub replayed: &'a [Replayed],
+    pub keys: &'a Keys,
+}
+
+impl Summary<'_> {
+    pub fn print(&self, bad: &BadLines, top: usize) {
+        let Summary {
+            name,
+            requests,
+            rates,
+            window,
+            replayed,
+            keys,
+        } = *self;
+        let title = format!(
+            "replay {name}: {requests} requests, limit {}",
+            limits_phrase(rates)
+        );
+        let rows: Vec<Row> = replayed
+            .iter()
+            .map(|r| Row {
+                limiter: r.algorithm.name(),
+                allowed: r.tally.allowed,
+                rejected: r.tally.rejected,
+                worst_window: r.tally.worst_window(),
+                false_allows: r.tally.false_allows,
+                false_denies: r.tally.false_denies,
+                bytes_per_key: None,
+            })
+            .collect();
+        print!("{}", report::table(&title, window, &rows));
+        if top > 0 {
+            println!();
+            for r in replayed {
+                let most = limited_most(&r.rejected, keys, top);
+                if most.is_empty() {
+                    println!("limited most ({}): nobody", r.algorithm);
+                    continue;
+                }
+                let names: Vec<String> = most
+                    .iter()
+                    .map(|(k, n)| format!("{k} ({n} rejected)"))
+                    .collect();
+                println!("limited most ({}): {}", r.algorithm, names.join(", "));
+            }
+        }
+        print_bad(name, bad);
+    }
+}
+
+/// The `top` keys with the most rejections, most first, ties by name.
+fn limited_most<'k>(rejected: &[u64], keys: &'k Keys, top: usize) -> Vec<(&'k str, u64)> {
+    let mut most: Vec<(&str, u64)> = (0..)
+        .zip(rejected)
+        .filter(|&(_, &n)| n > 0)
+        .map(|(id, &n)| (keys.name(id), n))
+        .collect();
+    most.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    most.truncate(top);
+    most
+}
+
+fn print_bad(name: &str, bad: &BadLines) {
+    if bad.total > 0 {
+        println!();
+        let s = if bad.total == 1 { "" } else { "s" };
+        println!("skipped {} bad line{s}:", bad.total);
+        for e in &bad.first {
+            println!("  {name}:{}: {}", e.line, e.message);
+        }
+        if bad.total > bad.first.len() as u64 {
+            println!("  ... and {} more", bad.total - bad.first.len() as u64);
+        }
+    }
+}
