@@ -6,7 +6,7 @@
 //!
 //! - a key whose state can no longer affect any decision (its log has expired,
 //!   its bucket is full again) is dropped losslessly: every operation moves a
-//!   shard's sweep cursor over a couple of slots and drops what is idle, without
+//!   shard's sweep cursor over one or two slots and drops what is idle, without
 //!   needing traffic on those keys; [`KeyedLimiter::sweep`] drops them all;
 //! - with [`Options::max_keys`], a full shard evicts a key. Eviction is the one
 //!   case that forgets state, and a forgotten key comes back with a fresh
