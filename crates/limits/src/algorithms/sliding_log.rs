@@ -89,4 +89,15 @@ impl RateAlgorithm for SlidingLog {
     fn heap_bytes(log: &SlidingLogState) -> usize {
         log.capacity() * std::mem::size_of::<u64>()
     }
+
+    /// Idle iff the newest entry has expired: `advance` then `reset_after`
+    /// would say the same (advancing pops only entries older than the
+    /// newest, and moves `now` to the newest entry at most, where a window
+    /// longer than zero has not passed), but this reads only the newest
+    /// entry, not the oldest too, and writes nothing: the keyed limiter's
+    /// sweep calls it for keys it is not deciding (issue 9).
+    fn is_idle(&self, log: &mut SlidingLogState, now: u64) -> bool {
+        log.back()
+            .is_none_or(|newest| self.until_expired(newest, now) == 0)
+    }
 }

@@ -71,6 +71,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             Some(now) => now,
             None => shard.at_least_latest(self.clock.now()),
         };
+        let mut added = false;
         let admission = match shard.find(hash, key) {
             Some(idx) => {
                 let slot = &mut shard.slots[idx];
@@ -90,11 +91,12 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
                 if !a.idle {
                     let slot = Slot::new(hash, key.to_owned(), state, a.limits_the_key());
                     self.insert(&mut shard, slot, now);
+                    added = true;
                 }
                 a
             }
         };
-        shard.sweep(&self.rule, now, SWEEP_PER_OPERATION);
+        shard.sweep(&self.rule, now, SWEEP_PER_OPERATION, !added);
         admission.verdict
     }
 }

@@ -184,13 +184,16 @@ impl<K> Shard<K> {
     }
 
     /// Moves the sweep's cursor over up to `budget` slots, dropping those that
-    /// can no longer affect a decision.
-    pub fn sweep(&mut self, rule: &Rule, now: u64, budget: usize) -> usize {
+    /// can no longer affect a decision; with `stop_at_busy`, it stops after
+    /// the first slot it keeps (see `SWEEP_PER_OPERATION` in the keyed
+    /// module for what that guarantees).
+    pub fn sweep(&mut self, rule: &Rule, now: u64, budget: usize, stop_at_busy: bool) -> usize {
         rule.with_idle_test(
             now,
             Sweep {
                 shard: self,
                 budget,
+                stop_at_busy,
             },
         )
     }
@@ -253,6 +256,7 @@ impl<K> Shard<K> {
 struct Sweep<'a, K> {
     shard: &'a mut Shard<K>,
     budget: usize,
+    stop_at_busy: bool,
 }
 
 impl<K> IdleLoop for Sweep<'_, K> {
@@ -268,6 +272,9 @@ impl<K> IdleLoop for Sweep<'_, K> {
                 dropped += 1;
             } else {
                 shard.cursor = next(at, shard.slots.len());
+                if self.stop_at_busy {
+                    break;
+                }
             }
             if shard.slots.is_empty() {
                 break;

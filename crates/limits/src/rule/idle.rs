@@ -1,5 +1,5 @@
 //! Idle tests over many keys' states with the rule's dispatch done once:
-//! the sweep looks at two slots per operation, and through
+//! the sweep looks at one or two slots per operation, and through
 //! [`Rule::is_idle`] each look paid a call, the match of the rule's
 //! algorithm against the state's kind and the walk over the rates, around a
 //! test that for the token bucket is one comparison (issue 9).
