@@ -115,6 +115,26 @@ impl Server {
         }
     }
 
+    /// Waits until a line containing each of `needles` has come, in any
+    /// order (stdout and stderr are read by two threads, so a line on one
+    /// can overtake an earlier line on the other); the lines, in the order
+    /// of `needles`.
+    pub fn wait_for_lines(&self, needles: &[&str]) -> Vec<String> {
+        let mut found: Vec<Option<String>> = vec![None; needles.len()];
+        while found.iter().any(Option::is_none) {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no lines with all of {needles:?} within 30 s"));
+            for (needle, slot) in needles.iter().zip(&mut found) {
+                if slot.is_none() && line.contains(needle) {
+                    *slot = Some(line.clone());
+                }
+            }
+        }
+        found.into_iter().flatten().collect()
+    }
+
     /// Waits for the process to exit; its exit code.
     pub fn wait(mut self) -> i32 {
         for _ in 0..600 {
