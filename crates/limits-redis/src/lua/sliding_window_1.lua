@@ -1,9 +1,14 @@
 -- Sliding window counter, one rate (see sliding_window.lua).
 local raw = redis.call('GET', KEYS[1])
-local index, prev, curr = 0, 0, 0
-if raw and #raw == 24 then index, prev, curr = struct.unpack('<d<d<d', raw) end
+local index, prev, curr, found = 0, 0, 0, false
+if raw and #raw == 24 then index, prev, curr = struct.unpack('<d<d<d', raw) found = true end
 local t = now
 local current = divmod(now, W)
+-- A key already in this window keeps its expiry, as in fixed_window_1.lua:
+-- the write that started the window set it to the next window's end at
+-- least (the reset below, from a time in this window; 24 h in explicit-time
+-- mode), and nothing in this window can need the key longer.
+local same = found and current == index
 if current == index + 1 then
   index, prev, curr = current, curr, 0
 elseif current > index then
@@ -49,7 +54,11 @@ if allowed == 1 and cost > 0 and record then
   curr = curr + cost
   reset = start + 2 * W - t
   if reset < 0 then reset = 0 end
-  redis.call('SET', KEYS[1], struct.pack('<d<d<d', index, prev, curr), 'PX', ttl_ms(reset, 0))
+  if same then
+    redis.call('SET', KEYS[1], struct.pack('<d<d<d', index, prev, curr), 'KEEPTTL')
+  else
+    redis.call('SET', KEYS[1], struct.pack('<d<d<d', index, prev, curr), 'PX', ttl_ms(reset, 0))
+  end
 elseif curr > 0 then
   reset = start + 2 * W - t
 elseif prev > 0 then
