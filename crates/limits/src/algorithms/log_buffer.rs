@@ -46,9 +46,10 @@ impl SlidingLogState {
         (i < self.len()).then(|| self.ring[self.slot(i)])
     }
 
-    /// The oldest entry.
+    /// The oldest entry: at the head, no wrapping to compute (the head is
+    /// inside the ring whenever the log holds an entry).
     pub fn front(&self) -> Option<u64> {
-        self.get(0)
+        (self.len > 0).then(|| self.ring[self.head as usize])
     }
 
     /// The newest entry.
@@ -82,11 +83,17 @@ impl SlidingLogState {
     /// length, at most `u32::MAX`), oldest first at the start.
     pub(crate) fn resize(&mut self, capacity: usize) {
         let capacity = capacity.clamp(self.len(), u32::MAX as usize);
-        let mut ring = vec![0; capacity].into_boxed_slice();
-        for (to, t) in ring.iter_mut().zip(self.iter()) {
-            *to = t;
-        }
-        self.ring = ring;
+        // The entries are at most two runs of the old ring: from the head to
+        // its end, then from its start. Copied as two slices, not entry by
+        // entry, and only the free tail is zeroed (issue 9: growing a new
+        // key's log was the sliding log's costliest step).
+        let (head, len) = (self.head as usize, self.len());
+        let first = len.min(self.ring.len() - head);
+        let mut ring = Vec::with_capacity(capacity);
+        ring.extend_from_slice(&self.ring[head..head + first]);
+        ring.extend_from_slice(&self.ring[..len - first]);
+        ring.resize(capacity, 0);
+        self.ring = ring.into_boxed_slice();
         self.head = 0;
     }
 }

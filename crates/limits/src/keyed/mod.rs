@@ -24,11 +24,11 @@ mod shard;
 
 use crate::{Clock, Decision, Mode, Rule, SystemClock};
 use foldhash::fast::RandomState;
+use parking_lot::{Mutex, MutexGuard};
 use shard::{Room, Shard, Slot};
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
 
 /// The most slots one operation's amortized sweep looks at.
 ///
@@ -398,8 +398,10 @@ fn limits_the_key(d: &Decision) -> bool {
 }
 
 /// Locks a shard. A panic while holding a shard's lock cannot leave a state
-/// half-updated in a way that breaks the next decision, so a poisoned lock is
-/// used as it is rather than taking the limiter down.
+/// half-updated in a way that breaks the next decision, so the lock does not
+/// poison (`parking_lot`'s: a shard is used as it is after a panic rather
+/// than taking the limiter down; and its lock + unlock, without std's
+/// poison checks, is 14 instructions cheaper per check, issue 9).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    m.lock()
 }
