@@ -5,7 +5,7 @@
 
 use std::hash::{BuildHasher, RandomState};
 
-/// A key's number: its order of first appearance in the trace.
+/// A key's number while it is held (see [`Keys`]).
 pub type KeyId = u32;
 
 /// Bytes of a key kept in its slot: keys up to this long (an IPv4 address,
@@ -30,27 +30,50 @@ const EMPTY: Slot = Slot {
     head: [0; INLINE],
 };
 
-/// The distinct keys of a trace, numbered in order of first appearance.
+/// The keys of a trace that are still held somewhere, each with a number.
 ///
 /// A table of its own rather than a `HashMap<Box<str>, u32>`: that one
 /// compares each lookup against the boxed name, a cache miss per line once
 /// the keys outgrow the cache.
+///
+/// A key is forgotten (its name, slot and number freed) once it is idle
+/// everywhere it is held: [`hold`](Keys::hold) says until when that is, and
+/// [`sweep`](Keys::sweep) frees the numbers past it, a few per line. A
+/// freed number is given to the next new key: whatever a limiter or a tally
+/// still holds under it is idle, and an idle state decides exactly as an
+/// absent one (the core drops idle states for that reason), so memory
+/// follows the active keys, not every key the trace has ever named.
 pub struct Keys {
     slots: Vec<Slot>,
-    /// Every name, one after the other: no allocation (and its overhead)
-    /// per key.
+    /// The names, one after the other: no allocation (and its overhead)
+    /// per key. Freed names leave gaps, squeezed out when they are half.
     text: String,
-    /// Where each key's name ends in `text`, by key number.
-    ends: Vec<usize>,
+    /// Where each number's name starts in `text`, and its length.
+    names: Vec<(usize, usize)>,
+    /// Until when (ns) each number is held; `FREE` for a freed number.
+    held_until: Vec<u64>,
+    /// Freed numbers, given out again before new ones.
+    free: Vec<KeyId>,
+    /// Bytes of `text` that belong to freed names.
+    dead: usize,
+    /// Where the sweep goes on from.
+    hand: usize,
     hasher: RandomState,
 }
+
+/// `held_until` of a freed number: never swept again.
+const FREE: u64 = u64::MAX;
 
 impl Default for Keys {
     fn default() -> Keys {
         Keys {
             slots: vec![EMPTY; 1024],
             text: String::new(),
-            ends: Vec::new(),
+            names: Vec::new(),
+            held_until: Vec::new(),
+            free: Vec::new(),
+            dead: 0,
+            hand: 0,
             hasher: RandomState::new(),
         }
     }
@@ -58,7 +81,8 @@ impl Default for Keys {
 
 impl Keys {
     /// `name`'s number, given it now if it is new; `None` once the numbers
-    /// run out (2^32 - 1 distinct keys).
+    /// run out (2^32 - 1 keys held at once). A new number is held until 0:
+    /// [`hold`](Keys::hold) it until its request is decided.
     pub fn intern(&mut self, name: &str) -> Option<KeyId> {
         let hash = self.hasher.hash_one(name) as u32;
         let len = name.len().min(255) as u8;
@@ -81,21 +105,112 @@ impl Keys {
             }
             i = (i + 1) & mask;
         }
-        let id = KeyId::try_from(self.ends.len())
-            .ok()
-            .filter(|&id| id != KeyId::MAX)?;
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => {
+                let id = KeyId::try_from(self.names.len())
+                    .ok()
+                    .filter(|&id| id != KeyId::MAX)?;
+                self.names.push((0, 0));
+                self.held_until.push(FREE);
+                id
+            }
+        };
         self.slots[i] = Slot {
             hash,
             id,
             len,
             head,
         };
+        self.names[id as usize] = (self.text.len(), name.len());
+        self.held_until[id as usize] = 0;
         self.text.push_str(name);
-        self.ends.push(self.text.len());
-        if self.ends.len() * 2 > self.slots.len() {
+        if self.live() * 2 > self.slots.len() {
             self.grow();
         }
         Some(id)
+    }
+
+    /// Keeps key `id` until at least `until` (ns): it is not forgotten by a
+    /// sweep before a later time.
+    #[inline]
+    pub fn hold(&mut self, id: KeyId, until: u64) {
+        let held = &mut self.held_until[id as usize];
+        *held = (*held).max(until);
+    }
+
+    /// Looks at the next `n` numbers and forgets those held until before
+    /// `now`, calling `gone` with each one's number and name first.
+    pub fn sweep(&mut self, now: u64, n: usize, mut gone: impl FnMut(KeyId, &str)) {
+        let total = self.held_until.len();
+        if total == 0 {
+            return;
+        }
+        for _ in 0..n.min(total) {
+            if self.hand >= total {
+                self.hand = 0;
+            }
+            let id = self.hand as KeyId;
+            self.hand += 1;
+            if self.held_until[id as usize] < now {
+                gone(id, self.name(id));
+                self.forget(id);
+            }
+        }
+    }
+
+    /// Frees `id`: its slot (shifting the slots after it back, so that no
+    /// lookup stops short), its name and its number.
+    fn forget(&mut self, id: KeyId) {
+        let name = self.name(id);
+        let mask = self.slots.len() - 1;
+        let mut i = self.hasher.hash_one(name) as u32 as usize & mask;
+        while self.slots[i].id != id {
+            i = (i + 1) & mask;
+        }
+        let mut hole = i;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let slot = self.slots[j];
+            if slot.id == KeyId::MAX {
+                break;
+            }
+            // A slot may move back into the hole unless its home lies
+            // (cyclically) after the hole, up to where it is.
+            let home = slot.hash as usize & mask;
+            let stays = if hole <= j {
+                hole < home && home <= j
+            } else {
+                hole < home || home <= j
+            };
+            if !stays {
+                self.slots[hole] = slot;
+                hole = j;
+            }
+        }
+        self.slots[hole] = EMPTY;
+        self.dead += self.names[id as usize].1;
+        self.names[id as usize] = (0, 0);
+        self.held_until[id as usize] = FREE;
+        self.free.push(id);
+        if self.dead > 4096 && self.dead * 2 > self.text.len() {
+            self.squeeze();
+        }
+    }
+
+    /// Rewrites `text` without the freed names.
+    fn squeeze(&mut self) {
+        let mut text = String::with_capacity((self.text.len() - self.dead) * 2);
+        for (id, (start, len)) in self.names.iter_mut().enumerate() {
+            if self.held_until[id] != FREE {
+                let name = &self.text[*start..*start + *len];
+                *start = text.len();
+                text.push_str(name);
+            }
+        }
+        self.text = text;
+        self.dead = 0;
     }
 
     /// Doubles the table, keeping it at most half full.
@@ -114,9 +229,13 @@ impl Keys {
 
     /// The name of key `id`.
     pub fn name(&self, id: KeyId) -> &str {
-        let id = id as usize;
-        let start = if id == 0 { 0 } else { self.ends[id - 1] };
-        &self.text[start..self.ends[id]]
+        let (start, len) = self.names[id as usize];
+        &self.text[start..start + len]
+    }
+
+    /// How many keys are held now.
+    pub fn live(&self) -> usize {
+        self.names.len() - self.free.len()
     }
 }
 
@@ -144,7 +263,7 @@ mod tests {
                 assert_eq!(keys.intern(&name(i)), Some(i), "round {round}");
             }
         }
-        assert_eq!(keys.ends.len(), 5000);
+        assert_eq!(keys.live(), 5000);
         assert_eq!(keys.name(4321), name(4321));
         assert_eq!(keys.intern(""), Some(5000));
         assert_eq!(keys.intern(""), Some(5000));

@@ -4,7 +4,10 @@
 
 mod access_log;
 mod decisions;
+#[cfg(test)]
+mod forget_tests;
 mod keys;
+mod rejected;
 mod reorder;
 pub(crate) mod store;
 mod summary;
@@ -17,6 +20,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use keys::{KeyId, Keys};
 use limits::simulate::Tally;
 use limits::{parse_duration, Algorithm, KeyedLimiter, ManualClock, Rule};
+use rejected::Rejected;
 use reorder::Reorder;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -118,8 +122,8 @@ struct Replayed {
     algorithm: Algorithm,
     limiter: Limiter,
     tally: Tally<KeyId>,
-    /// Rejections per key, by key number (dense: no hashing per rejection).
-    rejected: Vec<u64>,
+    /// Rejections per key.
+    rejected: Rejected,
 }
 
 pub fn replay(args: ReplayArgs) -> Result<(), String> {
@@ -142,10 +146,12 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
     let mut bad = BadLines::default();
     let mut keys = Keys::default();
     while let Some(item) = events.next(&mut keys) {
+        // Held until its request is decided, whatever else is swept.
+        let item = item.inspect(|e| keys.hold(e.key, e.t));
         match item.and_then(|e| reorder.push(e)) {
             Ok(_) => {
                 while let Some((seq, e)) = reorder.pop_ready() {
-                    run.decide(seq, e, &keys)?;
+                    run.decide(seq, e, &mut keys)?;
                 }
             }
             Err(e) if args.skip_bad => bad.count(e),
@@ -153,7 +159,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
         }
     }
     while let Some((seq, e)) = reorder.pop() {
-        run.decide(seq, e, &keys)?;
+        run.decide(seq, e, &mut keys)?;
     }
     let (requests, floored, replayed) = run.finish()?;
     if requests == 0 {
@@ -196,6 +202,8 @@ struct Run {
     in_redis: bool,
     /// Events whose time was floored to the microsecond for Redis.
     floored: u64,
+    /// The tallies' window (ns): how long an admitted request is held there.
+    window: u64,
 }
 
 /// Where the exact sliding log's decisions come from: a replayed sliding log
@@ -236,7 +244,7 @@ impl Run {
                     algorithm,
                     limiter,
                     tally: Tally::new(window),
-                    rejected: Vec::new(),
+                    rejected: Rejected::default(),
                 })
             })
             .collect::<Result<_, String>>()?;
@@ -259,18 +267,28 @@ impl Run {
             requests: 0,
             in_redis: redis.is_some(),
             floored: 0,
+            window,
         })
     }
 
-    /// Event number `seq` (input order), decided by every limiter.
-    fn decide(&mut self, seq: u64, mut e: Event, keys: &Keys) -> Result<(), String> {
+    /// Event number `seq` (input order), decided by every limiter; its key
+    /// held until it is idle in all of them and in their tallies, and a few
+    /// keys idle everywhere forgotten.
+    fn decide(&mut self, seq: u64, mut e: Event, keys: &mut Keys) -> Result<(), String> {
         self.requests += 1;
         if self.in_redis && e.t % 1000 != 0 {
             e.t -= e.t % 1000;
             self.floored += 1;
         }
+        // When the key is back to its full limit everywhere: from then on
+        // its states decide exactly as absent ones.
+        let mut idle_at = e.t;
         let (reference, mut decided) = match &self.exact {
-            Exact::Own(exact) => (exact.check_at(&e.key, e.t, e.cost).allowed, None),
+            Exact::Own(exact) => {
+                let d = exact.check_at(&e.key, e.t, e.cost);
+                idle_at = idle_at.max(after(e.t, d.reset_after));
+                (d.allowed, None)
+            }
             &Exact::Replayed(i) => {
                 let d = self.replayed[i].limiter.decide(e.key, keys, e.t, e.cost)?;
                 (d.allowed, Some((i, d)))
@@ -281,18 +299,27 @@ impl Run {
                 Some((_, d)) => d,
                 None => r.limiter.decide(e.key, keys, e.t, e.cost)?,
             };
-            r.tally.count(&e.key, e.t, e.cost, &d, reference);
-            if !d.allowed {
-                let at = e.key as usize;
-                if at >= r.rejected.len() {
-                    r.rejected.resize(at + 1, 0);
-                }
-                r.rejected[at] += 1;
+            let release = r.tally.count(&e.key, e.t, e.cost, &d, reference);
+            idle_at = idle_at.max(after(e.t, d.reset_after));
+            if d.allowed {
+                // The tally's worst window holds it until a window later.
+                idle_at = idle_at.max(release.saturating_add(self.window));
+            } else {
+                r.rejected.count(e.key);
             }
             if let Some(w) = self.writer.as_mut() {
                 w.add(seq, e.t, keys.name(e.key), e.cost, &d)?;
             }
         }
+        keys.hold(e.key, idle_at);
+        // Two numbers per line: the sweep comes round while there are at
+        // most as many forgettable keys as held ones.
+        let replayed = &mut self.replayed;
+        keys.sweep(e.t, 2, |id, name| {
+            for r in replayed.iter_mut() {
+                r.rejected.forget(id, name);
+            }
+        });
         if self.requests % 4096 == 0 {
             if let Some(p) = &self.progress {
                 p.set_position(self.bytes_read.load(Ordering::Relaxed));
@@ -312,6 +339,11 @@ impl Run {
         }
         Ok((self.requests, self.floored, self.replayed))
     }
+}
+
+/// `t` plus `d` in nanoseconds, saturating.
+fn after(t: u64, d: std::time::Duration) -> u64 {
+    t.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 fn progress_bar(path: &std::path::Path) -> Option<ProgressBar> {

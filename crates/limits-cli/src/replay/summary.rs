@@ -45,7 +45,7 @@ impl Summary<'_> {
         if top > 0 {
             println!();
             for r in replayed {
-                let most = limited_most(&r.rejected, keys, top);
+                let most = r.rejected.most(keys, top);
                 if most.is_empty() {
                     println!("limited most ({}): nobody", r.algorithm);
                     continue;
@@ -59,18 +59,6 @@ impl Summary<'_> {
         }
         print_bad(name, bad);
     }
-}
-
-/// The `top` keys with the most rejections, most first, ties by name.
-fn limited_most<'k>(rejected: &[u64], keys: &'k Keys, top: usize) -> Vec<(&'k str, u64)> {
-    let mut most: Vec<(&str, u64)> = (0..)
-        .zip(rejected)
-        .filter(|&(_, &n)| n > 0)
-        .map(|(id, &n)| (keys.name(id), n))
-        .collect();
-    most.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    most.truncate(top);
-    most
 }
 
 fn print_bad(name: &str, bad: &BadLines) {
