@@ -8,8 +8,9 @@
 
 mod common;
 
+use common::replay::{decision_row, keyed};
 use common::{limits, write};
-use limits::{format_seconds, Algorithm, KeyedLimiter, ManualClock, Rule};
+use limits::{format_seconds, Algorithm};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -58,10 +59,7 @@ fn expected(
     algorithm: Algorithm,
     requests: &[Request],
 ) -> (Vec<Vec<String>>, [u64; 5], HashMap<String, u64>) {
-    let keyed = |a: Algorithm| -> KeyedLimiter<String, ManualClock> {
-        KeyedLimiter::with_clock(Rule::new(a, RATE.parse().unwrap()), ManualClock::new(0))
-    };
-    let (limiter, exact) = (keyed(algorithm), keyed(Algorithm::SlidingLog));
+    let (limiter, exact) = (keyed(algorithm, RATE), keyed(Algorithm::SlidingLog, RATE));
     let mut rows = Vec::new();
     let mut counts = [0; 5];
     let mut rejected = HashMap::new();
@@ -79,20 +77,7 @@ fn expected(
         }
         counts[3] += u64::from(d.allowed && !reference);
         counts[4] += u64::from(!d.allowed && reference);
-        let retry = d
-            .retry_after
-            .duration()
-            .map_or(String::new(), format_seconds);
-        rows.push(vec![
-            format_seconds(Duration::from_nanos(*t)),
-            key.clone(),
-            cost.to_string(),
-            d.allowed.to_string(),
-            d.remaining.to_string(),
-            retry,
-            format_seconds(d.reset_after),
-            format_seconds(d.refill_after),
-        ]);
+        rows.push(decision_row(*t, key, *cost, &d));
     }
     // The worst window, by brute force: the most cost one key had released
     // in any [s, s + W) starting at one of its releases.

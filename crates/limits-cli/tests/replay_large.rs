@@ -6,8 +6,9 @@
 
 mod common;
 
+use common::replay::{decision_row, keyed};
 use common::{limits, write};
-use limits::{format_seconds, Algorithm, KeyedLimiter, ManualClock, Rule};
+use limits::{format_seconds, Algorithm};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -64,10 +65,7 @@ struct Expected {
 }
 
 fn expected(algorithm: Algorithm, requests: &[Request]) -> Expected {
-    let keyed = |a: Algorithm| -> KeyedLimiter<String, ManualClock> {
-        KeyedLimiter::with_clock(Rule::new(a, RATE.parse().unwrap()), ManualClock::new(0))
-    };
-    let (limiter, exact) = (keyed(algorithm), keyed(Algorithm::SlidingLog));
+    let (limiter, exact) = (keyed(algorithm, RATE), keyed(Algorithm::SlidingLog, RATE));
     let mut e = Expected {
         rows: Vec::new(),
         counts: [0; 4],
@@ -83,20 +81,7 @@ fn expected(algorithm: Algorithm, requests: &[Request]) -> Expected {
         if !d.allowed {
             *e.rejected.entry(key.clone()).or_default() += 1;
         }
-        let retry = d
-            .retry_after
-            .duration()
-            .map_or(String::new(), format_seconds);
-        e.rows.push(vec![
-            format_seconds(Duration::from_nanos(*t)),
-            key.clone(),
-            cost.to_string(),
-            d.allowed.to_string(),
-            d.remaining.to_string(),
-            retry,
-            format_seconds(d.reset_after),
-            format_seconds(d.refill_after),
-        ]);
+        e.rows.push(decision_row(*t, key, *cost, &d));
     }
     e
 }

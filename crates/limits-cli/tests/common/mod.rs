@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod envoy;
+pub mod replay;
 pub mod server;
 pub mod upstream;
 
