@@ -100,6 +100,33 @@ fn app(
     (app, request)
 }
 
+/// Serves `REQUESTS` requests through `app`, each checked by `check`
+/// (status, headers, body); the allocations made while serving them, per
+/// request (rounded up).
+async fn allocations_per_request<S, B>(
+    app: &S,
+    request: &impl Fn() -> http::Request<Body>,
+    check: impl Fn(http::StatusCode, &http::HeaderMap, bytes::Bytes),
+) -> u64
+where
+    S: tower::Service<http::Request<Body>, Response = http::Response<B>> + Clone,
+    S::Error: std::fmt::Debug,
+    B: http_body::Body,
+    B::Error: std::fmt::Debug,
+{
+    let mut counted = 0;
+    for _ in 0..REQUESTS {
+        let req = request();
+        let before = allocations();
+        let response = app.clone().oneshot(req).await.unwrap();
+        counted += allocations() - before;
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.unwrap().to_bytes();
+        check(parts.status, &parts.headers, body);
+    }
+    counted.div_ceil(REQUESTS)
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_denied_request_allocates_at_most_the_figure_reached() {
     let (app, request) = app("1/h");
@@ -111,27 +138,17 @@ async fn a_denied_request_allocates_at_most_the_figure_reached() {
         assert_eq!(response.status(), 429);
     }
 
-    let mut counted = 0;
-    for _ in 0..REQUESTS {
-        let req = request();
-        let before = allocations();
-        let response = app.clone().oneshot(req).await.unwrap();
-        counted += allocations() - before;
-        assert_eq!(response.status(), 429);
-        let retry: u64 = response.headers()["retry-after"]
-            .to_str()
-            .unwrap()
-            .parse()
-            .unwrap();
+    let per_request = allocations_per_request(&app, &request, |status, headers, body| {
+        assert_eq!(status, 429);
+        let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
         assert!((3599..=3600).contains(&retry), "retry-after {retry}");
-        let body = response.into_body().collect().await.unwrap().to_bytes();
         let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(problem["status"], 429);
         assert_eq!(problem["rule"], "default");
         assert_eq!(problem["retry_after"], retry);
-    }
-    let per_request = counted.div_ceil(REQUESTS);
-    eprintln!("allocations per denied request: {per_request} ({counted} in {REQUESTS})");
+    })
+    .await;
+    eprintln!("allocations per denied request: {per_request}");
     assert!(
         per_request <= MOST_PER_DENIAL,
         "{per_request} allocations per denied request, more than the {MOST_PER_DENIAL} reached"
@@ -147,22 +164,13 @@ async fn an_allowed_request_allocates_at_most_the_figure_reached() {
         assert_eq!(response.status(), 200);
     }
 
-    let mut counted = 0;
-    for _ in 0..REQUESTS {
-        let req = request();
-        let before = allocations();
-        let response = app.clone().oneshot(req).await.unwrap();
-        counted += allocations() - before;
-        assert_eq!(response.status(), 200);
-        assert_eq!(
-            response.headers()["ratelimit-policy"],
-            "\"default\";q=1000000000;w=1"
-        );
-        let body = response.into_body().collect().await.unwrap().to_bytes();
+    let per_request = allocations_per_request(&app, &request, |status, headers, body| {
+        assert_eq!(status, 200);
+        assert_eq!(headers["ratelimit-policy"], "\"default\";q=1000000000;w=1");
         assert_eq!(&body[..], b"hello\n");
-    }
-    let per_request = counted.div_ceil(REQUESTS);
-    eprintln!("allocations per allowed request: {per_request} ({counted} in {REQUESTS})");
+    })
+    .await;
+    eprintln!("allocations per allowed request: {per_request}");
     assert!(
         per_request <= MOST_PER_REQUEST,
         "{per_request} allocations per allowed request, more than the {MOST_PER_REQUEST} reached"
