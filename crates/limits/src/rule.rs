@@ -16,8 +16,8 @@ use std::time::Duration;
 
 mod allow;
 mod idle;
-pub(crate) use idle::IdleLoop;
 pub(crate) use allow::{Admission, AdmitOne};
+pub(crate) use idle::IdleLoop;
 
 /// Whether a decision records the request (a check) or only looks (a peek).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

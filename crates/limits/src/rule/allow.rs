@@ -62,6 +62,7 @@ impl Rule {
     /// A single-rate rule's own state (the usual case) goes straight to its
     /// algorithm's [`AdmitOne::admit_one`]: one match on the rule, one on
     /// the state, which is also the ownership test.
+    #[inline(always)]
     pub(crate) fn admit(&self, state: &mut KeyState, now: u64, cost: u64) -> Admission {
         with_one_engine!(
             &self.engines,
