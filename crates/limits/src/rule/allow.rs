@@ -7,7 +7,10 @@
 //!
 //! The same algorithm functions run in the same order on the same states as
 //! in `decide`, so the verdict, the wait, the delay and the state left behind
-//! are those of `check`, to the nanosecond (`tests/allow_fast_path.rs`).
+//! are those of `check`, to the nanosecond (`tests/allow_fast_path.rs`); the
+//! one exception is the token bucket's single rate, whose check, record and
+//! idle test are fused into one comparison that gives the same numbers
+//! ([`AdmitOne`], `tests/token_bucket_admit.rs`).
 
 use super::Rule;
 // The engine types the dispatch macro names, resolved here.
