@@ -16,6 +16,7 @@ use std::time::Duration;
 
 mod allow;
 mod idle;
+pub(crate) use allow::{Admission, AdmitOne};
 pub(crate) use idle::IdleLoop;
 
 /// Whether a decision records the request (a check) or only looks (a peek).

@@ -6,7 +6,9 @@
 //! integer `cost * W` and nothing drifts when W is not divisible by L.
 
 use super::{ceil_div, sat64, wait, RateAlgorithm, ScaledTime};
+use crate::rule::{Admission, AdmitOne};
 use crate::{Rate, RetryAfter};
+use std::time::Duration;
 
 /// Allowed iff tokens >= cost; a denied request waits `(cost - tokens) * W / L`,
 /// rounded up to the nanosecond.
@@ -107,7 +109,51 @@ impl RateAlgorithm for TokenBucket {
         self.debt(s, now) == 0
     }
 
+    /// One comparison: the bucket is full once its full time has come.
     fn is_idle(&self, s: &mut TokenBucketState, now: u64) -> bool {
-        self.debt(s, now) == 0
+        s.full_at.get() <= u128::from(now) * u128::from(self.limit)
+    }
+}
+
+/// `check`, `record` and the idle test in one pass, GCRA-style: a request
+/// of `cost` (1 to L) passes iff the full time is at most `now` plus the
+/// tolerance `(L - cost) * W` (all times L), which is `check`'s
+/// `debt <= allowed_debt` without the saturating debt; it then moves the
+/// full time to `max(full_at, now) + cost * W` as `record` does, and the key
+/// is idle iff the full time is not after `now`. A denied request's wait is
+/// `check`'s, from the same excess. Nothing overflows for rates within
+/// `MAX_LIMIT` and `MAX_WINDOW`: `now * L + (L - cost) * W < 2^127`.
+impl AdmitOne for TokenBucket {
+    #[inline(always)]
+    fn admit_one(&self, s: &mut TokenBucketState, now: u64, cost: u64) -> Admission {
+        let now_scaled = u128::from(now) * u128::from(self.limit);
+        let full_at = s.full_at.get();
+        // 1 <= cost <= L in one comparison; 0 passes and records nothing,
+        // more than L never passes.
+        if cost.wrapping_sub(1) < self.limit {
+            let tolerance = u128::from(self.limit - cost) * u128::from(self.window);
+            if full_at <= now_scaled + tolerance {
+                let full_at = full_at.max(now_scaled) + u128::from(cost) * u128::from(self.window);
+                s.full_at.set(full_at);
+                return Admission {
+                    verdict: Ok(Duration::ZERO),
+                    idle: full_at <= now_scaled,
+                };
+            }
+            let excess = full_at - now_scaled - tolerance;
+            let wait = sat64(ceil_div(excess, u128::from(self.limit)));
+            return Admission {
+                verdict: Err(RetryAfter::from_nanos(wait)),
+                idle: false,
+            };
+        }
+        Admission {
+            verdict: if cost == 0 {
+                Ok(Duration::ZERO)
+            } else {
+                Err(RetryAfter::Never)
+            },
+            idle: full_at <= now_scaled,
+        }
     }
 }

@@ -7,11 +7,17 @@
 //!
 //! The same algorithm functions run in the same order on the same states as
 //! in `decide`, so the verdict, the wait, the delay and the state left behind
-//! are those of `check`, to the nanosecond (`tests/allow_fast_path.rs`).
+//! are those of `check`, to the nanosecond (`tests/allow_fast_path.rs`); the
+//! one exception is the token bucket's single rate, whose check, record and
+//! idle test are fused into one comparison that gives the same numbers
+//! ([`AdmitOne`], `tests/token_bucket_admit.rs`).
 
 use super::Rule;
-use crate::algorithms::RateAlgorithm;
-use crate::state_kinds::with_engines;
+// The engine types the dispatch macro names, resolved here.
+use crate::algorithms::{
+    FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, TokenBucket,
+};
+use crate::state_kinds::{with_engines, with_one_engine};
 use crate::{KeyState, RetryAfter};
 use std::time::Duration;
 
@@ -56,7 +62,25 @@ impl Rule {
     }
 
     /// [`allow`](Rule::allow), also saying whether the state is idle after.
+    /// A single-rate rule's own state (the usual case) goes straight to its
+    /// algorithm's [`AdmitOne::admit_one`]: one match on the rule, one on
+    /// the state, which is also the ownership test.
+    #[inline(always)]
     pub(crate) fn admit(&self, state: &mut KeyState, now: u64, cost: u64) -> Admission {
+        with_one_engine!(
+            &self.engines,
+            |e, pick| match pick(&mut state.0) {
+                Some(one) => e.admit_one(one, now, cost),
+                None => self.admit_any(state, now, cost),
+            },
+            self.admit_any(state, now, cost)
+        )
+    }
+
+    /// [`admit`](Rule::admit) for any rule and state: a state of another
+    /// rule's shape is replaced by a new one first.
+    #[inline(never)]
+    fn admit_any(&self, state: &mut KeyState, now: u64, cost: u64) -> Admission {
         if !self.owns(state) {
             *state = self.new_state();
         }
@@ -72,30 +96,48 @@ impl Rule {
     }
 }
 
+/// One rate's verdict, its state already of the rule's shape: the steps of
+/// `decide_rates` for one rate (advance, check, delay and record, then the
+/// idle test) by default; an algorithm may fuse them into one pass that
+/// leaves the same verdict and state (the token bucket's).
+pub(crate) trait AdmitOne: RateAlgorithm + Sized {
+    /// Admits (and records) or denies a request of `cost` at `now`.
+    #[inline(always)]
+    fn admit_one(&self, s: &mut Self::State, now: u64, cost: u64) -> Admission {
+        let t = self.advance(s, now);
+        let verdict = if cost == 0 {
+            Ok(())
+        } else {
+            self.check(s, t, cost)
+        };
+        let verdict = match verdict {
+            Ok(()) => Ok(pass(self, s, t, cost)),
+            Err(wait) => Err(wait),
+        };
+        Admission {
+            verdict,
+            idle: self.is_idle_at(s, t),
+        }
+    }
+}
+
+impl AdmitOne for FixedWindow {}
+impl AdmitOne for LeakyBucket {}
+impl AdmitOne for NoLimit {}
+impl AdmitOne for SlidingLog {}
+impl AdmitOne for SlidingWindow {}
+
 /// The all-or-nothing verdict over one algorithm's rates: the steps of
 /// `decide_rates` in the same order, without the derived fields.
-fn admit_rates<A: RateAlgorithm>(
+fn admit_rates<A: AdmitOne>(
     engines: &[A],
     states: &mut [A::State],
     now: u64,
     cost: u64,
 ) -> Admission {
-    // One rate, the usual rule: one advance and one check.
+    // One rate, the usual rule (reached here from a state of another shape).
     if let ([a], [s]) = (engines, &mut *states) {
-        let t = a.advance(s, now);
-        let verdict = if cost == 0 {
-            Ok(())
-        } else {
-            a.check(s, t, cost)
-        };
-        let verdict = match verdict {
-            Ok(()) => Ok(pass(a, s, t, cost)),
-            Err(wait) => Err(wait),
-        };
-        return Admission {
-            verdict,
-            idle: a.is_idle_at(s, t),
-        };
+        return a.admit_one(s, now, cost);
     }
     let allowed = cost == 0
         || engines.iter().zip(states.iter_mut()).all(|(a, s)| {

@@ -1,0 +1,141 @@
+//! The token bucket's fused admission (`Rule::allow` for a one-rate token
+//! bucket: one comparison of the full time against now plus the tolerance,
+//! then the record and the idle test in the same pass) answers what the
+//! whole decision does at the edges random traces rarely reach: costs of 0,
+//! exactly L and above L; limits and windows up to `MAX_LIMIT` and
+//! `MAX_WINDOW`; times up to the end of `u64` nanoseconds; any full time a
+//! state file may hold; a time before the state's (issue 9).
+
+use limits::{Algorithm, Decision, KeyedLimiter, ManualClock, Options, Rate, RetryAfter, Rule};
+use limits::{MAX_LIMIT, MAX_WINDOW};
+use proptest::prelude::*;
+use std::time::Duration;
+
+fn verdict_of(d: &Decision) -> Result<Duration, RetryAfter> {
+    if d.allowed {
+        Ok(d.delay)
+    } else {
+        Err(d.retry_after)
+    }
+}
+
+/// A limit: small, the largest, or anything in between.
+fn limit() -> impl Strategy<Value = u64> {
+    prop_oneof![1u64..=4, Just(MAX_LIMIT), 1..=MAX_LIMIT]
+}
+
+/// A window in nanoseconds: one, the longest, or anything in between.
+fn window() -> impl Strategy<Value = u64> {
+    let max = MAX_WINDOW.as_nanos() as u64;
+    prop_oneof![Just(1u64), 1u64..=1_000, Just(max), 1..=max]
+}
+
+/// A time: near zero, near the end of time, or anywhere.
+fn time() -> impl Strategy<Value = u64> {
+    prop_oneof![0u64..=10, u64::MAX - 10..=u64::MAX, any::<u64>()]
+}
+
+/// A cost around the edges 0, 1, L and L + 1.
+fn cost(limit: u64) -> impl Strategy<Value = u64> {
+    prop_oneof![
+        Just(0),
+        Just(1),
+        Just(limit),
+        Just(limit.saturating_add(1)),
+        0..=limit
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    /// From a state holding any full time the state file accepts, a request
+    /// of any cost at any time: `allow` answers `check`'s verdict and leaves
+    /// its state, and the key is kept by a keyed limiter exactly when
+    /// `check`'s limiter keeps it (the admission's idle answer).
+    #[test]
+    fn fused_admission_equals_check(
+        (limit, window, cost) in (limit(), window())
+            .prop_flat_map(|(l, w)| (Just(l), Just(w), cost(l))),
+        raw in any::<u128>(),
+        near in prop::option::of((any::<bool>(), -2i128..=2)),
+        at in time(),
+        then in time(),
+    ) {
+        let rate = Rate::new(limit, Duration::from_nanos(window)).unwrap();
+        let rule = Rule::new(Algorithm::TokenBucket, rate.into());
+        let tag = rule.encode_state(&rule.new_state())[0];
+        // A reachable full time: at most the end of time's, plus a full bucket.
+        let most = u128::from(u64::MAX) * u128::from(limit) + u128::from(limit) * u128::from(window);
+        // Anywhere, or within 2 of where `at` decides: the full time at `at`
+        // (idle or not) or at `at` plus the tolerance of `cost` (pass or not).
+        let full_at = match near {
+            None => raw % (most + 1),
+            Some((edge, d)) => {
+                let mut base = u128::from(at) * u128::from(limit);
+                if edge {
+                    base += u128::from(limit.saturating_sub(cost)) * u128::from(window);
+                }
+                base.saturating_add_signed(d).min(most)
+            }
+        };
+        let words = [tag, 1, (full_at >> 64) as u64, full_at as u64];
+        let state = rule.decode_state(&words);
+        prop_assume!(state.is_some());
+        let state = state.unwrap();
+
+        for now in [at, then] {
+            let (mut fast, mut full) = (state.clone(), state.clone());
+            let got = rule.allow(&mut fast, now, cost);
+            let want = rule.check(&mut full, now, cost);
+            prop_assert_eq!(got, verdict_of(&want), "at {}", now);
+            prop_assert_eq!(rule.encode_state(&fast), rule.encode_state(&full));
+
+            let twin = |allow: bool| {
+                let one_shard = Options { max_keys: None, shards: 1 };
+                let limiter: KeyedLimiter<u8, _> =
+                    KeyedLimiter::with_options(rule.clone(), ManualClock::new(0), one_shard);
+                // A key that stays busy, first in the table, so that the
+                // sweep after the request stops at it and what drops key 1
+                // is the admission's own idle answer.
+                let busy = [tag, 1, (most >> 64) as u64, most as u64];
+                limiter.import([(0u8, busy.to_vec()), (1u8, words.to_vec())]);
+                if allow {
+                    let _ = limiter.allow_at(&1, now, cost);
+                } else {
+                    limiter.check_at(&1, now, cost);
+                }
+                let mut states = limiter.export();
+                states.sort();
+                (limiter.len(), states)
+            };
+            prop_assert_eq!(twin(true), twin(false), "at {}", now);
+        }
+    }
+}
+
+/// Written out: a bucket of 3 per 3 ns (one token per ns) at the edges of
+/// cost and time, each answer the decision's.
+#[test]
+fn fused_admission_at_written_edges() {
+    let rule = Rule::new(
+        Algorithm::TokenBucket,
+        Rate::new(3, Duration::from_nanos(3)).unwrap().into(),
+    );
+    let mut state = rule.new_state();
+    let never = Err(RetryAfter::Never);
+    let after = |n| Err(RetryAfter::After(Duration::from_nanos(n)));
+    assert_eq!(rule.allow(&mut state, 10, 4), never);
+    assert_eq!(rule.allow(&mut state, 10, 0), Ok(Duration::ZERO));
+    assert_eq!(rule.allow(&mut state, 10, 3), Ok(Duration::ZERO));
+    assert_eq!(rule.allow(&mut state, 10, 0), Ok(Duration::ZERO));
+    assert_eq!(rule.allow(&mut state, 10, 1), after(1));
+    assert_eq!(rule.allow(&mut state, 10, 3), after(3));
+    // Earlier than the state's time: decided at it, as `check` does.
+    assert_eq!(rule.allow(&mut state, 5, 1), after(6));
+    assert_eq!(rule.allow(&mut state, 11, 1), Ok(Duration::ZERO));
+    assert_eq!(rule.allow(&mut state, 13, 3), after(1));
+    assert_eq!(rule.allow(&mut state, 14, 3), Ok(Duration::ZERO));
+    assert_eq!(rule.allow(&mut state, u64::MAX, 3), Ok(Duration::ZERO));
+    assert_eq!(rule.allow(&mut state, u64::MAX, 1), after(1));
+}
