@@ -44,7 +44,9 @@ impl TokenBucket {
 
     /// The GCRA test of [`AdmitOne`] below for a request of `cost` at
     /// `now_scaled` (now times L): `Ok(full time once recorded)` if it
-    /// passes (unchanged for a cost of 0), `Err(wait)` if not.
+    /// passes (unchanged for a cost of 0), `Err(wait)` if not. (`admit_one`
+    /// keeps the test written out: through this function a denied `allow`
+    /// counted 4.7 instructions more, 219.1 -> 223.8.)
     #[inline(always)]
     fn gcra(&self, full_at: u128, now_scaled: u128, cost: u64) -> Result<u128, RetryAfter> {
         // 1 <= cost <= L in one comparison; 0 passes and records nothing,
