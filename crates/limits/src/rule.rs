@@ -10,13 +10,15 @@ use crate::algorithms::{
     FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, TokenBucket,
 };
 pub use crate::state_kinds::KeyState;
-use crate::state_kinds::{with_engines, Engines};
+use crate::state_kinds::{with_engines, with_one_engine, Engines};
 use crate::{Algorithm, Decision, Rates, RetryAfter};
 use std::time::Duration;
 
 mod allow;
+mod decide_one;
 mod idle;
 pub(crate) use allow::{Admission, AdmitOne};
+pub(crate) use decide_one::DecideOne;
 pub(crate) use idle::IdleLoop;
 
 /// Whether a decision records the request (a check) or only looks (a peek).
@@ -170,6 +172,7 @@ impl Rule {
     /// [`is_idle`](Rule::is_idle) would say so of the state at `now` after
     /// the decision (each rate's reset is zero exactly when it is idle, and
     /// the combined reset is the longest), so a caller need not ask again.
+    #[inline(always)]
     pub fn decide(
         &self,
         state: &mut KeyState,
@@ -178,14 +181,19 @@ impl Rule {
         mode: Mode,
         mut each: impl FnMut(Decision),
     ) -> Decision {
-        if !self.owns(state) {
-            *state = self.new_state();
-        }
-        with_engines!(
+        // A single-rate rule's own state (the usual case): one match on the
+        // rule, one on the state (also the ownership test), one call.
+        with_one_engine!(
             &self.engines,
-            &mut state.0,
-            |e, s| decide_rates(e, s, now, cost, mode, &mut each),
-            Decision::allow(0)
+            |e, pick| match pick(&mut state.0) {
+                Some(one) => {
+                    let decision = e.decide_one(one, now, cost, mode);
+                    each(decision);
+                    decision
+                }
+                None => self.decide_any(state, now, cost, mode, &mut each),
+            },
+            self.decide_any(state, now, cost, mode, &mut each)
         )
     }
 
@@ -256,7 +264,7 @@ fn all_idle<A: RateAlgorithm>(engines: &[A], states: &mut [A::State], now: u64) 
 }
 
 /// The all-or-nothing decision over one algorithm's rates.
-fn decide_rates<A: RateAlgorithm>(
+fn decide_rates<A: DecideOne>(
     engines: &[A],
     states: &mut [A::State],
     now: u64,
@@ -264,15 +272,9 @@ fn decide_rates<A: RateAlgorithm>(
     mode: Mode,
     each: &mut impl FnMut(Decision),
 ) -> Decision {
-    // One rate, the usual rule: one advance and one check, not two.
+    // One rate, the usual rule (reached here from a state of another shape).
     if let ([a], [s]) = (engines, &mut *states) {
-        let t = a.advance(s, now);
-        let verdict = if cost == 0 {
-            Ok(())
-        } else {
-            a.check(s, t, cost)
-        };
-        let decision = rate_decision(a, s, t, cost, mode, verdict);
+        let decision = a.decide_one(s, now, cost, mode);
         each(decision);
         return decision;
     }

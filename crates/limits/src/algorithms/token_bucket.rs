@@ -6,8 +6,8 @@
 //! integer `cost * W` and nothing drifts when W is not divisible by L.
 
 use super::{ceil_div, sat64, wait, RateAlgorithm, ScaledTime};
-use crate::rule::{Admission, AdmitOne};
-use crate::{Rate, RetryAfter};
+use crate::rule::{Admission, AdmitOne, DecideOne, Mode};
+use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
 /// Allowed iff tokens >= cost; a denied request waits `(cost - tokens) * W / L`,
@@ -40,6 +40,33 @@ impl TokenBucket {
         s.full_at
             .get()
             .saturating_sub(u128::from(now) * u128::from(self.limit))
+    }
+
+    /// The GCRA test of [`AdmitOne`] below for a request of `cost` at
+    /// `now_scaled` (now times L): `Ok(full time once recorded)` if it
+    /// passes (unchanged for a cost of 0), `Err(wait)` if not. (`admit_one`
+    /// keeps the test written out: through this function a denied `allow`
+    /// counted 4.7 instructions more, 219.1 -> 223.8.)
+    #[inline(always)]
+    fn gcra(&self, full_at: u128, now_scaled: u128, cost: u64) -> Result<u128, RetryAfter> {
+        // 1 <= cost <= L in one comparison; 0 passes and records nothing,
+        // more than L never passes.
+        if cost.wrapping_sub(1) < self.limit {
+            let tolerance = u128::from(self.limit - cost) * u128::from(self.window);
+            if full_at <= now_scaled + tolerance {
+                return Ok(full_at.max(now_scaled) + u128::from(cost) * u128::from(self.window));
+            }
+            let excess = full_at - now_scaled - tolerance;
+            return Err(RetryAfter::from_nanos(sat64(ceil_div(
+                excess,
+                u128::from(self.limit),
+            ))));
+        }
+        if cost == 0 {
+            Ok(full_at)
+        } else {
+            Err(RetryAfter::Never)
+        }
     }
 }
 
@@ -80,8 +107,29 @@ impl RateAlgorithm for TokenBucket {
     /// The three fields from one debt, without a second `check`: with
     /// `remaining` = r < L, `refill_after` is the wait of a request of cost
     /// r + 1, `check`'s formula for that cost (zero if it would pass).
+    ///
+    /// A debt of 64 bits (the usual case) takes three `u64` divisions: with
+    /// `debt = q * W + r`, `remaining` is `L - ceil(debt / W)` from the one
+    /// division's quotient and remainder, and the excess over the allowed
+    /// debt of cost r + 1 is `r`, or `W` when `r` is 0.
+    #[inline(always)]
     fn derived(&self, s: &TokenBucketState, now: u64) -> (u64, u64, u64) {
         let debt = self.debt(s, now);
+        if let Ok(d) = u64::try_from(debt) {
+            let (q, r) = (d / self.window, d % self.window);
+            let missing = q + u64::from(r > 0);
+            if missing == 0 {
+                return (self.limit, 0, 0);
+            }
+            if missing <= self.limit {
+                let excess = if r > 0 { r } else { self.window };
+                return (
+                    self.limit - missing,
+                    d.div_ceil(self.limit),
+                    excess.div_ceil(self.limit),
+                );
+            }
+        }
         let window = u128::from(self.window);
         let limit = u128::from(self.limit);
         let remaining = self.limit.saturating_sub(sat64(ceil_div(debt, window)));
@@ -155,5 +203,33 @@ impl AdmitOne for TokenBucket {
             },
             idle: full_at <= now_scaled,
         }
+    }
+}
+
+/// The whole decision in one pass over the 16 bytes: the GCRA test of
+/// `admit_one`, the full time recorded (in `Record` mode), then
+/// [`derived`](RateAlgorithm::derived) of the state left, as the general
+/// path computes it (three divisions; a denied request's wait is one more).
+impl DecideOne for TokenBucket {
+    #[inline(always)]
+    fn decide_one(&self, s: &mut TokenBucketState, now: u64, cost: u64, mode: Mode) -> Decision {
+        let now_scaled = u128::from(now) * u128::from(self.limit);
+        let mut decision = Decision::allow(0);
+        match self.gcra(s.full_at.get(), now_scaled, cost) {
+            Ok(full_at) => {
+                if mode == Mode::Record {
+                    s.full_at.set(full_at);
+                }
+            }
+            Err(wait) => {
+                decision.allowed = false;
+                decision.retry_after = wait;
+            }
+        }
+        let (remaining, reset_after, refill_after) = self.derived(s, now);
+        decision.remaining = remaining;
+        decision.reset_after = Duration::from_nanos(reset_after);
+        decision.refill_after = Duration::from_nanos(refill_after);
+        decision
     }
 }
