@@ -121,11 +121,8 @@ pub(crate) trait AdmitOne: RateAlgorithm + Sized {
     }
 }
 
-impl AdmitOne for FixedWindow {}
-impl AdmitOne for LeakyBucket {}
 impl AdmitOne for NoLimit {}
 impl AdmitOne for SlidingLog {}
-impl AdmitOne for SlidingWindow {}
 
 /// The all-or-nothing verdict over one algorithm's rates: the steps of
 /// `decide_rates` in the same order, without the derived fields.
