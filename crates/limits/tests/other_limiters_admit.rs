@@ -57,7 +57,8 @@ fn near(base: u128, d: i128, most: u128) -> u128 {
 /// `allow` from the state `words` encode (if the rule accepts them) at each
 /// of `times` answers `check`'s verdict, leaves its state, and keeps the key
 /// in a keyed limiter exactly when `check` does (the admission's idle
-/// answer); `busy` encodes a state that stays busy at any time.
+/// answer), and `Rule::is_idle` says a cost-0 check's `reset_after` is
+/// zero; `busy` encodes a state that stays busy at any time.
 fn same_as_check(
     rule: &Rule,
     words: &[u64],
@@ -96,6 +97,13 @@ fn same_as_check(
             (limiter.len(), states)
         };
         prop_assert_eq!(twin(true), twin(false), "at {}", now);
+
+        // The sweep's idle test is a zero `reset_after`, and rolls the
+        // state as a cost-0 check does.
+        let (mut swept, mut full) = (state.clone(), state.clone());
+        let idle = rule.is_idle(&mut swept, now);
+        prop_assert_eq!(idle, rule.check(&mut full, now, 0).reset_after.is_zero());
+        prop_assert_eq!(rule.encode_state(&swept), rule.encode_state(&full));
     }
     Ok(())
 }

@@ -84,6 +84,19 @@ impl RateAlgorithm for FixedWindow {
     fn capacity(&self) -> u64 {
         self.limit
     }
+
+    /// Idle iff the count is zero: at a time inside the state's window (where
+    /// `advance` leaves it), `reset_after` is zero exactly then, so no
+    /// subtraction of times is needed.
+    fn is_idle_at(&self, state: &FixedWindowState, _: u64) -> bool {
+        state.count == 0
+    }
+
+    /// As [`is_idle_at`](Self::is_idle_at), after the roll.
+    fn is_idle(&self, state: &mut FixedWindowState, now: u64) -> bool {
+        let now = self.advance(state, now);
+        self.is_idle_at(state, now)
+    }
 }
 
 /// `Rule::allow`'s one pass for a single rate: the roll of `advance`, then

@@ -134,6 +134,19 @@ impl RateAlgorithm for SlidingWindow {
     fn capacity(&self) -> u64 {
         self.limit
     }
+
+    /// Idle iff both counts are zero: at a time inside the state's window (where
+    /// `advance` leaves it), `reset_after` is zero exactly then, so no
+    /// subtraction of times is needed.
+    fn is_idle_at(&self, state: &SlidingWindowState, _: u64) -> bool {
+        state.previous == 0 && state.current == 0
+    }
+
+    /// As [`is_idle_at`](Self::is_idle_at), after the roll.
+    fn is_idle(&self, state: &mut SlidingWindowState, now: u64) -> bool {
+        let now = self.advance(state, now);
+        self.is_idle_at(state, now)
+    }
 }
 
 /// `Rule::allow`'s one pass for a single rate: the roll of `advance`, the
