@@ -152,7 +152,8 @@ impl RateAlgorithm for SlidingWindow {
 /// `Rule::allow`'s one pass for a single rate: the roll of `advance`, the
 /// estimate against the limit, the record and the idle test (both counts
 /// zero, what a zero `reset_after` says); a denial's wait is `check`'s own
-/// search (`tests/other_limiters_admit.rs`).
+/// search, but for the common case of a current count that leaves no room
+/// this window, where it is one division (`tests/other_limiters_admit.rs`).
 impl AdmitOne for SlidingWindow {
     #[inline(always)]
     fn admit_one(&self, s: &mut SlidingWindowState, now: u64, cost: u64) -> Admission {
@@ -162,15 +163,25 @@ impl AdmitOne for SlidingWindow {
             // against the previous count's weight at `t`.
             let w = u128::from(self.window);
             let room = self.limit.checked_sub(s.current.saturating_add(cost));
-            if let Some(room) = room {
-                let elapsed = u128::from(t) - self.start(s.index);
-                if u128::from(s.previous) * (w - elapsed) <= u128::from(room) * w {
-                    s.current += cost;
-                    return Admission {
-                        verdict: Ok(Duration::ZERO),
-                        idle: false,
-                    };
-                }
+            let Some(room) = room else {
+                // The current count alone leaves no room this window: it
+                // fits in the next once the count's weight is at most
+                // L - cost, whose first_fit is W - floor((L - cost) * W /
+                // current), below W as current > L - cost.
+                let slack = super::floor_div(u128::from(self.limit - cost) * w, s.current.into());
+                let at = self.start(s.index) + 2 * w - slack;
+                return Admission {
+                    verdict: Err(RetryAfter::from_nanos(sat64(at - u128::from(t)))),
+                    idle: false,
+                };
+            };
+            let elapsed = u128::from(t) - self.start(s.index);
+            if u128::from(s.previous) * (w - elapsed) <= u128::from(room) * w {
+                s.current += cost;
+                return Admission {
+                    verdict: Ok(Duration::ZERO),
+                    idle: false,
+                };
             }
             // Denied with cost <= L: the estimate is above L - cost >= 0, so
             // some count is not zero (not idle).
