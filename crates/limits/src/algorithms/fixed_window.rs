@@ -5,7 +5,9 @@
 //! pass within one window length that straddles a boundary.
 
 use super::{sat64, wait, RateAlgorithm};
+use crate::rule::{Admission, AdmitOne};
 use crate::{Rate, RetryAfter};
+use std::time::Duration;
 
 /// Allowed iff the current window's count + cost <= L.
 #[derive(Clone, Copy, Debug)]
@@ -81,5 +83,62 @@ impl RateAlgorithm for FixedWindow {
 
     fn capacity(&self) -> u64 {
         self.limit
+    }
+
+    /// Idle iff the count is zero: at a time inside the state's window (where
+    /// `advance` leaves it), `reset_after` is zero exactly then, so no
+    /// subtraction of times is needed.
+    fn is_idle_at(&self, state: &FixedWindowState, _: u64) -> bool {
+        state.count == 0
+    }
+
+    /// As [`is_idle_at`](Self::is_idle_at), after the roll.
+    fn is_idle(&self, state: &mut FixedWindowState, now: u64) -> bool {
+        let now = self.advance(state, now);
+        self.is_idle_at(state, now)
+    }
+}
+
+/// `Rule::allow`'s one pass for a single rate: the roll of `advance`, then
+/// the count against the limit, the record and the idle test (`count == 0`,
+/// what a zero `reset_after` says) without re-reading the state; the wait of
+/// a denial is `check`'s (`tests/other_limiters_admit.rs`).
+impl AdmitOne for FixedWindow {
+    #[inline(always)]
+    fn admit_one(&self, s: &mut FixedWindowState, now: u64, cost: u64) -> Admission {
+        let index = now / self.window;
+        let t = if index > s.index {
+            *s = FixedWindowState { index, count: 0 };
+            now
+        } else if index < s.index {
+            s.index * self.window
+        } else {
+            now
+        };
+        // 1 <= cost <= L in one comparison: counted if it fits; denied with
+        // a count of at least L - cost + 1 > 0 (never idle) if not.
+        if cost.wrapping_sub(1) < self.limit {
+            let count = s.count + cost;
+            if count <= self.limit {
+                s.count = count;
+                return Admission {
+                    verdict: Ok(Duration::ZERO),
+                    idle: false,
+                };
+            }
+            let wait = sat64(self.until_window_end(s, t));
+            return Admission {
+                verdict: Err(RetryAfter::from_nanos(wait)),
+                idle: false,
+            };
+        }
+        Admission {
+            verdict: if cost == 0 {
+                Ok(Duration::ZERO)
+            } else {
+                Err(RetryAfter::Never)
+            },
+            idle: s.count == 0,
+        }
     }
 }

@@ -9,7 +9,9 @@
 //! are exact rationals; delays and waits are rounded up to the nanosecond.
 
 use super::{ceil_div, sat64, wait, RateAlgorithm, ScaledTime};
+use crate::rule::{Admission, AdmitOne};
 use crate::{Rate, RetryAfter};
+use std::time::Duration;
 
 /// A queue draining at L per W that holds at most `burst` waiting units.
 #[derive(Clone, Copy, Debug)]
@@ -109,5 +111,49 @@ impl RateAlgorithm for LeakyBucket {
 
     fn is_idle(&self, s: &mut LeakyBucketState, now: u64) -> bool {
         s.next_slot.get() <= self.now_scaled(now)
+    }
+}
+
+/// `Rule::allow`'s one pass for a single rate: the departure of the
+/// request's last unit is found once and serves the check, the delay, the
+/// record and the idle test; the wait of a denial is `check`'s
+/// (`tests/other_limiters_admit.rs`).
+impl AdmitOne for LeakyBucket {
+    #[inline(always)]
+    fn admit_one(&self, s: &mut LeakyBucketState, now: u64, cost: u64) -> Admission {
+        let now_scaled = self.now_scaled(now);
+        let next_slot = s.next_slot.get();
+        // 1 <= cost <= burst + 1 in one comparison; 0 passes at once and
+        // records nothing, more than burst + 1 never passes.
+        if cost.wrapping_sub(1) <= self.burst {
+            let start = next_slot.max(now_scaled);
+            let departs = start + u128::from(cost - 1) * u128::from(self.window) - now_scaled;
+            let most = u128::from(self.burst) * u128::from(self.window);
+            if departs <= most {
+                s.next_slot
+                    .set(now_scaled + departs + u128::from(self.window));
+                let delay = sat64(ceil_div(departs, u128::from(self.limit)));
+                // The next slot is now past `now`: not idle.
+                return Admission {
+                    verdict: Ok(Duration::from_nanos(delay)),
+                    idle: false,
+                };
+            }
+            // Denied with cost <= burst + 1: something is queued (had the
+            // bucket been empty, the request would depart within burst slots).
+            let wait = sat64(ceil_div(departs - most, u128::from(self.limit)));
+            return Admission {
+                verdict: Err(RetryAfter::from_nanos(wait)),
+                idle: false,
+            };
+        }
+        Admission {
+            verdict: if cost == 0 {
+                Ok(Duration::ZERO)
+            } else {
+                Err(RetryAfter::Never)
+            },
+            idle: next_slot <= now_scaled,
+        }
     }
 }

@@ -7,7 +7,9 @@
 //! `limits`, the estimate is not floored before comparing (stricter, exact).
 
 use super::{sat64, RateAlgorithm};
+use crate::rule::{Admission, AdmitOne};
 use crate::{Rate, RetryAfter};
+use std::time::Duration;
 
 /// Allowed iff `prev * (W - e) + (curr + cost) * W <= L * W`.
 #[derive(Clone, Copy, Debug)]
@@ -131,5 +133,70 @@ impl RateAlgorithm for SlidingWindow {
 
     fn capacity(&self) -> u64 {
         self.limit
+    }
+
+    /// Idle iff both counts are zero: at a time inside the state's window (where
+    /// `advance` leaves it), `reset_after` is zero exactly then, so no
+    /// subtraction of times is needed.
+    fn is_idle_at(&self, state: &SlidingWindowState, _: u64) -> bool {
+        state.previous == 0 && state.current == 0
+    }
+
+    /// As [`is_idle_at`](Self::is_idle_at), after the roll.
+    fn is_idle(&self, state: &mut SlidingWindowState, now: u64) -> bool {
+        let now = self.advance(state, now);
+        self.is_idle_at(state, now)
+    }
+}
+
+/// `Rule::allow`'s one pass for a single rate: the roll of `advance`, the
+/// estimate against the limit, the record and the idle test (both counts
+/// zero, what a zero `reset_after` says); a denial's wait is `check`'s own
+/// search, but for the common case of a current count that leaves no room
+/// this window, where it is one division (`tests/other_limiters_admit.rs`).
+impl AdmitOne for SlidingWindow {
+    #[inline(always)]
+    fn admit_one(&self, s: &mut SlidingWindowState, now: u64, cost: u64) -> Admission {
+        let t = self.advance(s, now);
+        if cost.wrapping_sub(1) < self.limit {
+            // The room left under L by the current count and the cost,
+            // against the previous count's weight at `t`.
+            let w = u128::from(self.window);
+            let room = self.limit.checked_sub(s.current.saturating_add(cost));
+            let Some(room) = room else {
+                // The current count alone leaves no room this window: it
+                // fits in the next once the count's weight is at most
+                // L - cost, whose first_fit is W - floor((L - cost) * W /
+                // current), below W as current > L - cost.
+                let slack = super::floor_div(u128::from(self.limit - cost) * w, s.current.into());
+                let at = self.start(s.index) + 2 * w - slack;
+                return Admission {
+                    verdict: Err(RetryAfter::from_nanos(sat64(at - u128::from(t)))),
+                    idle: false,
+                };
+            };
+            let elapsed = u128::from(t) - self.start(s.index);
+            if u128::from(s.previous) * (w - elapsed) <= u128::from(room) * w {
+                s.current += cost;
+                return Admission {
+                    verdict: Ok(Duration::ZERO),
+                    idle: false,
+                };
+            }
+            // Denied with cost <= L: the estimate is above L - cost >= 0, so
+            // some count is not zero (not idle).
+            return Admission {
+                verdict: self.check(s, t, cost).map(|()| Duration::ZERO),
+                idle: false,
+            };
+        }
+        Admission {
+            verdict: if cost == 0 {
+                Ok(Duration::ZERO)
+            } else {
+                Err(RetryAfter::Never)
+            },
+            idle: s.previous == 0 && s.current == 0,
+        }
     }
 }

@@ -8,9 +8,10 @@
 //! The same algorithm functions run in the same order on the same states as
 //! in `decide`, so the verdict, the wait, the delay and the state left behind
 //! are those of `check`, to the nanosecond (`tests/allow_fast_path.rs`); the
-//! one exception is the token bucket's single rate, whose check, record and
-//! idle test are fused into one comparison that gives the same numbers
-//! ([`AdmitOne`], `tests/token_bucket_admit.rs`).
+//! exception is a single rate of the token bucket, fixed window, sliding
+//! window or leaky bucket, whose check, record and idle test are fused into
+//! one pass that gives the same numbers ([`AdmitOne`],
+//! `tests/token_bucket_admit.rs`, `tests/other_limiters_admit.rs`).
 
 use super::Rule;
 // The engine types the dispatch macro names, resolved here.
@@ -121,11 +122,8 @@ pub(crate) trait AdmitOne: RateAlgorithm + Sized {
     }
 }
 
-impl AdmitOne for FixedWindow {}
-impl AdmitOne for LeakyBucket {}
 impl AdmitOne for NoLimit {}
 impl AdmitOne for SlidingLog {}
-impl AdmitOne for SlidingWindow {}
 
 /// The all-or-nothing verdict over one algorithm's rates: the steps of
 /// `decide_rates` in the same order, without the derived fields.
