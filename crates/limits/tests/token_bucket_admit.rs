@@ -6,45 +6,12 @@
 //! `MAX_WINDOW`; times up to the end of `u64` nanoseconds; any full time a
 //! state file may hold; a time before the state's (issue 9).
 
-use limits::{Algorithm, Decision, KeyedLimiter, ManualClock, Options, Rate, RetryAfter, Rule};
-use limits::{MAX_LIMIT, MAX_WINDOW};
+use limits::{Algorithm, KeyedLimiter, ManualClock, Options, Rate, RetryAfter, Rule};
 use proptest::prelude::*;
 use std::time::Duration;
 
-fn verdict_of(d: &Decision) -> Result<Duration, RetryAfter> {
-    if d.allowed {
-        Ok(d.delay)
-    } else {
-        Err(d.retry_after)
-    }
-}
-
-/// A limit: small, the largest, or anything in between.
-fn limit() -> impl Strategy<Value = u64> {
-    prop_oneof![1u64..=4, Just(MAX_LIMIT), 1..=MAX_LIMIT]
-}
-
-/// A window in nanoseconds: one, the longest, or anything in between.
-fn window() -> impl Strategy<Value = u64> {
-    let max = MAX_WINDOW.as_nanos() as u64;
-    prop_oneof![Just(1u64), 1u64..=1_000, Just(max), 1..=max]
-}
-
-/// A time: near zero, near the end of time, or anywhere.
-fn time() -> impl Strategy<Value = u64> {
-    prop_oneof![0u64..=10, u64::MAX - 10..=u64::MAX, any::<u64>()]
-}
-
-/// A cost around the edges 0, 1, L and L + 1.
-fn cost(limit: u64) -> impl Strategy<Value = u64> {
-    prop_oneof![
-        Just(0),
-        Just(1),
-        Just(limit),
-        Just(limit.saturating_add(1)),
-        0..=limit
-    ]
-}
+mod edges;
+use edges::{cost, limit, time, verdict_of, window};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2_000))]

@@ -13,37 +13,13 @@
 //! the step-by-step functions, and its state is the first rate's.
 
 use limits::algorithms::{RateAlgorithm, ScaledTime, TokenBucket, TokenBucketState};
+use limits::MAX_LIMIT;
 use limits::{Algorithm, Decision, Mode, Rate, Rates, Rule};
-use limits::{MAX_LIMIT, MAX_WINDOW};
 use proptest::prelude::*;
 use std::time::Duration;
 
-/// A limit: small, the largest, or anything in between.
-fn limit() -> impl Strategy<Value = u64> {
-    prop_oneof![1u64..=4, Just(MAX_LIMIT), 1..=MAX_LIMIT]
-}
-
-/// A window in nanoseconds: one, the longest, or anything in between.
-fn window() -> impl Strategy<Value = u64> {
-    let max = MAX_WINDOW.as_nanos() as u64;
-    prop_oneof![Just(1u64), 1u64..=1_000, Just(max), 1..=max]
-}
-
-/// A time: near zero, near the end of time, or anywhere.
-fn time() -> impl Strategy<Value = u64> {
-    prop_oneof![0u64..=10, u64::MAX - 10..=u64::MAX, any::<u64>()]
-}
-
-/// A cost around the edges 0, 1, L and L + 1.
-fn cost(limit: u64) -> impl Strategy<Value = u64> {
-    prop_oneof![
-        Just(0),
-        Just(1),
-        Just(limit),
-        Just(limit.saturating_add(1)),
-        0..=limit
-    ]
-}
+mod edges;
+use edges::{cost, limit, time, window};
 
 /// The one-rate rule's decision and state words, and the general path's
 /// decision of the same rate and its state words, from `full_at` at `now`.

@@ -132,13 +132,6 @@ impl AdmitOne for FixedWindow {
                 idle: false,
             };
         }
-        Admission {
-            verdict: if cost == 0 {
-                Ok(Duration::ZERO)
-            } else {
-                Err(RetryAfter::Never)
-            },
-            idle: s.count == 0,
-        }
+        Admission::without_room(cost, s.count == 0)
     }
 }

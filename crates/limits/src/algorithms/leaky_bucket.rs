@@ -147,13 +147,6 @@ impl AdmitOne for LeakyBucket {
                 idle: false,
             };
         }
-        Admission {
-            verdict: if cost == 0 {
-                Ok(Duration::ZERO)
-            } else {
-                Err(RetryAfter::Never)
-            },
-            idle: next_slot <= now_scaled,
-        }
+        Admission::without_room(cost, next_slot <= now_scaled)
     }
 }

@@ -190,13 +190,6 @@ impl AdmitOne for SlidingWindow {
                 idle: false,
             };
         }
-        Admission {
-            verdict: if cost == 0 {
-                Ok(Duration::ZERO)
-            } else {
-                Err(RetryAfter::Never)
-            },
-            idle: s.previous == 0 && s.current == 0,
-        }
+        Admission::without_room(cost, s.previous == 0 && s.current == 0)
     }
 }

@@ -195,14 +195,7 @@ impl AdmitOne for TokenBucket {
                 idle: false,
             };
         }
-        Admission {
-            verdict: if cost == 0 {
-                Ok(Duration::ZERO)
-            } else {
-                Err(RetryAfter::Never)
-            },
-            idle: full_at <= now_scaled,
-        }
+        Admission::without_room(cost, full_at <= now_scaled)
     }
 }
 

@@ -32,6 +32,21 @@ pub(crate) struct Admission {
 }
 
 impl Admission {
+    /// The answer to a cost outside what a fused admission decides: 0
+    /// passes at once and records nothing, more than the most that can pass
+    /// never does; `idle` is the key's state as it stands.
+    #[inline(always)]
+    pub fn without_room(cost: u64, idle: bool) -> Admission {
+        Admission {
+            verdict: if cost == 0 {
+                Ok(Duration::ZERO)
+            } else {
+                Err(RetryAfter::Never)
+            },
+            idle,
+        }
+    }
+
     /// Whether the verdict marks the key as limited: denied, other than for
     /// a cost no state could ever admit.
     pub fn limits_the_key(&self) -> bool {
