@@ -20,6 +20,7 @@
 //!   full of limited keys, the sign that `max_keys` is too small.
 
 mod allow;
+mod saved;
 mod shard;
 
 use crate::{Clock, Decision, Mode, Rule, SystemClock};
@@ -297,62 +298,6 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             .iter()
             .map(|s| lock(&s.0).sweep_all(&self.rule, now))
             .sum()
-    }
-
-    /// Every key that still matters, with its state as numbers
-    /// ([`Rule::encode_state`]): what a server saves on shutdown.
-    pub fn export(&self) -> Vec<(K, Vec<u64>)>
-    where
-        K: Clone,
-    {
-        let now = self.clock.now();
-        let mut out = Vec::new();
-        for s in self.shards.iter() {
-            let mut shard = lock(&s.0);
-            shard.sweep_all(&self.rule, now);
-            out.extend(
-                shard
-                    .slots
-                    .iter()
-                    .map(|slot| (slot.key.clone(), self.rule.encode_state(&slot.state))),
-            );
-        }
-        out
-    }
-
-    /// Loads states written by [`export`](Self::export) (replacing what a key
-    /// had); entries that do not fit this rule, or no longer matter, are
-    /// skipped. Returns how many were loaded.
-    ///
-    /// ```
-    /// use limits::{Algorithm, KeyedLimiter, ManualClock, Rule};
-    /// let rule = Rule::new(Algorithm::SlidingLog, "1/hour".parse().unwrap());
-    /// let before: KeyedLimiter<String, _> = KeyedLimiter::with_clock(rule.clone(), ManualClock::new(0));
-    /// assert!(before.check("alice", 1).allowed);
-    /// let after: KeyedLimiter<String, _> = KeyedLimiter::with_clock(rule, ManualClock::new(5));
-    /// assert_eq!(after.import(before.export()), 1);
-    /// assert!(!after.check("alice", 1).allowed); // still limited after the restart
-    /// ```
-    pub fn import(&self, entries: impl IntoIterator<Item = (K, Vec<u64>)>) -> usize {
-        let now = self.clock.now();
-        let mut loaded = 0;
-        for (key, words) in entries {
-            let Some(mut state) = self.rule.decode_state(&words) else {
-                continue;
-            };
-            if self.rule.is_idle(&mut state, now) {
-                continue;
-            }
-            let hash = self.hasher.hash_one(&key);
-            let mut shard = self.shard(hash);
-            if let Some(idx) = shard.find(hash, &key) {
-                shard.slots[idx].state = state;
-            } else {
-                self.insert(&mut shard, Slot::new(hash, key, state, false), now);
-            }
-            loaded += 1;
-        }
-        loaded
     }
 
     /// Keys tracked now.
