@@ -3,6 +3,7 @@
 //! limiters, the tallies, the reorder buffer) holds a `u32` instead of a
 //! `String` it would allocate, hash and compare per line.
 
+use hashbrown::HashTable;
 use std::hash::{BuildHasher, RandomState};
 
 /// A key's number while it is held (see [`Keys`]).
@@ -12,9 +13,9 @@ pub type KeyId = u32;
 /// most user ids) are found without reading their name.
 const INLINE: usize = 15;
 
-/// One entry of the open-addressing table (24 bytes): the low half of the
-/// key's hash, its length (255 for 255 or more) and first bytes next to its
-/// number, so that a lookup reads one slot.
+/// One entry of the table (24 bytes): the low half of the key's hash, its
+/// length (255 for 255 or more) and first bytes next to its number, so that
+/// a lookup reads one slot and the table regrows without reading names.
 #[derive(Clone, Copy)]
 struct Slot {
     hash: u32,
@@ -23,18 +24,17 @@ struct Slot {
     head: [u8; INLINE],
 }
 
-const EMPTY: Slot = Slot {
-    hash: 0,
-    id: KeyId::MAX,
-    len: 0,
-    head: [0; INLINE],
-};
+/// The table's hash of a slot: its 32 bits of the key's hash spread over 64,
+/// since hashbrown picks buckets with the low bits and tags with the top 7.
+fn spread(hash: u32) -> u64 {
+    u64::from(hash).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
 
 /// The keys of a trace that are still held somewhere, each with a number.
 ///
-/// A table of its own rather than a `HashMap<Box<str>, u32>`: that one
-/// compares each lookup against the boxed name, a cache miss per line once
-/// the keys outgrow the cache.
+/// Slots of its own in a hashbrown `HashTable` rather than a
+/// `HashMap<Box<str>, u32>`: that one compares each lookup against the boxed
+/// name, a cache miss per line once the keys outgrow the cache.
 ///
 /// A key is forgotten (its name, slot and number freed) once it is idle
 /// everywhere it is held: [`hold`](Keys::hold) says until when that is, and
@@ -44,7 +44,7 @@ const EMPTY: Slot = Slot {
 /// absent one (the core drops idle states for that reason), so memory
 /// follows the active keys, not every key the trace has ever named.
 pub struct Keys {
-    slots: Vec<Slot>,
+    slots: HashTable<Slot>,
     /// The names, one after the other: no allocation (and its overhead)
     /// per key. Freed names leave gaps, squeezed out when they are half.
     text: String,
@@ -67,7 +67,7 @@ const FREE: u64 = u64::MAX;
 impl Default for Keys {
     fn default() -> Keys {
         Keys {
-            slots: vec![EMPTY; 1024],
+            slots: HashTable::with_capacity(1024),
             text: String::new(),
             names: Vec::new(),
             held_until: Vec::new(),
@@ -89,21 +89,14 @@ impl Keys {
         let mut head = [0; INLINE];
         let shown = name.len().min(INLINE);
         head[..shown].copy_from_slice(&name.as_bytes()[..shown]);
-        let mask = self.slots.len() - 1;
-        let mut i = hash as usize & mask;
-        loop {
-            let slot = &self.slots[i];
-            if slot.id == KeyId::MAX {
-                break;
-            }
-            if slot.hash == hash
+        let found = self.slots.find(spread(hash), |slot| {
+            slot.hash == hash
                 && slot.len == len
                 && slot.head == head
                 && (shown == name.len() || self.name(slot.id) == name)
-            {
-                return Some(slot.id);
-            }
-            i = (i + 1) & mask;
+        });
+        if let Some(slot) = found {
+            return Some(slot.id);
         }
         let id = match self.free.pop() {
             Some(id) => id,
@@ -116,18 +109,17 @@ impl Keys {
                 id
             }
         };
-        self.slots[i] = Slot {
+        let slot = Slot {
             hash,
             id,
             len,
             head,
         };
+        self.slots
+            .insert_unique(spread(hash), slot, |s| spread(s.hash));
         self.names[id as usize] = (self.text.len(), name.len());
         self.held_until[id as usize] = 0;
         self.text.push_str(name);
-        if self.live() * 2 > self.slots.len() {
-            self.grow();
-        }
         Some(id)
     }
 
@@ -159,37 +151,12 @@ impl Keys {
         }
     }
 
-    /// Frees `id`: its slot (shifting the slots after it back, so that no
-    /// lookup stops short), its name and its number.
+    /// Frees `id`: its slot, its name and its number.
     fn forget(&mut self, id: KeyId) {
-        let name = self.name(id);
-        let mask = self.slots.len() - 1;
-        let mut i = self.hasher.hash_one(name) as u32 as usize & mask;
-        while self.slots[i].id != id {
-            i = (i + 1) & mask;
+        let hash = self.hasher.hash_one(self.name(id)) as u32;
+        if let Ok(slot) = self.slots.find_entry(spread(hash), |slot| slot.id == id) {
+            slot.remove();
         }
-        let mut hole = i;
-        let mut j = i;
-        loop {
-            j = (j + 1) & mask;
-            let slot = self.slots[j];
-            if slot.id == KeyId::MAX {
-                break;
-            }
-            // A slot may move back into the hole unless its home lies
-            // (cyclically) after the hole, up to where it is.
-            let home = slot.hash as usize & mask;
-            let stays = if hole <= j {
-                hole < home && home <= j
-            } else {
-                hole < home || home <= j
-            };
-            if !stays {
-                self.slots[hole] = slot;
-                hole = j;
-            }
-        }
-        self.slots[hole] = EMPTY;
         self.dead += self.names[id as usize].1;
         self.names[id as usize] = (0, 0);
         self.held_until[id as usize] = FREE;
@@ -213,20 +180,6 @@ impl Keys {
         self.dead = 0;
     }
 
-    /// Doubles the table, keeping it at most half full.
-    fn grow(&mut self) {
-        let doubled = vec![EMPTY; self.slots.len() * 2];
-        let old = std::mem::replace(&mut self.slots, doubled);
-        let mask = self.slots.len() - 1;
-        for slot in old.into_iter().filter(|s| s.id != KeyId::MAX) {
-            let mut i = slot.hash as usize & mask;
-            while self.slots[i].id != KeyId::MAX {
-                i = (i + 1) & mask;
-            }
-            self.slots[i] = slot;
-        }
-    }
-
     /// The name of key `id`.
     pub fn name(&self, id: KeyId) -> &str {
         let (start, len) = self.names[id as usize];
@@ -234,6 +187,7 @@ impl Keys {
     }
 
     /// How many keys are held now.
+    #[cfg(test)]
     pub fn live(&self) -> usize {
         self.names.len() - self.free.len()
     }
