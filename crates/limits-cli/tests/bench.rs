@@ -87,6 +87,11 @@ fn every_limiter_in_memory_mostly_allowed_and_mostly_denied() {
             assert_eq!(u(r, "threads"), threads.parse::<u64>().unwrap());
             assert_eq!(u(r, "keys_resident"), 500, "{r}");
             assert!(r["rss_bytes_per_key"].is_number(), "{r}");
+            // The deciding threads' CPU time: some, and no more than all
+            // the threads running for the whole wall time.
+            let cpu = f(r, "cpu_ns_per_decision") * u(r, "decisions") as f64;
+            let most = u(r, "threads") as f64 * u(r, "elapsed_ns") as f64;
+            assert!(cpu > 0.0 && cpu <= most * 1.01, "{cpu} of {most}: {r}");
             let share = allowed_fraction(r);
             match outcome {
                 "allowed" => assert!(share > 0.7, "{share}: {r}"),
@@ -113,6 +118,7 @@ fn the_table_has_the_machine_and_a_row_per_limiter() {
         .expect("a header");
     for column in [
         "ns/decision",
+        "CPU ns/decision",
         "decisions/s",
         "B/key",
         "RSS B/key",
@@ -123,11 +129,12 @@ fn the_table_has_the_machine_and_a_row_per_limiter() {
     for (i, name) in LIMITERS.iter().enumerate() {
         let row: Vec<&str> = lines[header + 1 + i].split_whitespace().collect();
         assert_eq!(row[0], *name, "{out}");
-        // keys threads decisions allowed% ns/decision decisions/s B/key RSS
-        let tail = &row[row.len() - 8..];
+        // keys threads decisions allowed% ns/decision CPU-ns/decision
+        // decisions/s B/key RSS
+        let tail = &row[row.len() - 9..];
         assert_eq!(&tail[..3], ["200", "1", "2000"], "{out}");
         assert!(tail[3].ends_with('%'), "{out}");
-        for n in &tail[4..7] {
+        for n in &tail[4..8] {
             assert!(n.parse::<f64>().unwrap() > 0.0, "{n}: {out}");
         }
     }

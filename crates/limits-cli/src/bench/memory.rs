@@ -59,11 +59,19 @@ fn warmed(rule: Rule, shares: &[Share], warm_cost: u64) -> KeyedLimiter<u64, Sys
     limiter
 }
 
-/// Decisions made, allowed, and the wall time they took.
+/// Decisions made, allowed, the wall time they took, and the deciding
+/// threads' own CPU time (if the OS tells it).
 struct Timed {
     decisions: u64,
     allowed: u64,
     elapsed: Duration,
+    cpu: Option<Duration>,
+}
+
+/// What one deciding thread did: its allowed decisions and its CPU time.
+struct Worked {
+    allowed: u64,
+    cpu: Option<Duration>,
 }
 
 /// Checks from one thread per share until `length` is done.
@@ -76,13 +84,14 @@ fn timed(
     let done = AtomicU64::new(0);
     let threads = shares.len() as u64;
     let start = Instant::now();
-    let allowed: u64 = std::thread::scope(|scope| {
+    let worked: Vec<Worked> = std::thread::scope(|scope| {
         let workers: Vec<_> = shares
             .iter()
             .enumerate()
             .map(|(t, share)| {
                 let done = &done;
                 scope.spawn(move || {
+                    let cpu_before = thread_cpu_time();
                     let quota = match length {
                         Length::Decisions(n) => n / threads + u64::from((t as u64) < n % threads),
                         Length::For(_) => u64::MAX,
@@ -106,7 +115,10 @@ fn timed(
                             break;
                         }
                     }
-                    allowed
+                    let cpu = thread_cpu_time()
+                        .zip(cpu_before)
+                        .map(|(after, before)| after.saturating_sub(before));
+                    Worked { allowed, cpu }
                 })
             })
             .collect();
@@ -116,12 +128,21 @@ fn timed(
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        workers.into_iter().map(|w| w.join().unwrap_or(0)).sum()
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join().unwrap_or(Worked {
+                    allowed: 0,
+                    cpu: None,
+                })
+            })
+            .collect()
     });
     Timed {
         decisions: done.load(Ordering::Relaxed),
-        allowed,
+        allowed: worked.iter().map(|w| w.allowed).sum(),
         elapsed: start.elapsed(),
+        cpu: worked.iter().map(|w| w.cpu).sum(),
     }
 }
 
@@ -171,6 +192,9 @@ pub fn run(algorithm: Algorithm, plan: &Plan) -> Result<Measured, String> {
         denied: run.decisions - run.allowed,
         elapsed_ns: run.elapsed.as_nanos() as u64,
         ns_per_decision: ns,
+        cpu_ns_per_decision: run
+            .cpu
+            .map(|cpu| cpu.as_nanos() as f64 / run.decisions.max(1) as f64),
         decisions_per_sec: if ns > 0.0 { 1e9 / ns } else { 0.0 },
         bytes_per_key: memory.bytes_per_key() as u64,
         rss_bytes_per_key: rss_growth.map(|g| g as f64 / plan.keys as f64),
@@ -199,6 +223,19 @@ pub fn progress_bar(name: &str, length: Length) -> Option<ProgressBar> {
         bar.set_style(style.progress_chars("=> "));
     }
     Some(bar)
+}
+
+/// The calling thread's CPU time so far (`CLOCK_THREAD_CPUTIME_ID`: exact
+/// to the nanosecond, unlike /proc's figures, which move at scheduler
+/// ticks), if the OS tells it.
+fn thread_cpu_time() -> Option<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
 
 /// The resident set size of this process, in bytes (Linux), if known.
