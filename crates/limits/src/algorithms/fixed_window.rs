@@ -5,8 +5,8 @@
 //! pass within one window length that straddles a boundary.
 
 use super::{sat64, wait, RateAlgorithm};
-use crate::rule::{Admission, AdmitOne};
-use crate::{Rate, RetryAfter};
+use crate::rule::{Admission, AdmitOne, DecideOne, Mode};
+use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
 /// Allowed iff the current window's count + cost <= L.
@@ -133,5 +133,47 @@ impl AdmitOne for FixedWindow {
             };
         }
         Admission::without_room(cost, s.count == 0)
+    }
+}
+
+/// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: the roll,
+/// the fit, the record (in `Record` mode) and the derived fields, all in
+/// `u64`. The time to the window's end is `W - elapsed`, with `elapsed` the
+/// time from the window's start to `t` (below W: `now % W`, or 0 for a time
+/// before the state's window, decided at its start): `check`'s wait, and
+/// with a count left both `reset_after` and `refill_after` (the wait of
+/// `remaining + 1`, which never fits this window). `tests/other_limiters_decide.rs`.
+impl DecideOne for FixedWindow {
+    #[inline(always)]
+    fn decide_one(&self, s: &mut FixedWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
+        let index = now / self.window;
+        let mut elapsed = now % self.window;
+        if index > s.index {
+            *s = FixedWindowState { index, count: 0 };
+        } else if index < s.index {
+            elapsed = 0;
+        }
+        let until_end = Duration::from_nanos(self.window - elapsed);
+        let mut decision = Decision::allow(0);
+        if cost.wrapping_sub(1) < self.limit {
+            let count = s.count + cost;
+            if count <= self.limit {
+                if mode == Mode::Record {
+                    s.count = count;
+                }
+            } else {
+                decision.allowed = false;
+                decision.retry_after = RetryAfter::After(until_end);
+            }
+        } else if cost != 0 {
+            decision.allowed = false;
+            decision.retry_after = RetryAfter::Never;
+        }
+        decision.remaining = self.limit - s.count;
+        if s.count != 0 {
+            decision.reset_after = until_end;
+            decision.refill_after = until_end;
+        }
+        decision
     }
 }

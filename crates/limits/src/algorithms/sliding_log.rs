@@ -6,8 +6,10 @@
 //! nothing, and the buffer never grows beyond L.
 
 pub use super::log_buffer::SlidingLogState;
-use super::{wait, RateAlgorithm};
-use crate::{Rate, RetryAfter};
+use super::{sat64, wait, RateAlgorithm};
+use crate::rule::{DecideOne, Mode};
+use crate::{Decision, Rate, RetryAfter};
+use std::time::Duration;
 
 /// Allowed iff count + cost <= L; a denied request waits until the k-th
 /// oldest entry expires, k = count + cost - L.
@@ -99,5 +101,45 @@ impl RateAlgorithm for SlidingLog {
     fn is_idle(&self, log: &mut SlidingLogState, now: u64) -> bool {
         log.back()
             .is_none_or(|newest| self.until_expired(newest, now) == 0)
+    }
+}
+
+/// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: `advance`
+/// (which drops the expired entries), the count against the limit, the
+/// record (in `Record` mode), then the derived fields from the log left:
+/// `remaining` is `L - len`, `reset_after` the time until the newest entry
+/// expires and `refill_after` until the oldest does (the wait of
+/// `remaining + 1`, for which the oldest entry must go), without a second
+/// `check` (`tests/other_limiters_decide.rs`).
+impl DecideOne for SlidingLog {
+    #[inline(always)]
+    fn decide_one(&self, log: &mut SlidingLogState, now: u64, cost: u64, mode: Mode) -> Decision {
+        let t = self.advance(log, now);
+        let mut decision = Decision::allow(0);
+        if cost.wrapping_sub(1) < self.limit {
+            let count = log.len() as u64;
+            if count + cost <= self.limit {
+                if mode == Mode::Record {
+                    self.record(log, t, cost);
+                }
+            } else {
+                // 1 <= k <= count, as in `check`.
+                let k = (count + cost - self.limit) as usize;
+                let entry = log.get(k - 1).unwrap_or(0);
+                decision.allowed = false;
+                decision.retry_after = RetryAfter::from_nanos(sat64(self.until_expired(entry, t)));
+            }
+        } else if cost != 0 {
+            decision.allowed = false;
+            decision.retry_after = RetryAfter::Never;
+        }
+        decision.remaining = self.limit - log.len() as u64;
+        if let (Some(oldest), Some(newest)) = (log.front(), log.back()) {
+            let reset = sat64(self.until_expired(newest, t));
+            decision.reset_after = Duration::from_nanos(reset);
+            let refill = sat64(self.until_expired(oldest, t));
+            decision.refill_after = Duration::from_nanos(refill);
+        }
+        decision
     }
 }

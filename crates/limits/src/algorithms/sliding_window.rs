@@ -7,8 +7,8 @@
 //! `limits`, the estimate is not floored before comparing (stricter, exact).
 
 use super::{sat64, RateAlgorithm};
-use crate::rule::{Admission, AdmitOne};
-use crate::{Rate, RetryAfter};
+use crate::rule::{Admission, AdmitOne, DecideOne, Mode};
+use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
 /// Allowed iff `prev * (W - e) + (curr + cost) * W <= L * W`.
@@ -191,5 +191,89 @@ impl AdmitOne for SlidingWindow {
             };
         }
         Admission::without_room(cost, s.previous == 0 && s.current == 0)
+    }
+}
+
+/// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: the roll
+/// of `advance`, the estimate against the limit, the record (in `Record`
+/// mode), then the derived fields from the counts left and `elapsed` (the
+/// time from the window's start to `t`, below W): `remaining` is the
+/// largest count `c` with `estimate + c * W <= L * W`, `reset_after` the
+/// end of the window the last nonzero count weighs in, and `refill_after`
+/// the wait of `remaining + 1` (which never fits at `t`), by
+/// [`SlidingWindow::wait_after`], as a denial's is. Times are kept relative
+/// to the window's start, so they are `u64` (W <= 2^62); products are
+/// `u128`, divided in `u64` when they fit (`tests/other_limiters_decide.rs`).
+impl DecideOne for SlidingWindow {
+    #[inline(always)]
+    fn decide_one(&self, s: &mut SlidingWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
+        let t = self.advance(s, now);
+        let elapsed = t - s.index * self.window;
+        let w = u128::from(self.window);
+        let lw = u128::from(self.limit) * w;
+        let weight = u128::from(s.previous) * u128::from(self.window - elapsed);
+        let mut decision = Decision::allow(0);
+        if cost.wrapping_sub(1) < self.limit {
+            let current = s.current.saturating_add(cost);
+            if weight + u128::from(current) * w <= lw {
+                if mode == Mode::Record {
+                    s.current = current;
+                }
+            } else {
+                decision.allowed = false;
+                decision.retry_after = RetryAfter::from_nanos(self.wait_after(s, elapsed, cost));
+            }
+        } else if cost != 0 {
+            decision.allowed = false;
+            decision.retry_after = RetryAfter::Never;
+        }
+        let estimate = weight + u128::from(s.current) * w;
+        let remaining = sat64(super::floor_div(lw.saturating_sub(estimate), w));
+        decision.remaining = remaining;
+        let reset = if s.current > 0 {
+            2 * self.window - elapsed
+        } else if s.previous > 0 {
+            self.window - elapsed
+        } else {
+            return decision;
+        };
+        decision.reset_after = Duration::from_nanos(reset);
+        if remaining < self.limit {
+            let refill = self.wait_after(s, elapsed, remaining + 1);
+            decision.refill_after = Duration::from_nanos(refill);
+        }
+        decision
+    }
+}
+
+impl SlidingWindow {
+    /// `check`'s wait for a request of `cost` (1 to L) that does not fit at
+    /// `elapsed` into the state's window: the first later time in this
+    /// window at which the previous count's weight leaves room for it,
+    /// else the first in the next (where the current count becomes the
+    /// previous, and some time up to its end fits, as `cost <= L`), less
+    /// `elapsed`.
+    #[inline(always)]
+    fn wait_after(&self, s: &SlidingWindowState, elapsed: u64, cost: u64) -> u64 {
+        let w = u128::from(self.window);
+        // This window: with room at the previous count's weight 0, that
+        // count is not zero (the request did not fit); tested all the same.
+        let room = self.limit.checked_sub(s.current.saturating_add(cost));
+        if let (Some(room), true) = (room, s.previous > 0) {
+            let slack = super::floor_div(u128::from(room) * w, u128::from(s.previous));
+            if slack > 0 {
+                // slack <= W - elapsed - 1 < W: the fit is later in this window.
+                let e = self.window - sat64(slack.min(w));
+                return e - elapsed;
+            }
+        }
+        // The next window: at W + e with e = W - slack, slack = W when the
+        // current count is zero.
+        let slack = if s.current == 0 {
+            self.window
+        } else {
+            sat64(super::floor_div(u128::from(self.limit - cost) * w, u128::from(s.current)).min(w))
+        };
+        2 * self.window - slack - elapsed
     }
 }
