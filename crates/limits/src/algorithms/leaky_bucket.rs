@@ -167,27 +167,27 @@ impl DecideOne for LeakyBucket {
     fn decide_one(&self, s: &mut LeakyBucketState, now: u64, cost: u64, mode: Mode) -> Decision {
         let now_scaled = self.now_scaled(now);
         let window = u128::from(self.window);
-        let limit = u128::from(self.limit);
+        // What is queued ahead of a request now, and after this decision.
+        let ahead = s.next_slot.get().saturating_sub(now_scaled);
+        let mut queued = ahead;
         let mut decision = Decision::allow(0);
         if cost.wrapping_sub(1) <= self.burst {
-            let start = s.next_slot.get().max(now_scaled);
-            let departs = start + u128::from(cost - 1) * window - now_scaled;
+            let departs = ahead + u128::from(cost - 1) * window;
             let most = u128::from(self.burst) * window;
             if departs <= most {
-                decision.delay = Duration::from_nanos(sat64(ceil_div(departs, limit)));
+                decision.delay = Duration::from_nanos(self.ceil_nanos(departs));
                 if mode == Mode::Record {
-                    s.next_slot.set(now_scaled + departs + window);
+                    queued = departs + window;
+                    s.next_slot.set(now_scaled + queued);
                 }
             } else {
                 decision.allowed = false;
-                decision.retry_after =
-                    RetryAfter::from_nanos(sat64(ceil_div(departs - most, limit)));
+                decision.retry_after = RetryAfter::from_nanos(self.ceil_nanos(departs - most));
             }
         } else if cost != 0 {
             decision.allowed = false;
             decision.retry_after = RetryAfter::Never;
         }
-        let queued = s.next_slot.get().saturating_sub(now_scaled);
         let (remaining, reset, refill) = self.derived_of(queued);
         decision.remaining = remaining;
         decision.reset_after = Duration::from_nanos(reset);
@@ -197,6 +197,16 @@ impl DecideOne for LeakyBucket {
 }
 
 impl LeakyBucket {
+    /// `ceil(scaled / L)` nanoseconds, saturating: one `u64` division when
+    /// `scaled` fits (`ceil_div` is a call).
+    #[inline(always)]
+    fn ceil_nanos(&self, scaled: u128) -> u64 {
+        match u64::try_from(scaled) {
+            Ok(a) => a.div_ceil(self.limit),
+            Err(_) => sat64(ceil_div(scaled, u128::from(self.limit))),
+        }
+    }
+
     /// `remaining`, `reset_after` and `refill_after` of a queue `queued`
     /// (ns times L) long, as [`DecideOne::decide_one`] above explains.
     #[inline(always)]
