@@ -142,12 +142,13 @@ impl RateAlgorithm for SlidingWindow {
         state.previous == 0 && state.current == 0
     }
 
-    /// As [`is_idle_at`](Self::is_idle_at), after the roll; inlined into
-    /// the sweep, as the fixed window's is (a call was 10 instructions of
-    /// every check and allow).
+    /// As [`is_idle_at`](Self::is_idle_at), after the roll (without a
+    /// division for a key seen within two windows); inlined into the
+    /// sweep, as the fixed window's is (a call was 10 instructions of every
+    /// check and allow).
     #[inline(always)]
     fn is_idle(&self, state: &mut SlidingWindowState, now: u64) -> bool {
-        let now = self.advance(state, now);
+        self.roll(state, now);
         self.is_idle_at(state, now)
     }
 }
@@ -210,8 +211,7 @@ impl AdmitOne for SlidingWindow {
 impl DecideOne for SlidingWindow {
     #[inline(always)]
     fn decide_one(&self, s: &mut SlidingWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
-        let t = self.advance(s, now);
-        let elapsed = t - s.index * self.window;
+        let elapsed = self.roll(s, now);
         let w = u128::from(self.window);
         let lw = u128::from(self.limit) * w;
         let weight = u128::from(s.previous) * u128::from(self.window - elapsed);
@@ -258,6 +258,36 @@ impl DecideOne for SlidingWindow {
 }
 
 impl SlidingWindow {
+    /// [`advance`](RateAlgorithm::advance)'s roll, returning the time from
+    /// the window's start to the time decided at: a time in the state's
+    /// window, the next or before it is placed from the window's start
+    /// without a division (the usual case: a key seen within two windows);
+    /// anything else, and the last index (where `advance` rolls every
+    /// time), is `advance`'s.
+    #[inline(always)]
+    fn roll(&self, s: &mut SlidingWindowState, now: u64) -> u64 {
+        if s.index < u64::MAX {
+            // `index * W` fits: a state's window starts within time.
+            let start = s.index * self.window;
+            let Some(elapsed) = now.checked_sub(start) else {
+                return 0; // before the state's window: decided at its start
+            };
+            if elapsed < self.window {
+                return elapsed;
+            }
+            if elapsed - self.window < self.window {
+                *s = SlidingWindowState {
+                    index: s.index + 1,
+                    previous: s.current,
+                    current: 0,
+                };
+                return elapsed - self.window;
+            }
+        }
+        let t = self.advance(s, now);
+        t - s.index * self.window
+    }
+
     /// `check`'s wait for a request of `cost` (1 to L) that does not fit at
     /// `elapsed` into the state's window: the first later time in this
     /// window at which the previous count's weight leaves room for it,
