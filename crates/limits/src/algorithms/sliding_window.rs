@@ -213,16 +213,17 @@ impl DecideOne for SlidingWindow {
     fn decide_one(&self, s: &mut SlidingWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
         let elapsed = self.roll(s, now);
         let w = u128::from(self.window);
-        let lw = u128::from(self.limit) * w;
         let weight = u128::from(s.previous) * u128::from(self.window - elapsed);
         let mut decision = Decision::allow(0);
         // A denial's wait, and the cost it is the wait of.
         let mut denied = (0, 0);
         if cost.wrapping_sub(1) < self.limit {
-            let current = s.current.saturating_add(cost);
-            if weight + u128::from(current) * w <= lw {
+            // `weight + (current + cost) * W <= L * W`, with the room left
+            // by the counts alone tested first.
+            let room = self.limit.checked_sub(s.current + cost);
+            if room.is_some_and(|room| weight <= u128::from(room) * w) {
                 if mode == Mode::Record {
-                    s.current = current;
+                    s.current += cost;
                 }
             } else {
                 denied = (cost, self.wait_after(s, elapsed, cost));
@@ -233,8 +234,16 @@ impl DecideOne for SlidingWindow {
             decision.allowed = false;
             decision.retry_after = RetryAfter::Never;
         }
-        let estimate = weight + u128::from(s.current) * w;
-        let remaining = sat64(super::floor_div(lw.saturating_sub(estimate), w));
+        // `floor((L * W - estimate) / W)`, 0 if negative, with `estimate =
+        // weight + current * W`: what the current count leaves, less the
+        // previous count's weight.
+        let free = self.limit.saturating_sub(s.current);
+        let remaining = if s.previous == 0 || free == 0 {
+            free
+        } else {
+            let room = (u128::from(free) * w).saturating_sub(weight);
+            sat64(super::floor_div(room, w))
+        };
         decision.remaining = remaining;
         let reset = if s.current > 0 {
             2 * self.window - elapsed
