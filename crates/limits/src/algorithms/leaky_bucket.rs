@@ -160,8 +160,8 @@ impl AdmitOne for LeakyBucket {
 /// wait of a request of `remaining + 1` units, whose last unit departs
 /// `queued + remaining * W` after now: over `burst * W` by `r`, or by `W`
 /// when `r` is 0 (the token bucket's `derived`, with the burst + 1 for the
-/// limit). Three `u64` divisions when `queued` fits; otherwise `check`'s
-/// own formula in `u128` (`tests/other_limiters_decide.rs`).
+/// limit). Three `u64` divisions when `queued` fits; otherwise two in
+/// `u128` (`tests/other_limiters_decide.rs`).
 impl DecideOne for LeakyBucket {
     #[inline(always)]
     fn decide_one(&self, s: &mut LeakyBucketState, now: u64, cost: u64, mode: Mode) -> Decision {
@@ -227,20 +227,20 @@ impl LeakyBucket {
                 );
             }
         }
-        let (window, limit) = (u128::from(self.window), u128::from(self.limit));
-        let remaining = capacity.saturating_sub(sat64(ceil_div(queued, window)));
-        let reset = sat64(ceil_div(queued, limit));
-        if remaining >= capacity {
-            return (remaining, reset, 0);
+        // Past `u64`: the same fields from one `u128` division by W (its
+        // remainder by a multiplication) and one by L.
+        let window = u128::from(self.window);
+        let q = queued / window;
+        let r = (queued - q * window) as u64;
+        let slots = q + u128::from(r > 0);
+        let reset = self.ceil_nanos(queued);
+        if slots <= u128::from(capacity) {
+            let excess = if r > 0 { r } else { self.window };
+            return (capacity - slots as u64, reset, excess.div_ceil(self.limit));
         }
-        // The wait of `remaining + 1` units: `check`'s, from `departure_wait`.
-        let departs = queued + u128::from(remaining) * window;
+        // More queued than the burst allows (a state file's): nothing left,
+        // and one unit waits as `check` says, from `departure_wait`.
         let most = u128::from(self.burst) * window;
-        let refill = if departs <= most {
-            0
-        } else {
-            sat64(ceil_div(departs - most, limit))
-        };
-        (remaining, reset, refill)
+        (0, reset, self.ceil_nanos(queued - most))
     }
 }
