@@ -5,8 +5,8 @@
 //! pass within one window length that straddles a boundary.
 
 use super::{sat64, wait, RateAlgorithm};
-use crate::rule::{Admission, AdmitOne};
-use crate::{Rate, RetryAfter};
+use crate::rule::{Admission, AdmitOne, DecideOne, Mode};
+use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
 /// Allowed iff the current window's count + cost <= L.
@@ -94,8 +94,31 @@ impl RateAlgorithm for FixedWindow {
 
     /// As [`is_idle_at`](Self::is_idle_at), after the roll.
     fn is_idle(&self, state: &mut FixedWindowState, now: u64) -> bool {
-        let now = self.advance(state, now);
+        self.roll(state, now);
         self.is_idle_at(state, now)
+    }
+}
+
+impl FixedWindow {
+    /// [`advance`](RateAlgorithm::advance)'s roll, returning the time from
+    /// the window's start to the time decided at (below W; 0 for a time
+    /// before the state's window, decided at its start). A time in the
+    /// state's window is placed from its start without a division (the
+    /// usual case for a busy key).
+    #[inline(always)]
+    fn roll(&self, s: &mut FixedWindowState, now: u64) -> u64 {
+        // `index * W` fits: a state's window starts within time.
+        match now.checked_sub(s.index * self.window) {
+            None => 0,
+            Some(elapsed) if elapsed < self.window => elapsed,
+            Some(_) => {
+                *s = FixedWindowState {
+                    index: now / self.window,
+                    count: 0,
+                };
+                now % self.window
+            }
+        }
     }
 }
 
@@ -106,15 +129,7 @@ impl RateAlgorithm for FixedWindow {
 impl AdmitOne for FixedWindow {
     #[inline(always)]
     fn admit_one(&self, s: &mut FixedWindowState, now: u64, cost: u64) -> Admission {
-        let index = now / self.window;
-        let t = if index > s.index {
-            *s = FixedWindowState { index, count: 0 };
-            now
-        } else if index < s.index {
-            s.index * self.window
-        } else {
-            now
-        };
+        let elapsed = self.roll(s, now);
         // 1 <= cost <= L in one comparison: counted if it fits; denied with
         // a count of at least L - cost + 1 > 0 (never idle) if not.
         if cost.wrapping_sub(1) < self.limit {
@@ -126,12 +141,46 @@ impl AdmitOne for FixedWindow {
                     idle: false,
                 };
             }
-            let wait = sat64(self.until_window_end(s, t));
             return Admission {
-                verdict: Err(RetryAfter::from_nanos(wait)),
+                verdict: Err(RetryAfter::from_nanos(self.window - elapsed)),
                 idle: false,
             };
         }
         Admission::without_room(cost, s.count == 0)
+    }
+}
+
+/// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: the roll,
+/// the fit, the record (in `Record` mode) and the derived fields, all in
+/// `u64`. The time to the window's end is `W - elapsed`, with `elapsed` the
+/// time from the window's start to `t` ([`FixedWindow::roll`]): `check`'s wait, and
+/// with a count left both `reset_after` and `refill_after` (the wait of
+/// `remaining + 1`, which never fits this window). `tests/other_limiters_decide.rs`.
+impl DecideOne for FixedWindow {
+    #[inline(always)]
+    fn decide_one(&self, s: &mut FixedWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
+        let elapsed = self.roll(s, now);
+        let until_end = Duration::from_nanos(self.window - elapsed);
+        let mut decision = Decision::allow(0);
+        if cost.wrapping_sub(1) < self.limit {
+            let count = s.count + cost;
+            if count <= self.limit {
+                if mode == Mode::Record {
+                    s.count = count;
+                }
+            } else {
+                decision.allowed = false;
+                decision.retry_after = RetryAfter::After(until_end);
+            }
+        } else if cost != 0 {
+            decision.allowed = false;
+            decision.retry_after = RetryAfter::Never;
+        }
+        decision.remaining = self.limit - s.count;
+        if s.count != 0 {
+            decision.reset_after = until_end;
+            decision.refill_after = until_end;
+        }
+        decision
     }
 }

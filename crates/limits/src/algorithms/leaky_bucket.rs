@@ -9,8 +9,8 @@
 //! are exact rationals; delays and waits are rounded up to the nanosecond.
 
 use super::{ceil_div, sat64, wait, RateAlgorithm, ScaledTime};
-use crate::rule::{Admission, AdmitOne};
-use crate::{Rate, RetryAfter};
+use crate::rule::{Admission, AdmitOne, DecideOne, Mode};
+use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
 /// A queue draining at L per W that holds at most `burst` waiting units.
@@ -148,5 +148,99 @@ impl AdmitOne for LeakyBucket {
             };
         }
         Admission::without_room(cost, next_slot <= now_scaled)
+    }
+}
+
+/// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: the
+/// departure of the request's last unit found once (the check, the delay
+/// and, in `Record` mode, the new queue end, as in `admit_one`), then the
+/// derived fields from what is queued after it, `queued = q * W + r`: the
+/// `slots` it holds are `ceil(queued / W)`; `remaining` is `burst + 1 -
+/// slots`, `reset_after` is `ceil(queued / L)`, and `refill_after` is the
+/// wait of a request of `remaining + 1` units, whose last unit departs
+/// `queued + remaining * W` after now: over `burst * W` by `r`, or by `W`
+/// when `r` is 0 (the token bucket's `derived`, with the burst + 1 for the
+/// limit). Three `u64` divisions when `queued` fits; otherwise two in
+/// `u128` (`tests/other_limiters_decide.rs`).
+impl DecideOne for LeakyBucket {
+    #[inline(always)]
+    fn decide_one(&self, s: &mut LeakyBucketState, now: u64, cost: u64, mode: Mode) -> Decision {
+        let now_scaled = self.now_scaled(now);
+        let window = u128::from(self.window);
+        // What is queued ahead of a request now, and after this decision.
+        let ahead = s.next_slot.get().saturating_sub(now_scaled);
+        let mut queued = ahead;
+        let mut decision = Decision::allow(0);
+        if cost.wrapping_sub(1) <= self.burst {
+            let departs = ahead + u128::from(cost - 1) * window;
+            let most = u128::from(self.burst) * window;
+            if departs <= most {
+                decision.delay = Duration::from_nanos(self.ceil_nanos(departs));
+                if mode == Mode::Record {
+                    queued = departs + window;
+                    s.next_slot.set(now_scaled + queued);
+                }
+            } else {
+                decision.allowed = false;
+                decision.retry_after = RetryAfter::from_nanos(self.ceil_nanos(departs - most));
+            }
+        } else if cost != 0 {
+            decision.allowed = false;
+            decision.retry_after = RetryAfter::Never;
+        }
+        let (remaining, reset, refill) = self.derived_of(queued);
+        decision.remaining = remaining;
+        decision.reset_after = Duration::from_nanos(reset);
+        decision.refill_after = Duration::from_nanos(refill);
+        decision
+    }
+}
+
+impl LeakyBucket {
+    /// `ceil(scaled / L)` nanoseconds, saturating: one `u64` division when
+    /// `scaled` fits (`ceil_div` is a call).
+    #[inline(always)]
+    fn ceil_nanos(&self, scaled: u128) -> u64 {
+        match u64::try_from(scaled) {
+            Ok(a) => a.div_ceil(self.limit),
+            Err(_) => sat64(ceil_div(scaled, u128::from(self.limit))),
+        }
+    }
+
+    /// `remaining`, `reset_after` and `refill_after` of a queue `queued`
+    /// (ns times L) long, as [`DecideOne::decide_one`] above explains.
+    #[inline(always)]
+    fn derived_of(&self, queued: u128) -> (u64, u64, u64) {
+        let capacity = self.capacity();
+        if let Ok(d) = u64::try_from(queued) {
+            let (q, r) = (d / self.window, d % self.window);
+            let slots = q + u64::from(r > 0);
+            if slots == 0 {
+                return (capacity, 0, 0);
+            }
+            if slots <= capacity {
+                let excess = if r > 0 { r } else { self.window };
+                return (
+                    capacity - slots,
+                    d.div_ceil(self.limit),
+                    excess.div_ceil(self.limit),
+                );
+            }
+        }
+        // Past `u64`: the same fields from one `u128` division by W (its
+        // remainder by a multiplication) and one by L.
+        let window = u128::from(self.window);
+        let q = queued / window;
+        let r = (queued - q * window) as u64;
+        let slots = q + u128::from(r > 0);
+        let reset = self.ceil_nanos(queued);
+        if slots <= u128::from(capacity) {
+            let excess = if r > 0 { r } else { self.window };
+            return (capacity - slots as u64, reset, excess.div_ceil(self.limit));
+        }
+        // More queued than the burst allows (a state file's): nothing left,
+        // and one unit waits as `check` says, from `departure_wait`.
+        let most = u128::from(self.burst) * window;
+        (0, reset, self.ceil_nanos(queued - most))
     }
 }

@@ -216,6 +216,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     /// taken under the shard's lock and never earlier than the latest one
     /// the shard decided at, so that one key's times never run backwards),
     /// calling `each` with every rate's own decision.
+    #[inline(always)]
     pub fn decide<Q>(
         &self,
         key: &Q,

@@ -6,13 +6,12 @@
 //! [`DecideOne::decide_one`]; by default that is `decide_rates`'s steps for
 //! one rate (advance, check, delay and record, derived fields), and an
 //! algorithm may fuse them into one pass giving the same `Decision` and
-//! state (the token bucket's, `tests/token_bucket_decide.rs`).
+//! state: every limiter but `NoLimit` does, in its own file
+//! (`tests/token_bucket_decide.rs`, `tests/other_limiters_decide.rs`).
 
 use super::{decide_rates, rate_decision, Mode, Rule};
-// The engines that keep the default steps.
-use crate::algorithms::{
-    FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow,
-};
+// The engine that keeps the default steps.
+use crate::algorithms::{NoLimit, RateAlgorithm};
 use crate::state_kinds::with_engines;
 use crate::{Decision, KeyState};
 
@@ -56,8 +55,4 @@ pub(crate) trait DecideOne: RateAlgorithm + Sized {
     }
 }
 
-impl DecideOne for FixedWindow {}
-impl DecideOne for LeakyBucket {}
 impl DecideOne for NoLimit {}
-impl DecideOne for SlidingLog {}
-impl DecideOne for SlidingWindow {}
