@@ -25,6 +25,7 @@
 mod body;
 mod forwarding;
 mod pool;
+mod service;
 #[cfg(test)]
 mod tests;
 mod upstream;
@@ -41,6 +42,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use upstream::{chain, describe, parse_upstream, UpstreamError};
+
+pub use service::Forwarding;
 
 /// A reverse proxy to one plain-HTTP upstream. Cheap to clone: clones share
 /// the connection pool and the error counters.
