@@ -22,7 +22,6 @@
 //!
 //! Plain HTTP/1.1 to the upstream only: there is no TLS in this build.
 
-mod body;
 mod forwarding;
 mod pool;
 mod service;
@@ -31,7 +30,6 @@ mod tests;
 mod upstream;
 
 use axum::body::Body;
-use body::Watched;
 use forwarding::{add_forwarding, original_host, strip_hop_by_hop};
 use http::header::{self, HeaderValue};
 use http::uri::Uri;
@@ -41,7 +39,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use upstream::{chain, describe, parse_upstream, UpstreamError};
+use upstream::{chain, client_body_failed, describe, parse_upstream, UpstreamError};
 
 pub use service::Forwarding;
 
@@ -133,7 +131,6 @@ impl Proxy {
         parts.uri = uri;
         // The upstream leg is always HTTP/1.1, whatever the caller spoke.
         parts.version = Version::HTTP_11;
-        let (body, body_failed) = Watched::new(body);
         let request = Request::from_parts(parts, body);
 
         let answer = tokio::time::timeout(inner.timeout, inner.pool.send(request)).await;
@@ -143,7 +140,7 @@ impl Proxy {
                 strip_hop_by_hop(&mut parts.headers);
                 Response::from_parts(parts, Body::new(body))
             }
-            Ok(Err(e)) => self.failed(&e, body_failed.load(Ordering::Relaxed)),
+            Ok(Err(e)) => self.failed(&e),
             Err(_elapsed) => {
                 inner.gateway_timeout.fetch_add(1, Ordering::Relaxed);
                 let waited = inner.timeout;
@@ -159,9 +156,9 @@ impl Proxy {
 
     /// The answer to a request that failed before its response headers: the
     /// client's 400 when its own body broke, else a 502 naming the upstream.
-    fn failed(&self, e: &UpstreamError, body_failed: bool) -> Response<Body> {
+    fn failed(&self, e: &UpstreamError) -> Response<Body> {
         let inner = &*self.inner;
-        if body_failed {
+        if client_body_failed(e) {
             inner.bad_request_body.fetch_add(1, Ordering::Relaxed);
             tracing::info!(upstream = %inner.name, error = %chain(e), "the client's request body failed");
             return problem(

@@ -15,8 +15,8 @@
 //! it has been idle for [`IDLE_TIMEOUT`] (a reaper task looks every
 //! [`REAP_EVERY`]).
 
-use super::body::Watched;
 use super::upstream::UpstreamError;
+use axum::body::Body;
 use http::uri::Authority;
 use http::{Request, Response};
 use http_body::{Body as _, Frame, SizeHint};
@@ -40,7 +40,7 @@ const REAP_EVERY: Duration = Duration::from_secs(5);
 /// The most idle connections kept; more are closed as they come back.
 const MOST_IDLE: usize = 1024;
 
-type Sender = SendRequest<Watched>;
+type Sender = SendRequest<Body>;
 
 /// The idle connections to one upstream, and how to open more.
 pub(super) struct Pool {
@@ -79,7 +79,7 @@ impl Pool {
     /// to the next one: hyper hands the request back unsent in that case.
     pub(super) async fn send(
         self: &Arc<Self>,
-        mut request: Request<Watched>,
+        mut request: Request<Body>,
     ) -> Result<Response<Returning>, UpstreamError> {
         loop {
             let (mut sender, reused) = match self.take_idle() {

@@ -97,6 +97,14 @@ pub(super) fn describe(error: &UpstreamError) -> String {
     }
 }
 
+/// Whether the failure was the client's request body (a malformed chunk, a
+/// connection cut mid-body): then the caller must hear 400, not a 502 that
+/// blames the upstream. Only the client's body is an axum body here, so its
+/// error in the chain says so.
+pub(super) fn client_body_failed(error: &UpstreamError) -> bool {
+    sources(error).any(|e| e.is::<axum::Error>())
+}
+
 /// `error` and everything below it.
 fn sources<'a>(
     error: &'a (dyn StdError + 'static),
