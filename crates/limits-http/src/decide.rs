@@ -22,8 +22,11 @@ use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-/// The peer's address, as a request extension. `limits serve` inserts it;
-/// with the `axum` feature, axum's `ConnectInfo<SocketAddr>` works too.
+/// The peer's address, as a request extension. With the `axum` feature,
+/// axum's `ConnectInfo<SocketAddr>` works too. A server that makes one
+/// service per connection can give the layer's service the peer instead,
+/// with [`RateLimit::with_peer`](crate::RateLimit::with_peer), and save the
+/// extension's allocations; an extension, when present, wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PeerAddr(pub SocketAddr);
 
@@ -120,6 +123,7 @@ pub(crate) async fn decide<S, K, B>(
     policy: &Policy<S, K>,
     parts: &mut Parts,
     body: B,
+    connection_peer: Option<SocketAddr>,
 ) -> Decision<B>
 where
     S: Store,
@@ -148,7 +152,7 @@ where
     if matching.is_empty() {
         return Decision::Unmatched(body);
     }
-    let client = client(policy, parts);
+    let client = client(policy, parts, connection_peer);
     let (body, bytes, held) = match read_if_needed(&matching, &policy.options, body).await {
         Ok(read) => read,
         Err(e) => return Decision::Refuse(Refusal::Body(e)),
@@ -235,11 +239,15 @@ where
     Ok((B::from(bytes.clone()), Some(bytes), Some(held)))
 }
 
-/// The client address the keys use: the peer, or the client a trusted
-/// proxy forwarded for.
-fn client<S, K>(policy: &Policy<S, K>, parts: &Parts) -> Option<IpAddr> {
-    let resolved =
-        peer(&parts.extensions).map(|p| policy.options.client_ip.resolve(p, &parts.headers));
+/// The client address the keys use: the peer (the request's extension,
+/// else the connection's), or the client a trusted proxy forwarded for.
+fn client<S, K>(
+    policy: &Policy<S, K>,
+    parts: &Parts,
+    connection_peer: Option<SocketAddr>,
+) -> Option<IpAddr> {
+    let peer = peer(&parts.extensions).or(connection_peer.map(|p| p.ip()));
+    let resolved = peer.map(|p| policy.options.client_ip.resolve(p, &parts.headers));
     if resolved.is_some_and(|c| c.unreadable) {
         policy.observer.unreadable_client_address();
     }

@@ -15,6 +15,7 @@ use http_body::Body;
 use http_body_util::{Either, Full};
 use limits::Store;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -24,11 +25,65 @@ use tower_service::Service;
 pub struct RateLimit<Inner, S, K = KeySpec> {
     inner: Inner,
     policy: PolicyHandle<S, K>,
+    peer: Option<SocketAddr>,
 }
 
 impl<Inner, S, K> RateLimit<Inner, S, K> {
     pub(crate) fn new(inner: Inner, policy: PolicyHandle<S, K>) -> Self {
-        RateLimit { inner, policy }
+        RateLimit {
+            inner,
+            policy,
+            peer: None,
+        }
+    }
+
+    /// This service for the requests of one connection from `peer`: the
+    /// keys' client address is `peer` for every request that carries no
+    /// [`PeerAddr`](crate::PeerAddr) (or axum `ConnectInfo`) extension.
+    ///
+    /// A server that makes a service per connection (hyper's
+    /// `serve_connection`, axum's `into_make_service_with_connect_info`)
+    /// gives the peer this way instead of inserting an extension into every
+    /// request, which costs three allocations per request.
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, Rule};
+    /// use limits_http::{HttpRule, KeySpec, Policy, RateLimitLayer};
+    /// use std::sync::Arc;
+    /// use tower::{Layer, ServiceExt};
+    /// use axum::body::Body;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let store = KeyedLimiter::<String>::new(Rule::new(Algorithm::TokenBucket, "1/min".parse().unwrap()));
+    /// let layer = RateLimitLayer::new(Policy::new(vec![HttpRule {
+    ///     name: "per-ip".into(),
+    ///     path_prefix: "/".into(),
+    ///     methods: vec![],
+    ///     key: KeySpec::ip(),
+    ///     cost: 1,
+    ///     store: Arc::new(store),
+    /// }]));
+    /// let app = tower::service_fn(|_req: http::Request<Body>| async {
+    ///     Ok::<_, std::convert::Infallible>(http::Response::new(Body::from("hello")))
+    /// });
+    /// // One service per accepted connection, with the connection's peer.
+    /// let from = |peer: &str| layer.layer(app.clone()).with_peer(peer.parse().unwrap());
+    /// let request = || http::Request::get("/").body(Body::empty()).unwrap();
+    ///
+    /// let first = from("192.0.2.7:50000").oneshot(request()).await.unwrap();
+    /// assert_eq!(first.status(), 200);
+    /// // The same client on another connection: the same key, over its limit.
+    /// let again = from("192.0.2.7:50001").oneshot(request()).await.unwrap();
+    /// assert_eq!(again.status(), 429);
+    /// // Another client has a budget of its own.
+    /// let other = from("198.51.100.1:50000").oneshot(request()).await.unwrap();
+    /// assert_eq!(other.status(), 200);
+    /// # }
+    /// ```
+    pub fn with_peer(mut self, peer: SocketAddr) -> Self {
+        self.peer = Some(peer);
+        self
     }
 }
 
@@ -37,6 +92,7 @@ impl<Inner: Clone, S, K> Clone for RateLimit<Inner, S, K> {
         RateLimit {
             inner: self.inner.clone(),
             policy: self.policy.clone(),
+            peer: self.peer,
         }
     }
 }
@@ -69,7 +125,7 @@ where
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
         let policy = self.policy.in_force();
-        Box::pin(handle(policy, inner, req))
+        Box::pin(handle(policy, inner, req, self.peer))
     }
 }
 
@@ -77,6 +133,7 @@ async fn handle<Inner, S, K, ReqBody, ResBody>(
     in_force: Arc<InForce<S, K>>,
     mut inner: Inner,
     req: Request<ReqBody>,
+    peer: Option<SocketAddr>,
 ) -> Result<Response<LimitedBody<ResBody>>, Inner::Error>
 where
     Inner: Service<Request<ReqBody>, Response = Response<ResBody>>,
@@ -88,7 +145,7 @@ where
     let policy = &*in_force.policy;
     let (mut parts, body) = req.into_parts();
     let legacy = policy.options.legacy_headers;
-    match decide(policy, &mut parts, body).await {
+    match decide(policy, &mut parts, body, peer).await {
         Decision::Unmatched(body) => {
             let response = inner.call(Request::from_parts(parts, body)).await?;
             Ok(response.map(Either::Left))

@@ -7,9 +7,9 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use limits_http::PeerAddr;
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tower::{Service, ServiceExt};
@@ -43,16 +43,19 @@ impl Default for Bounds {
     }
 }
 
-/// Serves `app` on `listener` until `shutdown` completes, then stops
-/// accepting and lets in-flight requests finish (up to the drain timeout).
-/// `app` is any service (a `Router`, or the layer around one: no router
-/// around it to box its futures and bodies once more).
-pub(crate) async fn serve<A, B>(
+/// Serves on `listener` until `shutdown` completes, then stops accepting
+/// and lets in-flight requests finish (up to the drain timeout). Each
+/// connection is served by `per_connection(peer)`: any service (the layer
+/// around a router or the proxy: no router around it to box its futures
+/// and bodies once more) that knows the client's address without an
+/// extension in every request.
+pub(crate) async fn serve<M, A, B>(
     listener: TcpListener,
-    app: A,
+    per_connection: M,
     bounds: Bounds,
     shutdown: impl Future<Output = ()>,
 ) where
+    M: Fn(SocketAddr) -> A,
     A: Service<axum::extract::Request, Response = http::Response<B>, Error = Infallible>
         + Clone
         + Send
@@ -90,9 +93,8 @@ pub(crate) async fn serve<A, B>(
             },
             () = &mut shutdown => break,
         };
-        let app = app.clone();
-        let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-            req.extensions_mut().insert(PeerAddr(peer));
+        let app = per_connection(peer);
+        let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
             app.clone().oneshot(req.map(axum::body::Body::new))
         });
         let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));

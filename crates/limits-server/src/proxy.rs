@@ -22,26 +22,26 @@
 //!
 //! Plain HTTP/1.1 to the upstream only: there is no TLS in this build.
 
-mod body;
 mod forwarding;
+mod pool;
+mod service;
 #[cfg(test)]
 mod tests;
 mod upstream;
 
 use axum::body::Body;
-use body::Watched;
 use forwarding::{add_forwarding, original_host, strip_hop_by_hop};
 use http::header::{self, HeaderValue};
-use http::uri::{Authority, Uri};
+use http::uri::Uri;
 use http::{Request, Response, StatusCode, Version};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use pool::Pool;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use upstream::{chain, describe, parse_upstream};
+use upstream::{chain, client_body_failed, describe, parse_upstream, UpstreamError};
+
+pub use service::Forwarding;
 
 /// A reverse proxy to one plain-HTTP upstream. Cheap to clone: clones share
 /// the connection pool and the error counters.
@@ -51,10 +51,8 @@ pub struct Proxy {
 }
 
 struct Inner {
-    client: Client<HttpConnector, Body>,
-    /// `host[:port]`, used to build every upstream URI.
-    authority: Authority,
-    /// The same, sent as `Host`.
+    pool: Arc<Pool>,
+    /// `host[:port]`, sent as `Host`.
     host: HeaderValue,
     /// The upstream's base path without a trailing slash ("" for none).
     base_path: String,
@@ -92,16 +90,9 @@ impl Proxy {
         let name = format!("http://{authority}{base_path}");
         let host = HeaderValue::from_str(authority.as_str())
             .map_err(|e| format!("upstream {upstream:?}: host is not a valid Host header: {e}"))?;
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build(connector);
         Ok(Proxy {
             inner: Arc::new(Inner {
-                client,
-                authority,
+                pool: Pool::new(&authority),
                 host,
                 base_path,
                 name,
@@ -140,17 +131,16 @@ impl Proxy {
         parts.uri = uri;
         // The upstream leg is always HTTP/1.1, whatever the caller spoke.
         parts.version = Version::HTTP_11;
-        let (body, body_failed) = Watched::new(body);
-        let request = Request::from_parts(parts, Body::new(body));
+        let request = Request::from_parts(parts, body);
 
-        let answer = tokio::time::timeout(inner.timeout, inner.client.request(request)).await;
+        let answer = tokio::time::timeout(inner.timeout, inner.pool.send(request)).await;
         match answer {
             Ok(Ok(response)) => {
                 let (mut parts, body) = response.into_parts();
                 strip_hop_by_hop(&mut parts.headers);
                 Response::from_parts(parts, Body::new(body))
             }
-            Ok(Err(e)) => self.failed(&e, body_failed.load(Ordering::Relaxed)),
+            Ok(Err(e)) => self.failed(&e),
             Err(_elapsed) => {
                 inner.gateway_timeout.fetch_add(1, Ordering::Relaxed);
                 let waited = inner.timeout;
@@ -166,9 +156,9 @@ impl Proxy {
 
     /// The answer to a request that failed before its response headers: the
     /// client's 400 when its own body broke, else a 502 naming the upstream.
-    fn failed(&self, e: &hyper_util::client::legacy::Error, body_failed: bool) -> Response<Body> {
+    fn failed(&self, e: &UpstreamError) -> Response<Body> {
         let inner = &*self.inner;
-        if body_failed {
+        if client_body_failed(e) {
             inner.bad_request_body.fetch_add(1, Ordering::Relaxed);
             tracing::info!(upstream = %inner.name, error = %chain(e), "the client's request body failed");
             return problem(
@@ -193,9 +183,16 @@ impl Proxy {
         }
     }
 
-    /// The upstream URI for a request target: base path + path, query kept.
+    /// The upstream's request target, in origin form (the connection is
+    /// to the upstream already): base path + path, query kept.
     fn upstream_uri(&self, target: &Uri) -> Result<Uri, http::Error> {
         let path = target.path();
+        let origin_form = target.scheme().is_none() && target.authority().is_none();
+        if origin_form && (path == "*" || self.inner.base_path.is_empty() && path.starts_with('/'))
+        {
+            // As it came: the usual case, and no new string.
+            return Ok(target.clone());
+        }
         let mut joined = if path == "*" {
             // `OPTIONS *` asks about the server as a whole: so it stays.
             path.to_string()
@@ -207,11 +204,7 @@ impl Proxy {
             joined.push('?');
             joined.push_str(query);
         }
-        Uri::builder()
-            .scheme("http")
-            .authority(self.inner.authority.clone())
-            .path_and_query(joined)
-            .build()
+        Uri::builder().path_and_query(joined).build()
     }
 }
 

@@ -15,48 +15,70 @@ use crate::server_config::{RulesSource, ServerConfig};
 use crate::state;
 use crate::store::RuleStore;
 use crate::tasks;
+use axum::extract::Request;
 use axum::Router;
-use limits_http::{Policy, PolicyHandle, RateLimitLayer};
+use limits_http::{PeerAddr, Policy, PolicyHandle, RateLimitLayer};
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
+use tower::{Layer, ServiceExt};
 
 /// What the server puts behind its limits: a router (any tower service can
 /// become one with [`Router::fallback_service`]), named in the startup
-/// line, and the reverse proxy if it is one (its errors go to `/metrics`).
+/// line, or the reverse proxy (its errors go to `/metrics`).
 pub struct Backend {
-    router: Router,
+    serves: Serves,
     name: String,
-    proxy: Option<Proxy>,
+}
+
+enum Serves {
+    /// A router; `peer_addr`: each request carries the client's address as
+    /// a [`PeerAddr`](limits_http::PeerAddr) extension.
+    Router { router: Router, peer_addr: bool },
+    /// The proxy, made per connection with the client's address.
+    Proxy(Proxy),
 }
 
 impl Backend {
     /// `router`, called `name` in the startup line ("in front of NAME").
+    /// Each request reaches it with the client's address as a
+    /// [`PeerAddr`](limits_http::PeerAddr) extension.
     pub fn new(name: impl Into<String>, router: Router) -> Backend {
         Backend {
-            router,
+            serves: Serves::Router {
+                router,
+                peer_addr: true,
+            },
             name: name.into(),
-            proxy: None,
         }
+    }
+
+    /// This backend without the [`PeerAddr`](limits_http::PeerAddr)
+    /// extension in each request, for a router that does not read it: the
+    /// extension costs three allocations per request (the limits still key
+    /// on the client's address, which the server gives them per
+    /// connection).
+    ///
+    /// ```
+    /// use limits_server::Backend;
+    ///
+    /// let router = axum::Router::new().route("/", axum::routing::get(|| async { "hello\n" }));
+    /// let backend = Backend::new("hello", router).without_peer_addr();
+    /// # let _ = backend;
+    /// ```
+    pub fn without_peer_addr(mut self) -> Backend {
+        if let Serves::Router { peer_addr, .. } = &mut self.serves {
+            *peer_addr = false;
+        }
+        self
     }
 
     /// The reverse proxy `proxy`, called `name` (its upstream URL).
     pub fn proxy(proxy: Proxy, name: impl Into<String>) -> Backend {
-        let forward = proxy.clone();
-        let router = Router::new().fallback(move |req: axum::extract::Request| {
-            let proxy = forward.clone();
-            async move {
-                let client = req
-                    .extensions()
-                    .get::<limits_http::PeerAddr>()
-                    .map(|p| p.0.ip());
-                proxy.forward(req, client).await
-            }
-        });
         Backend {
-            router,
+            serves: Serves::Proxy(proxy),
             name: name.into(),
-            proxy: Some(proxy),
         }
     }
 }
@@ -148,15 +170,15 @@ impl Server {
     ) -> Result<(), String> {
         let backend = backend.into();
         let shared = self.shared;
-        // The layer goes around the whole router, so that routing (and the
-        // proxy) see the path the layer normalized and matched its rules on;
-        // the listener serves it as it is.
-        let app = tower::Layer::layer(&self.layer, backend.router);
+        let proxy = match &backend.serves {
+            Serves::Proxy(proxy) => Some(proxy.clone()),
+            Serves::Router { .. } => None,
+        };
         let local = listener.local_addr().map_err(|e| e.to_string())?;
         let bounds = shared.config.bounds;
         let mut background = Vec::new();
         if let Some(addr) = shared.config.admin {
-            background.push(tasks::start_admin(addr, shared.clone(), backend.proxy, bounds).await?);
+            background.push(tasks::start_admin(addr, shared.clone(), proxy, bounds).await?);
         }
         let swept = shared.clone();
         background.push(tasks::sweep_every_second(move || {
@@ -170,7 +192,33 @@ impl Server {
         println!("limits serve: listening on http://{local} in front of {upstream}");
         tracing::info!(%local, upstream, "listening");
 
-        listener::serve(listener, app, bounds, shutdown).await;
+        // The layer goes around the whole router (or the proxy), so that
+        // routing (and the proxy) see the path the layer normalized and
+        // matched its rules on; the listener serves it as it is, one service
+        // per connection that knows the client's address.
+        let layer = self.layer;
+        match backend.serves {
+            Serves::Router { router, peer_addr } => {
+                let per_connection = move |peer: SocketAddr| {
+                    let router = router.clone().map_request(move |mut req: Request| {
+                        if peer_addr {
+                            req.extensions_mut().insert(PeerAddr(peer));
+                        }
+                        req
+                    });
+                    layer.layer(router).with_peer(peer)
+                };
+                listener::serve(listener, per_connection, bounds, shutdown).await;
+            }
+            Serves::Proxy(proxy) => {
+                let per_connection = move |peer: SocketAddr| {
+                    layer
+                        .layer(proxy.for_client(Some(peer.ip())))
+                        .with_peer(peer)
+                };
+                listener::serve(listener, per_connection, bounds, shutdown).await;
+            }
+        }
         for task in background {
             task.abort();
         }

@@ -48,9 +48,10 @@ pub(crate) async fn serve_admin(
     let local = admin.local_addr().map_err(|e| e.to_string())?;
     println!("limits {command}: admin on http://{local}/metrics");
     let router = metrics::admin_router(render, redis);
+    // No admin endpoint reads the client's address.
     Ok(tokio::spawn(listener::serve(
         admin,
-        router,
+        move |_peer| router.clone(),
         bounds,
         std::future::pending(),
     )))

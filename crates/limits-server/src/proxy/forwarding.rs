@@ -1,7 +1,9 @@
 //! The headers a proxy rewrites: hop-by-hop ones dropped, forwarding ones set.
 
+use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::Uri;
+use std::fmt::Write;
 use std::net::IpAddr;
 
 /// Headers that describe one connection, never forwarded (RFC 9110 §7.6.1),
@@ -56,16 +58,19 @@ pub(super) fn add_forwarding(
     host: Option<HeaderValue>,
 ) {
     if let Some(ip) = client {
-        // Several X-Forwarded-For lines are one list (RFC 9110 §5.3).
-        let mut chain: Vec<String> = headers
-            .get_all(&X_FORWARDED_FOR)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-            .collect();
-        chain.push(ip.to_string());
-        if let Ok(value) = HeaderValue::from_str(&chain.join(", ")) {
+        // Several X-Forwarded-For lines are one list (RFC 9110 §5.3): one
+        // string for all of them, and no copy of it into the header value.
+        let mut chain = String::with_capacity(64);
+        let lines = headers.get_all(&X_FORWARDED_FOR).iter();
+        for line in lines.filter_map(|v| v.to_str().ok()).map(str::trim) {
+            if !line.is_empty() {
+                chain.push_str(line);
+                chain.push_str(", ");
+            }
+        }
+        // Writing into a String cannot fail.
+        let _ = write!(chain, "{ip}");
+        if let Ok(value) = HeaderValue::from_maybe_shared(Bytes::from(chain)) {
             headers.insert(X_FORWARDED_FOR, value);
         }
     }

@@ -1,6 +1,7 @@
 //! The proxy against real upstreams on 127.0.0.1: no mocks.
 
 mod failures;
+mod pool;
 mod streaming;
 
 use super::*;

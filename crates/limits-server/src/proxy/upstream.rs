@@ -44,8 +44,35 @@ pub(super) fn parse_upstream(upstream: &str) -> Result<(Authority, String), Stri
     Ok((authority.clone(), base_path))
 }
 
+/// Why a request to the upstream failed before its response headers.
+#[derive(Debug)]
+pub(super) enum UpstreamError {
+    /// No TCP connection could be opened.
+    Connect(std::io::Error),
+    /// The exchange failed on a connection (or the request body did).
+    Http(hyper::Error),
+}
+
+impl std::fmt::Display for UpstreamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UpstreamError::Connect(_) => f.write_str("tcp connect error"),
+            UpstreamError::Http(_) => f.write_str("upstream exchange failed"),
+        }
+    }
+}
+
+impl StdError for UpstreamError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            UpstreamError::Connect(e) => Some(e),
+            UpstreamError::Http(e) => Some(e),
+        }
+    }
+}
+
 /// What went wrong, as the end of "upstream http://… {what}".
-pub(super) fn describe(error: &hyper_util::client::legacy::Error) -> String {
+pub(super) fn describe(error: &UpstreamError) -> String {
     use std::io::ErrorKind;
     let io_kind = sources(error)
         .find_map(|e| e.downcast_ref::<std::io::Error>())
@@ -54,7 +81,9 @@ pub(super) fn describe(error: &hyper_util::client::legacy::Error) -> String {
         Some(ErrorKind::ConnectionRefused) => "refused the connection".into(),
         Some(ErrorKind::ConnectionReset) => "reset the connection".into(),
         Some(ErrorKind::ConnectionAborted) => "aborted the connection".into(),
-        _ if error.is_connect() => format!("could not be reached ({})", innermost(error)),
+        _ if matches!(error, UpstreamError::Connect(_)) => {
+            format!("could not be reached ({})", innermost(error))
+        }
         _ => {
             let incomplete = sources(error)
                 .filter_map(|e| e.downcast_ref::<hyper::Error>())
@@ -66,6 +95,14 @@ pub(super) fn describe(error: &hyper_util::client::legacy::Error) -> String {
             }
         }
     }
+}
+
+/// Whether the failure was the client's request body (a malformed chunk, a
+/// connection cut mid-body): then the caller must hear 400, not a 502 that
+/// blames the upstream. Only the client's body is an axum body here, so its
+/// error in the chain says so.
+pub(super) fn client_body_failed(error: &UpstreamError) -> bool {
+    sources(error).any(|e| e.is::<axum::Error>())
 }
 
 /// `error` and everything below it.
