@@ -1,7 +1,8 @@
 //! The most cost any one key had in any half-open window [s, s + W),
 //! computed exactly and as a stream.
 
-use std::collections::{HashMap, VecDeque};
+use super::recent::Recent;
+use std::collections::HashMap;
 use std::hash::Hash;
 
 /// Streams (key, time, cost) in non-decreasing time per key and keeps the
@@ -24,12 +25,6 @@ pub struct WorstWindow<K> {
     worst: u64,
 }
 
-#[derive(Clone, Debug, Default)]
-struct Recent {
-    events: VecDeque<(u64, u64)>,
-    sum: u64,
-}
-
 impl<K: Hash + Eq + Clone> WorstWindow<K> {
     /// A tracker for windows of `window` ns.
     pub fn new(window: u64) -> WorstWindow<K> {
@@ -46,23 +41,8 @@ impl<K: Hash + Eq + Clone> WorstWindow<K> {
             Some(r) => r,
             None => self.per_key.entry(key.clone()).or_default(),
         };
-        // An event at e is in [s, s + W) with s = e' for the oldest kept e'
-        // iff e < e' + W: drop what is W or more before t.
-        while let Some(&(old, c)) = recent.events.front() {
-            if old.saturating_add(self.window) > t {
-                break;
-            }
-            recent.events.pop_front();
-            recent.sum -= c;
-        }
-        // Events at one instant enter and leave every window together: one
-        // entry holds them all (a burst of a thousand takes 16 bytes).
-        match recent.events.back_mut() {
-            Some((last, c)) if *last == t => *c += cost,
-            _ => recent.events.push_back((t, cost)),
-        }
-        recent.sum += cost;
-        self.worst = self.worst.max(recent.sum);
+        let sum = recent.add(t, cost, self.window);
+        self.worst = self.worst.max(sum);
     }
 
     /// Forgets keys whose newest event is W or more before `t`: they cannot
@@ -70,11 +50,7 @@ impl<K: Hash + Eq + Clone> WorstWindow<K> {
     /// with a time no later than any event still to come, to bound memory.
     pub fn forget_before(&mut self, t: u64) {
         let window = self.window;
-        self.per_key.retain(|_, r| {
-            r.events
-                .back()
-                .is_some_and(|&(newest, _)| newest.saturating_add(window) > t)
-        });
+        self.per_key.retain(|_, r| r.reaches(t, window));
     }
 
     /// Keys currently remembered.
