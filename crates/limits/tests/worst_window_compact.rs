@@ -44,8 +44,9 @@ impl Naive {
 }
 
 /// One step: a gap from the event before (0 makes a burst), a key, a cost,
-/// and whether to forget before the event's time first.
-fn step() -> impl Strategy<Value = (u64, u8, u64, bool)> {
+/// and what to forget at the event's time first (0: nothing, 1: every key
+/// that cannot share a window with it, 2: those looked at a window ago).
+fn step() -> impl Strategy<Value = (u64, u8, u64, u8)> {
     let gap = prop_oneof![
         4 => Just(0u64),
         6 => 1u64..30,
@@ -54,7 +55,8 @@ fn step() -> impl Strategy<Value = (u64, u8, u64, bool)> {
     ];
     let cost =
         prop_oneof![6 => Just(1u64), 2 => Just(0u64), 2 => 2u64..5, 1 => 1u64 << 40..1u64 << 41];
-    (gap, 0u8..4, cost, prop::bool::weighted(0.1))
+    let forget = prop_oneof![8 => Just(0u8), 1 => Just(1u8), 3 => Just(2u8)];
+    (gap, 0u8..4, cost, forget)
 }
 
 fn window() -> impl Strategy<Value = u64> {
@@ -78,21 +80,29 @@ proptest! {
         let mut worst = WorstWindow::new(window);
         let mut naive = Naive { window, events: Vec::new(), worst: 0 };
         let mut t = start;
-        let mut forgotten_before = 0;
         for (gap, key, cost, forget) in steps {
             t = t.saturating_add(gap);
-            if forget {
-                worst.forget_before(t);
-                forgotten_before = t;
+            match forget {
+                1 => worst.forget_before(t),
+                2 => worst.forget_expired(t),
+                _ => {}
             }
             worst.add(&key, t, cost);
             naive.add(key, t, cost);
             prop_assert_eq!(worst.worst(), naive.worst, "at {} key {} cost {}", t, key, cost);
-            if forget {
-                // Right after forgetting, what is remembered is what can
-                // still share a window with t.
-                prop_assert_eq!(worst.keys(), naive.live(forgotten_before));
+            // Forgetting keeps whatever can still share a window with t;
+            // forget_before keeps nothing else.
+            let live = naive.live(t);
+            prop_assert!(worst.keys() >= live, "{} keys for {} live", worst.keys(), live);
+            if forget == 1 {
+                prop_assert_eq!(worst.keys(), live);
             }
+        }
+        // A window after the last release, every key is looked at and
+        // forgotten.
+        if let Some(later) = t.checked_add(window) {
+            worst.forget_expired(later);
+            prop_assert_eq!(worst.keys(), 0);
         }
     }
 }

@@ -11,16 +11,16 @@
 //! ring: a gap of a millisecond in nanoseconds takes 3 bytes. Times are read
 //! back exactly (sums of exact gaps), so the worst window does not change.
 //! The oldest entry lives outside the ring (its time and cost as plain
-//! fields), so a key seen once allocates nothing.
+//! fields), so a key seen once a window allocates nothing.
 
 use std::collections::VecDeque;
 
 /// One key's releases within the last window: the oldest as fields, the
-/// rest in `ring`, each as `varint(gap << 1 | weighted)` then, if weighted,
-/// `varint(cost)`; `gap` is from the entry before it.
+/// rest (once there has been a second) in a boxed ring, so that the many
+/// keys of a real trace seen once a window take 48 bytes and no allocation.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Recent {
-    ring: VecDeque<u8>,
+    rest: Option<Box<Rest>>,
     /// Time of the oldest entry (meaningless while `held` is false).
     oldest: u64,
     /// Its cost.
@@ -31,7 +31,14 @@ pub(super) struct Recent {
     sum: u64,
     /// Whether any entry is held (the oldest at least).
     held: bool,
-    /// Bytes of the newest entry in `ring` (0 when it is the oldest).
+}
+
+/// The entries after the oldest, each as `varint(gap << 1 | weighted)` then,
+/// if weighted, `varint(cost)`; `gap` is from the entry before it.
+#[derive(Clone, Debug, Default)]
+struct Rest {
+    ring: VecDeque<u8>,
+    /// Bytes of the newest entry in `ring`.
     back_len: u8,
 }
 
@@ -53,20 +60,27 @@ impl Recent {
             self.held = true;
         } else if t == self.newest {
             // Releases at one instant leave every window together: one entry.
-            if self.back_len == 0 {
-                self.oldest_cost += cost;
-            } else {
-                let start = self.ring.len() - usize::from(self.back_len);
-                let (gap, old_cost, _) = decode(&self.ring, start);
-                self.ring.truncate(start);
-                self.back_len = encode(&mut self.ring, gap, old_cost + cost);
+            match self.rest.as_deref_mut() {
+                Some(rest) if !rest.ring.is_empty() => {
+                    let start = rest.ring.len() - usize::from(rest.back_len);
+                    let (gap, old_cost, _) = decode(&rest.ring, start);
+                    rest.ring.truncate(start);
+                    rest.back_len = encode(&mut rest.ring, gap, old_cost + cost);
+                }
+                _ => self.oldest_cost += cost,
             }
         } else {
-            self.back_len = encode(&mut self.ring, t - self.newest, cost);
+            let rest = self.rest.get_or_insert_with(Box::default);
+            rest.back_len = encode(&mut rest.ring, t - self.newest, cost);
             self.newest = t;
         }
         self.sum += cost;
         self.sum
+    }
+
+    /// The time of its newest entry (meaningless when nothing is held).
+    pub(super) fn newest(&self) -> u64 {
+        self.newest
     }
 
     /// Whether anything held can share a window [e, e + W) with `t` or
@@ -77,16 +91,14 @@ impl Recent {
 
     fn pop_oldest(&mut self) {
         self.sum -= self.oldest_cost;
-        if self.ring.is_empty() {
-            self.held = false;
-            return;
-        }
-        let (gap, cost, len) = decode(&self.ring, 0);
-        self.ring.drain(..len);
-        self.oldest += gap;
-        self.oldest_cost = cost;
-        if self.ring.is_empty() {
-            self.back_len = 0;
+        match self.rest.as_deref_mut() {
+            Some(rest) if !rest.ring.is_empty() => {
+                let (gap, cost, len) = decode(&rest.ring, 0);
+                rest.ring.drain(..len);
+                self.oldest += gap;
+                self.oldest_cost = cost;
+            }
+            _ => self.held = false,
         }
     }
 }
@@ -164,14 +176,15 @@ mod tests {
     fn a_key_seen_once_allocates_nothing_and_a_burst_is_one_entry() {
         let mut r = Recent::default();
         assert_eq!(r.add(5, 1, 10), 1);
-        assert_eq!(r.ring.capacity(), 0);
-        assert_eq!(std::mem::size_of::<Recent>(), 72);
+        assert!(r.rest.is_none());
+        assert_eq!(std::mem::size_of::<Recent>(), 48);
         assert_eq!(r.add(6, 1, 10), 2);
         for _ in 0..1000 {
             r.add(7, 1, 10);
         }
         assert_eq!(r.sum, 1002);
-        assert!(r.ring.len() <= 4, "{} bytes", r.ring.len());
+        let ring = &r.rest.as_ref().unwrap().ring;
+        assert!(ring.len() <= 4, "{} bytes", ring.len());
         // At 15, 5 has left; at 16, 6 has, and 7's burst is still in.
         assert_eq!(r.add(15, 1, 10), 1002);
         assert_eq!(r.add(16, 1, 10), 1002);
