@@ -9,16 +9,16 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-/// An event in the heap, ordered by (time, input order).
+/// An event in the heap, ordered by (time, input order): 40 bytes, and a
+/// 5 s window at 10,000 lines/s holds 50,000 of them.
 struct Pending {
-    t: u64,
     seq: u64,
     event: Event,
 }
 
 impl PartialEq for Pending {
     fn eq(&self, other: &Self) -> bool {
-        (self.t, self.seq) == (other.t, other.seq)
+        (self.event.t, self.seq) == (other.event.t, other.seq)
     }
 }
 impl Eq for Pending {}
@@ -29,7 +29,7 @@ impl PartialOrd for Pending {
 }
 impl Ord for Pending {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.t, self.seq).cmp(&(other.t, other.seq))
+        (self.event.t, self.seq).cmp(&(other.event.t, other.seq))
     }
 }
 
@@ -82,11 +82,7 @@ impl Reorder {
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Reverse(Pending {
-            t: event.t,
-            seq,
-            event,
-        }));
+        self.heap.push(Reverse(Pending { seq, event }));
         Ok(seq)
     }
 
@@ -96,7 +92,7 @@ impl Reorder {
         let ready = self
             .heap
             .peek()
-            .is_some_and(|Reverse(p)| p.t.saturating_add(self.window) <= latest);
+            .is_some_and(|Reverse(p)| p.event.t.saturating_add(self.window) <= latest);
         if ready {
             self.pop()
         } else {

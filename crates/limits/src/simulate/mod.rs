@@ -12,6 +12,7 @@
 //! which streams real traces: both count decisions the same way.
 
 mod pattern;
+mod recent;
 mod run;
 mod simulation;
 mod tally;

@@ -18,8 +18,9 @@ const FORGET_EVERY: u64 = 1 << 13;
 /// alongside, and (if asked) who was rejected most.
 ///
 /// Decisions must come in non-decreasing time: keys whose last admitted
-/// request is a window or more in the past are forgotten now and then, so
-/// memory follows the active keys, not the trace.
+/// request is a window or more in the past are forgotten as their windows
+/// end (and all of them now and then), so memory follows the keys active in
+/// the last window, not the trace.
 ///
 /// ```
 /// use limits::simulate::Tally;
@@ -81,6 +82,7 @@ impl<K: Hash + Eq + Clone> Tally<K> {
         decision: &Decision,
         exact_allowed: bool,
     ) -> u64 {
+        self.worst.forget_expired(t);
         let release = t.saturating_add(crate::duration::nanos_of(decision.delay));
         if decision.allowed {
             self.allowed += 1;

@@ -1,6 +1,7 @@
 //! The most cost any one key had in any half-open window [s, s + W),
 //! computed exactly and as a stream.
 
+use super::recent::Recent;
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 
@@ -21,13 +22,14 @@ use std::hash::Hash;
 pub struct WorstWindow<K> {
     window: u64,
     per_key: HashMap<K, Recent>,
+    /// Every remembered key once (or twice after a
+    /// [`forget_before`](WorstWindow::forget_before) and a comeback), with
+    /// a time from which it is next looked at W later, in about that order.
+    expiring: VecDeque<(u64, K)>,
+    /// The latest time given to `forget_expired`: a key first seen later,
+    /// at a release still to come, is looked at from here.
+    now: u64,
     worst: u64,
-}
-
-#[derive(Clone, Debug, Default)]
-struct Recent {
-    events: VecDeque<(u64, u64)>,
-    sum: u64,
 }
 
 impl<K: Hash + Eq + Clone> WorstWindow<K> {
@@ -36,6 +38,8 @@ impl<K: Hash + Eq + Clone> WorstWindow<K> {
         WorstWindow {
             window,
             per_key: HashMap::new(),
+            expiring: VecDeque::new(),
+            now: 0,
             worst: 0,
         }
     }
@@ -44,25 +48,13 @@ impl<K: Hash + Eq + Clone> WorstWindow<K> {
     pub fn add(&mut self, key: &K, t: u64, cost: u64) {
         let recent = match self.per_key.get_mut(key) {
             Some(r) => r,
-            None => self.per_key.entry(key.clone()).or_default(),
-        };
-        // An event at e is in [s, s + W) with s = e' for the oldest kept e'
-        // iff e < e' + W: drop what is W or more before t.
-        while let Some(&(old, c)) = recent.events.front() {
-            if old.saturating_add(self.window) > t {
-                break;
+            None => {
+                self.expiring.push_back((t.min(self.now), key.clone()));
+                self.per_key.entry(key.clone()).or_default()
             }
-            recent.events.pop_front();
-            recent.sum -= c;
-        }
-        // Events at one instant enter and leave every window together: one
-        // entry holds them all (a burst of a thousand takes 16 bytes).
-        match recent.events.back_mut() {
-            Some((last, c)) if *last == t => *c += cost,
-            _ => recent.events.push_back((t, cost)),
-        }
-        recent.sum += cost;
-        self.worst = self.worst.max(recent.sum);
+        };
+        let sum = recent.add(t, cost, self.window);
+        self.worst = self.worst.max(sum);
     }
 
     /// Forgets keys whose newest event is W or more before `t`: they cannot
@@ -70,11 +62,45 @@ impl<K: Hash + Eq + Clone> WorstWindow<K> {
     /// with a time no later than any event still to come, to bound memory.
     pub fn forget_before(&mut self, t: u64) {
         let window = self.window;
-        self.per_key.retain(|_, r| {
-            r.events
-                .back()
-                .is_some_and(|&(newest, _)| newest.saturating_add(window) > t)
-        });
+        self.per_key.retain(|_, r| r.reaches(t, window));
+    }
+
+    /// Forgets, at a cost of about one look per key per window, the keys
+    /// looked at longest ago that cannot share a window with `t` or later,
+    /// so that memory follows the keys active in the last W
+    /// ([`forget_before`](WorstWindow::forget_before) visits every key).
+    /// Like it, call it with a time no later than any event to come.
+    ///
+    /// ```
+    /// use limits::simulate::WorstWindow;
+    /// let mut worst = WorstWindow::new(10);
+    /// worst.add(&"a", 0, 1);
+    /// worst.add(&"b", 5, 1);
+    /// worst.forget_expired(12); // a's window has ended, b's has not
+    /// assert_eq!(worst.keys(), 1);
+    /// worst.forget_expired(15);
+    /// assert_eq!(worst.keys(), 0);
+    /// ```
+    pub fn forget_expired(&mut self, t: u64) {
+        self.now = self.now.max(t);
+        while let Some(&(at, _)) = self.expiring.front() {
+            if at > t || t - at < self.window {
+                return;
+            }
+            let Some((_, key)) = self.expiring.pop_front() else {
+                return;
+            };
+            match self.per_key.get(&key) {
+                Some(r) if r.reaches(t, self.window) => {
+                    // Looked at again a window after its newest release.
+                    self.expiring.push_back((r.newest().min(t), key));
+                }
+                Some(_) => {
+                    self.per_key.remove(&key);
+                }
+                None => {} // forgotten by forget_before already
+            }
+        }
     }
 
     /// Keys currently remembered.
