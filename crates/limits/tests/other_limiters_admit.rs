@@ -13,12 +13,7 @@ use proptest::prelude::*;
 use std::time::Duration;
 
 mod edges;
-use edges::{cost, limit, time, verdict_of, window};
-
-/// `base` moved by `d`, kept within `0..=most`.
-fn near(base: u128, d: i128, most: u128) -> u128 {
-    base.saturating_add_signed(d).min(most)
-}
+use edges::{cost, count_near_fit, leaky_queue_end, limit, near, tag, time, verdict_of, window};
 
 /// `allow` from the state `words` encode (if the rule accepts them) at each
 /// of `times` answers `check`'s verdict, leaves its state, and keeps the key
@@ -74,11 +69,6 @@ fn same_as_check(
     Ok(())
 }
 
-/// A rule's tag word, the first of any state it encodes.
-fn tag(rule: &Rule) -> u64 {
-    rule.encode_state(&rule.new_state())[0]
-}
-
 /// Times around the state's window `index`: its start, its end and the
 /// next one's, each ± 1 ns, plus `at`.
 fn window_times(index: u64, window: u64, d: i128, at: u64) -> Vec<u64> {
@@ -106,10 +96,7 @@ proptest! {
         let rate = Rate::new(limit, Duration::from_nanos(window)).unwrap();
         let rule = Rule::new(Algorithm::FixedWindow, rate.into());
         let index = at / window;
-        let count = match fit {
-            None => raw % (limit + 1),
-            Some(d) => near(u128::from(limit.saturating_sub(cost)), d, limit.into()) as u64,
-        };
+        let count = count_near_fit(raw, fit, limit, cost);
         let words = [tag(&rule), 1, index, count];
         let busy = [tag(&rule), 1, u64::MAX / window, limit];
         same_as_check(&rule, &words, &busy, &window_times(index, window, d, raw), cost)?;
@@ -131,10 +118,7 @@ proptest! {
         let rule = Rule::new(Algorithm::SlidingWindow, rate.into());
         let index = at / window;
         let previous = raw_prev % (limit + 1);
-        let current = match fit {
-            None => raw_curr % (limit + 1),
-            Some(d) => near(u128::from(limit.saturating_sub(cost)), d, limit.into()) as u64,
-        };
+        let current = count_near_fit(raw_curr, fit, limit, cost);
         let words = [tag(&rule), 1, index, previous, current];
         let busy = [tag(&rule), 1, u64::MAX / window, limit, limit];
         let times = window_times(index.saturating_sub(1), window, d, raw_prev);
@@ -155,20 +139,7 @@ proptest! {
     ) {
         let rate = Rate::new(limit, Duration::from_nanos(window)).unwrap();
         let rule = Rule::new(Algorithm::LeakyBucket, rate.into()).with_burst(burst);
-        let (l, w) = (u128::from(limit), u128::from(window));
-        let most = (u128::from(u64::MAX) + 2 * w) * l;
-        let next_slot = match edge {
-            None => raw % (most + 1),
-            Some((fits, d)) => {
-                let mut base = u128::from(at) * l;
-                if fits {
-                    // Departing at `at + burst * T` from this queue end.
-                    base = (base + u128::from(burst) * w)
-                        .saturating_sub(u128::from(cost.saturating_sub(1)) * w);
-                }
-                near(base, d, most)
-            }
-        };
+        let (next_slot, most) = leaky_queue_end((limit, window, burst, cost), at, raw, edge);
         let words = [tag(&rule), 1, (next_slot >> 64) as u64, next_slot as u64];
         let busy = [tag(&rule), 1, (most >> 64) as u64, most as u64];
         same_as_check(&rule, &words, &busy, &[at, then], cost)?;

@@ -25,7 +25,7 @@ use proptest::prelude::*;
 use std::time::Duration;
 
 mod edges;
-use edges::{cost, limit, time, verdict_of, window};
+use edges::{cost, count_near_fit, leaky_queue_end, limit, near, tag, time, verdict_of, window};
 
 /// The general path's decision for one rate: its steps, one by one.
 fn general<A: RateAlgorithm>(
@@ -141,16 +141,6 @@ fn same_path<A: RateAlgorithm>(
     Ok(())
 }
 
-/// A rule's tag word, the first of any state it encodes.
-fn tag(rule: &Rule) -> u64 {
-    rule.encode_state(&rule.new_state())[0]
-}
-
-/// `base` moved by `d`, kept within `0..=most`.
-fn near(base: u128, d: i128, most: u128) -> u128 {
-    base.saturating_add_signed(d).min(most)
-}
-
 /// Window boundaries around window `index` (its start, the next two's),
 /// each -1, 0 and +1 ns, then `at` and the end of time.
 fn boundaries(index: u64, window: u64, at: u64) -> Vec<u64> {
@@ -194,10 +184,7 @@ proptest! {
         let rate = Rate::new(limit, Duration::from_nanos(window)).unwrap();
         let rule = Rule::new(Algorithm::FixedWindow, rate.into());
         let index = at / window;
-        let count = match fit {
-            None => raw % (limit + 1),
-            Some(d) => near(u128::from(limit.saturating_sub(cost)), d, limit.into()) as u64,
-        };
+        let count = count_near_fit(raw, fit, limit, cost);
         let tag = tag(&rule);
         let words = |s: &FixedWindowState| vec![tag, 1, s.index, s.count];
         same_path(&rule, &FixedWindow::new(rate), FixedWindowState { index, count }, words,
@@ -219,10 +206,7 @@ proptest! {
         let rule = Rule::new(Algorithm::SlidingWindow, rate.into());
         let index = at / window;
         let previous = raw_prev % (limit + 1);
-        let current = match fit {
-            None => raw_curr % (limit + 1),
-            Some(d) => near(u128::from(limit.saturating_sub(cost)), d, limit.into()) as u64,
-        };
+        let current = count_near_fit(raw_curr, fit, limit, cost);
         let tag = tag(&rule);
         let words = |s: &SlidingWindowState| vec![tag, 1, s.index, s.previous, s.current];
         let state = SlidingWindowState { index, previous, current };
@@ -244,19 +228,8 @@ proptest! {
     ) {
         let rate = Rate::new(limit, Duration::from_nanos(window)).unwrap();
         let rule = Rule::new(Algorithm::LeakyBucket, rate.into()).with_burst(burst);
+        let (next_slot, _) = leaky_queue_end((limit, window, burst, cost), at, raw, edge);
         let (l, w) = (u128::from(limit), u128::from(window));
-        let most = (u128::from(u64::MAX) + 2 * w) * l;
-        let next_slot = match edge {
-            None => raw % (most + 1),
-            Some((fits, d)) => {
-                let mut base = u128::from(at) * l;
-                if fits {
-                    base = (base + u128::from(burst) * w)
-                        .saturating_sub(u128::from(cost.saturating_sub(1)) * w);
-                }
-                near(base, d, most)
-            }
-        };
         let tag = tag(&rule);
         let words = |s: &LeakyBucketState| vec![tag, 1, s.next_slot.0[0], s.next_slot.0[1]];
         let state = LeakyBucketState { next_slot: ScaledTime([(next_slot >> 64) as u64, next_slot as u64]) };

@@ -1,12 +1,13 @@
 //! Strategies for the edges random traces rarely reach, shared by the
 //! fused-path tests (`token_bucket_admit.rs`, `token_bucket_decide.rs`,
-//! `other_limiters_admit.rs`): limits and windows up to their maxima, times
-//! near zero and the end of `u64` nanoseconds, costs around 0, 1 and the
-//! most that can pass.
+//! `other_limiters_admit.rs`, `other_limiters_decide.rs`): limits and
+//! windows up to their maxima, times near zero and the end of `u64`
+//! nanoseconds, costs around 0, 1 and the most that can pass, and states
+//! either side of where a request just fits.
 
 #![allow(dead_code)]
 
-use limits::{Decision, RetryAfter};
+use limits::{Decision, RetryAfter, Rule};
 use limits::{MAX_LIMIT, MAX_WINDOW};
 use proptest::prelude::*;
 use std::time::Duration;
@@ -46,4 +47,49 @@ pub fn cost(cap: u64) -> impl Strategy<Value = u64> {
         Just(cap.saturating_add(1)),
         0..=cap.saturating_add(1)
     ]
+}
+
+/// `base` moved by `d`, kept within `0..=most`.
+pub fn near(base: u128, d: i128, most: u128) -> u128 {
+    base.saturating_add_signed(d).min(most)
+}
+
+/// A rule's tag word, the first of any state it encodes.
+pub fn tag(rule: &Rule) -> u64 {
+    rule.encode_state(&rule.new_state())[0]
+}
+
+/// A window's count: anywhere in `0..=limit` (from `raw`), or with `fit`,
+/// within 1 of where `cost` just fits (`limit - cost`).
+pub fn count_near_fit(raw: u64, fit: Option<i128>, limit: u64, cost: u64) -> u64 {
+    match fit {
+        None => raw % (limit + 1),
+        Some(d) => near(u128::from(limit.saturating_sub(cost)), d, limit.into()) as u64,
+    }
+}
+
+/// A leaky bucket's queue end (ns x L) and the largest one its state
+/// accepts: anywhere (from `raw`), or with `edge` within 2 of where `at`
+/// decides: the queue empty at `at`, or (`edge.0`) a request of `cost`
+/// departing just within the burst, at `at + burst * T`.
+pub fn leaky_queue_end(
+    (limit, window, burst, cost): (u64, u64, u64, u64),
+    at: u64,
+    raw: u128,
+    edge: Option<(bool, i128)>,
+) -> (u128, u128) {
+    let (l, w) = (u128::from(limit), u128::from(window));
+    let most = (u128::from(u64::MAX) + 2 * w) * l;
+    let end = match edge {
+        None => raw % (most + 1),
+        Some((fits, d)) => {
+            let mut base = u128::from(at) * l;
+            if fits {
+                base = (base + u128::from(burst) * w)
+                    .saturating_sub(u128::from(cost.saturating_sub(1)) * w);
+            }
+            near(base, d, most)
+        }
+    };
+    (end, most)
 }
