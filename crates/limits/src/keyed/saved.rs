@@ -2,7 +2,7 @@
 //! [`KeyedLimiter::import`]): what a server saves on shutdown and restores
 //! on start, so that a restart does not hand every client a fresh limit.
 
-use super::shard::Slot;
+use super::slot::Slot;
 use super::{lock, KeyedLimiter};
 use crate::Clock;
 use std::hash::{BuildHasher, Hash};
@@ -57,7 +57,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             if let Some(idx) = shard.find(hash, &key) {
                 shard.slots[idx].state = state;
             } else {
-                self.insert(&mut shard, Slot::new(hash, key, state, false), now);
+                self.insert(&mut shard, hash, Slot::new(key, state, false), now);
             }
             loaded += 1;
         }
