@@ -2,53 +2,13 @@
 //! in the key's slot (a token bucket's is 16 bytes), several rates' behind
 //! one pointer. Every tracked key pays for the largest inline kind, so that
 //! is kept small: 32 bytes, where a `SmallVec` per kind took 48 (issue 9),
-//! and the keyed table's two flags per key ride in that, beside the tag.
+//! and the keyed table's bookkeeping per key ([`Marks`]) rides in that,
+//! beside the tag.
 
 use crate::algorithms::{
     FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, TokenBucket,
 };
-
-/// Two flags the keyed limiter's table keeps per key, in the byte after the
-/// state's tag that alignment would otherwise leave as padding: so a slot is
-/// the key and its `KeyState`, nothing more (40 bytes for a `u64` key, where
-/// a word of its own for the flags made 48; issue 9). A state that is
-/// replaced (one of another shape, or loaded) starts unmarked, as a new
-/// key's does: the flags describe the state they live in.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Marks(u8);
-
-impl Marks {
-    const REFERENCED: u8 = 1;
-    const DENIED: u8 = 2;
-
-    /// Used since the CLOCK hand last passed: a second chance.
-    pub(crate) fn referenced(self) -> bool {
-        self.0 & Marks::REFERENCED != 0
-    }
-
-    /// Denied since the state was last back to full: the key is limited.
-    pub(crate) fn denied(self) -> bool {
-        self.0 & Marks::DENIED != 0
-    }
-
-    /// Sets or clears the second chance.
-    pub(crate) fn set_referenced(&mut self, on: bool) {
-        self.set(Marks::REFERENCED, on);
-    }
-
-    /// Marks the key as denied (or not).
-    pub(crate) fn set_denied(&mut self, on: bool) {
-        self.set(Marks::DENIED, on);
-    }
-
-    fn set(&mut self, bit: u8, on: bool) {
-        if on {
-            self.0 |= bit;
-        } else {
-            self.0 &= !bit;
-        }
-    }
-}
+use crate::keyed::Marks;
 
 /// What a rule keeps for one key: one state per rate.
 ///

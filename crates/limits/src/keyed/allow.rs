@@ -89,7 +89,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
                 let mut state = self.rule.new_state();
                 let a = self.rule.admit(&mut state, now, cost);
                 if !a.idle {
-                    let slot = Slot::new(key.to_owned(), state, a.limits_the_key());
+                    let slot = Slot::new(hash, key.to_owned(), state, a.limits_the_key());
                     self.insert(&mut shard, hash, slot, now);
                     added = true;
                 }

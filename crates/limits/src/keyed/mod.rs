@@ -22,12 +22,13 @@
 mod allow;
 mod saved;
 mod shard;
-mod slot;
+pub(crate) mod slot;
 
 use crate::{Clock, Decision, Mode, Rule, SystemClock};
 use foldhash::fast::RandomState;
 use parking_lot::{Mutex, MutexGuard};
 use shard::{Room, Shard};
+pub(crate) use slot::Marks;
 use slot::Slot;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
@@ -258,7 +259,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
                 let mut state = self.rule.new_state();
                 let d = self.rule.decide(&mut state, now, cost, mode, each);
                 if mode == Mode::Record && !d.reset_after.is_zero() {
-                    let slot = Slot::new(key.to_owned(), state, limits_the_key(&d));
+                    let slot = Slot::new(hash, key.to_owned(), state, limits_the_key(&d));
                     self.insert(&mut shard, hash, slot, now);
                     added = true;
                 }

@@ -55,9 +55,11 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             let hash = self.hasher.hash_one(&key);
             let mut shard = self.shard(hash);
             if let Some(idx) = shard.find(hash, &key) {
+                // The loaded state carries no marks: not limited, no second
+                // chance, no hash hint (the slot module says why that is safe).
                 shard.slots[idx].state = state;
             } else {
-                self.insert(&mut shard, hash, Slot::new(key, state, false), now);
+                self.insert(&mut shard, hash, Slot::new(hash, key, state, false), now);
             }
             loaded += 1;
         }

@@ -4,12 +4,12 @@
 //!
 //! Slots live in a dense `Vec` (so the cursor and the hand can walk them); a `HashTable` of
 //! slot indices finds a key. A key costs its slot (the key and its state,
-//! whose spare byte holds the key's two flags: 40 bytes for a `u64` key)
-//! plus about five bytes of table: no linked list, no two pointers per key
-//! as a true LRU would need. The slot keeps no hash: the table asks for a
-//! key's hash only to move or drop it (a removal, an eviction, the table
-//! growing or shrinking), and hashing the key again then costs less than
-//! the word every key would pay to keep it (issue 9).
+//! whose padding holds the key's two flags and half its hash: 40 bytes for a
+//! `u64` key, see the slot module) plus about five bytes of table: no linked
+//! list, no two pointers per key as a true LRU would need. To move or drop a
+//! slot's table entry, the shard looks it up under the half hash kept in the
+//! state, checked by index, and hashes the key again only if that misses; to
+//! refile every entry (the table growing or shrinking) it hashes the keys.
 //!
 //! # Choosing a victim: forget the least
 //!
@@ -58,7 +58,7 @@ pub(crate) const MAX_SCAN: usize = 64;
 const LIMITED: u32 = 1 << 16;
 
 pub(crate) struct Shard<K> {
-    /// The limiter's hasher: a slot's hash is the hash of its key again.
+    /// The limiter's hasher, to hash a slot's key again.
     hasher: RandomState,
     table: HashTable<u32>,
     pub slots: Vec<Slot<K>>,
@@ -114,9 +114,39 @@ impl<K: Hash> Shard<K> {
             .map(|&i| i as usize)
     }
 
-    /// The hash the table files slot `at` under.
-    fn hash_at(&self, at: usize) -> u64 {
-        table_hash(&self.hasher, &self.slots[at].key)
+    /// Takes slot `at`'s entry out of the table: found under the half hash
+    /// its marks keep or, if that hint is stale (see the slot module), under
+    /// its key's hash.
+    #[inline(always)]
+    fn unfile(&mut self, at: usize) {
+        let hint = low_table_hash(self.slots[at].marks().hash_hint());
+        let is_at = |&i: &u32| i as usize == at;
+        match self.table.find_entry(hint, is_at) {
+            Ok(entry) => {
+                entry.remove();
+            }
+            Err(absent) => {
+                let hash = stale_hint(&self.hasher, &self.slots[at].key);
+                if let Ok(entry) = absent.into_table().find_entry(hash, is_at) {
+                    entry.remove();
+                }
+            }
+        }
+    }
+
+    /// Files slot `from`'s entry under index `to`, found as in `unfile`.
+    #[inline(always)]
+    fn refile(&mut self, from: usize, to: usize) {
+        let hint = low_table_hash(self.slots[from].marks().hash_hint());
+        let is_from = |&i: &u32| i as usize == from;
+        if let Some(i) = self.table.find_mut(hint, is_from) {
+            *i = to as u32;
+            return;
+        }
+        let hash = stale_hint(&self.hasher, &self.slots[from].key);
+        if let Some(i) = self.table.find_mut(hash, is_from) {
+            *i = to as u32;
+        }
     }
 
     /// Adds `slot`, whose key (new to the shard) hashed to `hash`. A shard
@@ -139,10 +169,7 @@ impl<K: Hash> Shard<K> {
         let hash = low_table_hash(hash as u32);
         let at = match room {
             Some(Room::Idle(at) | Room::Evicted { at, .. }) => {
-                let old = self.hash_at(at);
-                if let Ok(entry) = self.table.find_entry(old, |&i| i as usize == at) {
-                    entry.remove();
-                }
+                self.unfile(at);
                 self.slots[at] = slot;
                 at
             }
@@ -160,16 +187,10 @@ impl<K: Hash> Shard<K> {
 
     /// Removes slot `idx`; the last slot moves into its place.
     pub fn remove(&mut self, idx: usize) -> Slot<K> {
-        let hash = self.hash_at(idx);
-        if let Ok(entry) = self.table.find_entry(hash, |&i| i as usize == idx) {
-            entry.remove();
-        }
+        self.unfile(idx);
         let last = self.slots.len() - 1;
         if idx != last {
-            let moved = self.hash_at(last);
-            if let Some(i) = self.table.find_mut(moved, |&i| i as usize == last) {
-                *i = idx as u32;
-            }
+            self.refile(last, idx);
         }
         let slot = self.slots.swap_remove(idx);
         if self.hand >= self.slots.len() {
@@ -311,6 +332,13 @@ fn forgetting_cost<K>(rule: &Rule, slot: &mut Slot<K>, now: u64) -> u32 {
 /// hash).
 fn table_hash<K: Hash>(hasher: &RandomState, key: &K) -> u64 {
     low_table_hash(hasher.hash_one(key) as u32)
+}
+
+/// [`table_hash`], off the hot path: for a slot whose hint was stale.
+#[cold]
+#[inline(never)]
+fn stale_hint<K: Hash>(hasher: &RandomState, key: &K) -> u64 {
+    table_hash(hasher, key)
 }
 
 /// The hash the shard's table files a key under, from the low half of the
