@@ -58,11 +58,6 @@ impl Marks {
         u32::from_ne_bytes(self.hash)
     }
 
-    /// Keeps the low half of the key's hash.
-    pub(crate) fn set_hash_hint(&mut self, low: u32) {
-        self.hash = low.to_ne_bytes();
-    }
-
     fn set(&mut self, bit: u8, on: bool) {
         if on {
             self.flags |= bit;
@@ -89,12 +84,13 @@ impl<K> Slot<K> {
     /// A key's slot, as the key is first tracked (its hash is `hash`);
     /// `denied` if that first request was.
     pub fn new(hash: u64, key: K, mut state: KeyState, denied: bool) -> Slot<K> {
-        let marks = state.0.marks_mut();
-        marks.set_hash_hint(hash as u32);
         // A new key has not earned its second chance yet: in a flood of
         // one-off keys they evict each other, not the established ones.
-        marks.set_referenced(false);
-        marks.set_denied(denied);
+        // (One store of the marks, not a read-modify-write per flag.)
+        *state.0.marks_mut() = Marks {
+            flags: if denied { Marks::DENIED } else { 0 },
+            hash: (hash as u32).to_ne_bytes(),
+        };
         Slot { key, state }
     }
 
