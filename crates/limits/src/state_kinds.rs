@@ -1,11 +1,14 @@
 //! What a rule keeps per key, sized for the rule: one rate's state inline
 //! in the key's slot (a token bucket's is 16 bytes), several rates' behind
 //! one pointer. Every tracked key pays for the largest inline kind, so that
-//! is kept small: 32 bytes, where a `SmallVec` per kind took 48 (issue 9).
+//! is kept small: 32 bytes, where a `SmallVec` per kind took 48 (issue 9),
+//! and the keyed table's bookkeeping per key ([`Marks`]) rides in that,
+//! beside the tag.
 
 use crate::algorithms::{
     FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, TokenBucket,
 };
+use crate::keyed::Marks;
 
 /// What a rule keeps for one key: one state per rate.
 ///
@@ -32,11 +35,15 @@ macro_rules! rule_kinds {
         }
 
         /// A key's states, of the kind of rule that made them: one rate's
-        /// inline, or several rates' behind one pointer.
+        /// inline, or several rates' behind one pointer; every variant's
+        /// first field is the key's [`Marks`], in the byte after the tag
+        /// (`repr(u8)` fixes that layout: the tag, then each variant's
+        /// fields in order, as a `repr(C)` struct).
         #[derive(Clone, Debug)]
+        #[repr(u8)]
         pub(crate) enum StateKind {
-            $($kind(<$engine as RateAlgorithm>::State),)+
-            Many(Box<ManyStates>),
+            $($kind(Marks, <$engine as RateAlgorithm>::State),)+
+            Many(Marks, Box<ManyStates>),
         }
 
         /// The states of a rule with several rates, one per rate.
@@ -58,11 +65,11 @@ macro_rules! rule_kinds {
                 $d engines:expr, $d state:expr, |$d e:ident, $d s:ident| $d body:expr, $d other:expr
             ) => {
                 match ($d engines, $d state) {
-                    $((crate::state_kinds::Engines::$kind($d e), crate::state_kinds::StateKind::$kind(one)) => {
+                    $((crate::state_kinds::Engines::$kind($d e), crate::state_kinds::StateKind::$kind(_, one)) => {
                         let $d s = std::slice::from_mut(one);
                         $d body
                     })+
-                    (engines, crate::state_kinds::StateKind::Many(many)) => match (engines, &mut **many) {
+                    (engines, crate::state_kinds::StateKind::Many(_, many)) => match (engines, &mut **many) {
                         $((crate::state_kinds::Engines::$kind($d e), crate::state_kinds::ManyStates::$kind(all)) => {
                             let $d s = &mut all[..];
                             $d body
@@ -94,7 +101,7 @@ macro_rules! rule_kinds {
                             s: &mut crate::state_kinds::StateKind,
                         ) -> Option<&mut <$engine as RateAlgorithm>::State> {
                             match s {
-                                crate::state_kinds::StateKind::$kind(one) => Some(one),
+                                crate::state_kinds::StateKind::$kind(_, one) => Some(one),
                                 #[allow(unreachable_patterns)]
                                 _ => None,
                             }
@@ -121,7 +128,9 @@ macro_rules! rule_kinds {
             /// 50 instructions of every check that meets an idle key again).
             pub(crate) fn new_state(&self) -> StateKind {
                 match self {
-                    $(Engines::$kind(e) if e.len() == 1 => StateKind::$kind(Default::default()),)+
+                    $(Engines::$kind(e) if e.len() == 1 => {
+                        StateKind::$kind(Marks::default(), Default::default())
+                    })+
                     $(Engines::$kind(e) => StateKind::from_many(ManyStates::$kind(
                         e.iter().map(|_| Default::default()).collect(),
                     )),)+
@@ -131,8 +140,8 @@ macro_rules! rule_kinds {
             /// Whether `state` was made by a rule of this shape.
             pub(crate) fn owns(&self, state: &StateKind) -> bool {
                 match (self, state) {
-                    $((Engines::$kind(e), StateKind::$kind(_)) => e.len() == 1,)+
-                    (_, StateKind::Many(_)) => self.owns_many(state),
+                    $((Engines::$kind(e), StateKind::$kind(..)) => e.len() == 1,)+
+                    (_, StateKind::Many(..)) => self.owns_many(state),
                     #[allow(unreachable_patterns)]
                     _ => false,
                 }
@@ -157,26 +166,34 @@ macro_rules! rule_kinds {
                             |_| unreachable!("one state"),
                             |one| *one,
                         );
-                        StateKind::$kind(one)
+                        StateKind::$kind(Marks::default(), one)
                     })+
-                    many => StateKind::Many(Box::new(many)),
+                    many => StateKind::Many(Marks::default(), Box::new(many)),
                 }
             }
 
             /// The per-rate states as a slice.
             pub(crate) fn view(&self) -> StatesRef<'_> {
                 match self {
-                    $(StateKind::$kind(one) => StatesRef::$kind(std::slice::from_ref(one)),)+
-                    StateKind::Many(many) => match &**many {
+                    $(StateKind::$kind(_, one) => StatesRef::$kind(std::slice::from_ref(one)),)+
+                    StateKind::Many(_, many) => match &**many {
                         $(ManyStates::$kind(all) => StatesRef::$kind(all),)+
                     },
+                }
+            }
+
+            /// The key's marks, wherever the states are kept: the byte after
+            /// the tag in every variant, so this compiles to one address.
+            pub(crate) fn marks_mut(&mut self) -> &mut Marks {
+                match self {
+                    $(StateKind::$kind(marks, _))|+ | StateKind::Many(marks, _) => marks,
                 }
             }
 
             /// Heap bytes beyond the inline size.
             pub(crate) fn heap_bytes(&self) -> usize {
                 let outer = match self {
-                    StateKind::Many(many) => std::mem::size_of::<ManyStates>() + match &**many {
+                    StateKind::Many(_, many) => std::mem::size_of::<ManyStates>() + match &**many {
                         $(ManyStates::$kind(all) => std::mem::size_of_val::<[_]>(all),)+
                     },
                     _ => 0,

@@ -3,7 +3,7 @@
 //! [`Rule::allow`](crate::Rule::allow)'s verdict in place of the whole
 //! decision (see `rule/allow.rs` for what that saves and why it is exact).
 
-use super::shard::Slot;
+use super::slot::Slot;
 use super::{KeyedLimiter, SWEEP_PER_OPERATION};
 use crate::{Clock, RetryAfter};
 use std::borrow::Borrow;
@@ -75,10 +75,10 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         let admission = match shard.find(hash, key) {
             Some(idx) => {
                 let slot = &mut shard.slots[idx];
-                slot.referenced = true;
+                slot.marks().set_referenced(true);
                 let a = self.rule.admit(&mut slot.state, now, cost);
                 if a.limits_the_key() {
-                    slot.denied = true;
+                    slot.marks().set_denied(true);
                 }
                 if a.idle {
                     shard.remove(idx);
@@ -90,7 +90,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
                 let a = self.rule.admit(&mut state, now, cost);
                 if !a.idle {
                     let slot = Slot::new(hash, key.to_owned(), state, a.limits_the_key());
-                    self.insert(&mut shard, slot, now);
+                    self.insert(&mut shard, hash, slot, now);
                     added = true;
                 }
                 a

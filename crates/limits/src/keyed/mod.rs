@@ -22,11 +22,14 @@
 mod allow;
 mod saved;
 mod shard;
+pub(crate) mod slot;
 
 use crate::{Clock, Decision, Mode, Rule, SystemClock};
 use foldhash::fast::RandomState;
 use parking_lot::{Mutex, MutexGuard};
-use shard::{Room, Shard, Slot};
+use shard::{Room, Shard};
+pub(crate) use slot::Marks;
+use slot::Slot;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -151,13 +154,14 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         let per_shard_cap = options
             .max_keys
             .map_or(usize::MAX, |cap| (cap / shards).max(1));
+        let hasher = RandomState::default();
         KeyedLimiter {
             rule,
             clock,
-            hasher: RandomState::default(),
             shards: (0..shards)
-                .map(|_| Padded(Mutex::new(Shard::new())))
+                .map(|_| Padded(Mutex::new(Shard::new(hasher.clone()))))
                 .collect(),
+            hasher,
             shard_shift: 64 - shards.trailing_zeros(),
             per_shard_cap,
             evictions: AtomicU64::new(0),
@@ -239,10 +243,10 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         let decision = match shard.find(hash, key) {
             Some(idx) => {
                 let slot = &mut shard.slots[idx];
-                slot.referenced = true;
+                slot.marks().set_referenced(true);
                 let d = self.rule.decide(&mut slot.state, now, cost, mode, each);
                 if mode == Mode::Record && limits_the_key(&d) {
-                    slot.denied = true;
+                    slot.marks().set_denied(true);
                 }
                 // The decision's reset is zero exactly when the state is
                 // idle (`Rule::decide`): no second look at the state.
@@ -256,7 +260,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
                 let d = self.rule.decide(&mut state, now, cost, mode, each);
                 if mode == Mode::Record && !d.reset_after.is_zero() {
                     let slot = Slot::new(hash, key.to_owned(), state, limits_the_key(&d));
-                    self.insert(&mut shard, slot, now);
+                    self.insert(&mut shard, hash, slot, now);
                     added = true;
                 }
                 d
@@ -268,8 +272,8 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
 
     /// Tracks a new key; a full shard gives up the key that costs least to
     /// forget (see the shard module), and the eviction is counted.
-    fn insert(&self, shard: &mut Shard<K>, slot: Slot<K>, now: u64) {
-        let room = shard.add(slot, self.per_shard_cap, &self.rule, now);
+    fn insert(&self, shard: &mut Shard<K>, hash: u64, slot: Slot<K>, now: u64) {
+        let room = shard.add(hash, slot, self.per_shard_cap, &self.rule, now);
         if let Some(Room::Evicted { limited, .. }) = room {
             self.evictions.fetch_add(1, Ordering::Relaxed);
             if limited {

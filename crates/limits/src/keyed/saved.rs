@@ -2,7 +2,7 @@
 //! [`KeyedLimiter::import`]): what a server saves on shutdown and restores
 //! on start, so that a restart does not hand every client a fresh limit.
 
-use super::shard::Slot;
+use super::slot::Slot;
 use super::{lock, KeyedLimiter};
 use crate::Clock;
 use std::hash::{BuildHasher, Hash};
@@ -55,9 +55,11 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             let hash = self.hasher.hash_one(&key);
             let mut shard = self.shard(hash);
             if let Some(idx) = shard.find(hash, &key) {
+                // The loaded state carries no marks: not limited, no second
+                // chance, no hash hint (the slot module says why that is safe).
                 shard.slots[idx].state = state;
             } else {
-                self.insert(&mut shard, Slot::new(hash, key, state, false), now);
+                self.insert(&mut shard, hash, Slot::new(hash, key, state, false), now);
             }
             loaded += 1;
         }

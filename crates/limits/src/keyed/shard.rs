@@ -3,9 +3,13 @@
 //! victims when the shard is full.
 //!
 //! Slots live in a dense `Vec` (so the cursor and the hand can walk them); a `HashTable` of
-//! slot indices finds a key. A key costs its slot (half its hash and two
-//! flags in one word, the key, the state) plus about five bytes of table: no linked list, no two pointers per
-//! key as a true LRU would need.
+//! slot indices finds a key. A key costs its slot (the key and its state,
+//! whose padding holds the key's two flags and half its hash: 40 bytes for a
+//! `u64` key, see the slot module) plus about five bytes of table: no linked
+//! list, no two pointers per key as a true LRU would need. To move or drop a
+//! slot's table entry, the shard looks it up under the half hash kept in the
+//! state, checked by index, and hashes the key again only if that misses; to
+//! refile every entry (the table growing or shrinking) it hashes the keys.
 //!
 //! # Choosing a victim: forget the least
 //!
@@ -33,28 +37,16 @@
 //! hand moves only when a key is added to a full shard (the sweep has its own
 //! cursor), so that turn lasts about `slots / CANDIDATES` insertions. The
 //! cost per insertion stays bounded (at most [`MAX_SCAN`] states looked at,
-//! usually [`CANDIDATES`]), and the memory per key does not grow: the one new
-//! flag fits in the slot's padding.
+//! usually [`CANDIDATES`]), and the memory per key does not grow: the
+//! flags live in the state's spare byte (see the slot module).
 
+use super::slot::Slot;
 use crate::rule::IdleLoop;
 use crate::{KeyState, Rule};
+use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use std::borrow::Borrow;
-use std::hash::Hash;
-
-pub(crate) struct Slot<K> {
-    /// The low half of the key's hash (the shard was picked by the high
-    /// bits): with the two flags it fills one word. See [`table_hash`].
-    pub hash: u32,
-    pub key: K,
-    pub state: KeyState,
-    /// Set on every use, cleared as the CLOCK hand passes: a second chance.
-    pub referenced: bool,
-    /// Set when a request was denied; kept while the state lives (it is
-    /// dropped once back to full): the key is limited, so evicting it would
-    /// forgive it.
-    pub denied: bool,
-}
+use std::hash::{BuildHasher, Hash};
 
 /// Keys a full shard weighs before it evicts one.
 pub(crate) const CANDIDATES: usize = 4;
@@ -66,6 +58,8 @@ pub(crate) const MAX_SCAN: usize = 64;
 const LIMITED: u32 = 1 << 16;
 
 pub(crate) struct Shard<K> {
+    /// The limiter's hasher, to hash a slot's key again.
+    hasher: RandomState,
     table: HashTable<u32>,
     pub slots: Vec<Slot<K>>,
     /// Where eviction weighs keys next.
@@ -86,9 +80,11 @@ pub(crate) enum Room {
     Evicted { at: usize, limited: bool },
 }
 
-impl<K> Shard<K> {
-    pub fn new() -> Shard<K> {
+impl<K: Hash> Shard<K> {
+    /// An empty shard hashing keys with `hasher` (the limiter's).
+    pub fn new(hasher: RandomState) -> Shard<K> {
         Shard {
+            hasher,
             table: HashTable::new(),
             slots: Vec::new(),
             hand: 0,
@@ -112,28 +108,68 @@ impl<K> Shard<K> {
         Q: Hash + Eq + ?Sized,
     {
         self.table
-            .find(table_hash(hash as u32), |&i| {
+            .find(low_table_hash(hash as u32), |&i| {
                 self.slots[i as usize].key.borrow() == key
             })
             .map(|&i| i as usize)
     }
 
-    /// Adds `slot` (its key must be new). A shard holding `cap` keys or more
-    /// first gives up the slot [`make_room`](Self::make_room) picks, and says
-    /// which: the new key takes that slot, dropping the key that was there.
-    pub fn add(&mut self, slot: Slot<K>, cap: usize, rule: &Rule, now: u64) -> Option<Room> {
+    /// Takes slot `at`'s entry out of the table: found under the half hash
+    /// its marks keep or, if that hint is stale (see the slot module), under
+    /// its key's hash.
+    #[inline(always)]
+    fn unfile(&mut self, at: usize) {
+        let hint = low_table_hash(self.slots[at].marks().hash_hint());
+        let is_at = |&i: &u32| i as usize == at;
+        match self.table.find_entry(hint, is_at) {
+            Ok(entry) => {
+                entry.remove();
+            }
+            Err(absent) => {
+                let hash = stale_hint(&self.hasher, &self.slots[at].key);
+                if let Ok(entry) = absent.into_table().find_entry(hash, is_at) {
+                    entry.remove();
+                }
+            }
+        }
+    }
+
+    /// Files slot `from`'s entry under index `to`, found as in `unfile`.
+    #[inline(always)]
+    fn refile(&mut self, from: usize, to: usize) {
+        let hint = low_table_hash(self.slots[from].marks().hash_hint());
+        let is_from = |&i: &u32| i as usize == from;
+        if let Some(i) = self.table.find_mut(hint, is_from) {
+            *i = to as u32;
+            return;
+        }
+        let hash = stale_hint(&self.hasher, &self.slots[from].key);
+        if let Some(i) = self.table.find_mut(hash, is_from) {
+            *i = to as u32;
+        }
+    }
+
+    /// Adds `slot`, whose key (new to the shard) hashed to `hash`. A shard
+    /// holding `cap` keys or more first gives up the slot
+    /// [`make_room`](Self::make_room) picks, and says which: the new key
+    /// takes that slot, dropping the key that was there.
+    pub fn add(
+        &mut self,
+        hash: u64,
+        slot: Slot<K>,
+        cap: usize,
+        rule: &Rule,
+        now: u64,
+    ) -> Option<Room> {
         let room = if self.slots.len() >= cap {
             self.make_room(rule, now)
         } else {
             None
         };
-        let hash = table_hash(slot.hash);
+        let hash = low_table_hash(hash as u32);
         let at = match room {
             Some(Room::Idle(at) | Room::Evicted { at, .. }) => {
-                let old = table_hash(self.slots[at].hash);
-                if let Ok(entry) = self.table.find_entry(old, |&i| i as usize == at) {
-                    entry.remove();
-                }
+                self.unfile(at);
                 self.slots[at] = slot;
                 at
             }
@@ -142,24 +178,19 @@ impl<K> Shard<K> {
                 self.slots.len() - 1
             }
         };
-        let slots = &self.slots;
-        self.table
-            .insert_unique(hash, at as u32, |&i| table_hash(slots[i as usize].hash));
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        self.table.insert_unique(hash, at as u32, |&i| {
+            table_hash(hasher, &slots[i as usize].key)
+        });
         room
     }
 
     /// Removes slot `idx`; the last slot moves into its place.
     pub fn remove(&mut self, idx: usize) -> Slot<K> {
-        let hash = table_hash(self.slots[idx].hash);
-        if let Ok(entry) = self.table.find_entry(hash, |&i| i as usize == idx) {
-            entry.remove();
-        }
+        self.unfile(idx);
         let last = self.slots.len() - 1;
         if idx != last {
-            let moved = table_hash(self.slots[last].hash);
-            if let Some(i) = self.table.find_mut(moved, |&i| i as usize == last) {
-                *i = idx as u32;
-            }
+            self.refile(last, idx);
         }
         let slot = self.slots.swap_remove(idx);
         if self.hand >= self.slots.len() {
@@ -177,9 +208,9 @@ impl<K> Shard<K> {
         let len = self.slots.len();
         if self.slots.capacity() > 64 && len < self.slots.capacity() / 4 {
             self.slots.shrink_to(len * 2);
-            let slots = &self.slots;
+            let (slots, hasher) = (&self.slots, &self.hasher);
             self.table
-                .shrink_to(len * 2, |&i| table_hash(slots[i as usize].hash));
+                .shrink_to(len * 2, |&i| table_hash(hasher, &slots[i as usize].key));
         }
     }
 
@@ -216,7 +247,7 @@ impl<K> Shard<K> {
                 return Some(Room::Idle(at));
             }
             let cost = forgetting_cost(rule, slot, now);
-            slot.referenced = false;
+            slot.marks().set_referenced(false);
             if best.is_none_or(|(least, _)| cost < least) {
                 best = Some((cost, at));
             }
@@ -259,7 +290,7 @@ struct Sweep<'a, K> {
     stop_at_busy: bool,
 }
 
-impl<K> IdleLoop for Sweep<'_, K> {
+impl<K: Hash> IdleLoop for Sweep<'_, K> {
     type Output = usize;
 
     fn run(self, mut is_idle: impl FnMut(&mut KeyState) -> bool) -> usize {
@@ -284,38 +315,37 @@ impl<K> IdleLoop for Sweep<'_, K> {
     }
 }
 
-impl<K> Slot<K> {
-    /// A key's slot, as the key is first tracked; `denied` if that first
-    /// request was.
-    pub fn new(hash: u64, key: K, state: KeyState, denied: bool) -> Slot<K> {
-        Slot {
-            hash: hash as u32,
-            key,
-            state,
-            // A new key has not earned its second chance yet: in a flood of
-            // one-off keys they evict each other, not the established ones.
-            referenced: false,
-            denied,
-        }
-    }
-}
-
 /// What evicting `slot` would forgive, as a number to minimize: limited keys
 /// above all others ([`LIMITED`]), then the share of the limit used, then a
 /// key that was denied, then one used since the hand last passed.
 fn forgetting_cost<K>(rule: &Rule, slot: &mut Slot<K>, now: u64) -> u32 {
     let used = u32::from(rule.used_permille(&mut slot.state, now));
-    let limited = slot.denied || used >= 1000;
+    let marks = *slot.marks();
+    let limited = marks.denied() || used >= 1000;
     (if limited { LIMITED } else { 0 })
         | (used << 2)
-        | (u32::from(slot.denied) << 1)
-        | u32::from(slot.referenced)
+        | (u32::from(marks.denied()) << 1)
+        | u32::from(marks.referenced())
 }
 
-/// The hash the shard's table files a slot under, from the low half of the
-/// key's hash that the slot keeps: that half again in the high bits, which
-/// the table's control bytes read (its low bits pick the bucket).
-fn table_hash(low: u32) -> u64 {
+/// The hash the shard's table files `key` under ([`low_table_hash`] of its
+/// hash).
+fn table_hash<K: Hash>(hasher: &RandomState, key: &K) -> u64 {
+    low_table_hash(hasher.hash_one(key) as u32)
+}
+
+/// [`table_hash`], off the hot path: for a slot whose hint was stale.
+#[cold]
+#[inline(never)]
+fn stale_hint<K: Hash>(hasher: &RandomState, key: &K) -> u64 {
+    table_hash(hasher, key)
+}
+
+/// The hash the shard's table files a key under, from the low half of the
+/// key's hash (the shard was picked by the high bits): that half again in
+/// the high bits, which the table's control bytes read (its low bits pick
+/// the bucket).
+fn low_table_hash(low: u32) -> u64 {
     (u64::from(low) << 32) | u64::from(low)
 }
 

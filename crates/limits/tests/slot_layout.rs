@@ -1,0 +1,150 @@
+//! A keyed limiter's slot is the key and its state, nothing more (issue 9):
+//! the two flags ride in the state's spare byte and the slot keeps no hash,
+//! so the table hashes a key again whenever it moves or drops it. These
+//! tests hold the size to what is counted, and check that keys are still
+//! found, with their own state, after removals move slots, after the table
+//! grows and shrinks, and after a loaded state replaces a key's.
+
+use limits::{Algorithm, KeyedLimiter, ManualClock, Options, RetryAfter, Rule};
+use std::hash::Hash;
+use std::time::Duration;
+
+const MS: u64 = 1_000_000;
+
+fn one_shard<K: Hash + Eq + Send>(rule: &str) -> KeyedLimiter<K, ManualClock> {
+    KeyedLimiter::with_options(
+        Rule::new(Algorithm::TokenBucket, rule.parse().unwrap()),
+        ManualClock::new(0),
+        Options {
+            max_keys: None,
+            shards: 1,
+        },
+    )
+}
+
+#[test]
+fn a_u64_key_costs_a_40_byte_slot_plus_the_table() {
+    let limiter = one_shard::<u64>("10/hour");
+    for key in 0..4096 {
+        limiter.check_at(&key, 0, 1);
+    }
+    let report = limiter.memory();
+    assert_eq!(report.keys, 4096);
+    // 4096 slots (the `Vec` doubled to exactly that), and a table of at most
+    // 8192 buckets of a 4-byte index and a control byte (plus one group of
+    // control bytes): a 48-byte slot would be 32 KiB over.
+    let table_at_most = 8192 * 5 + 64;
+    assert!(
+        report.bytes <= 4096 * 40 + table_at_most,
+        "{} bytes for 4096 keys",
+        report.bytes
+    );
+    assert!(report.bytes > 4096 * 40, "{} bytes", report.bytes);
+}
+
+/// Checks `keys` at `t`, one request each, on a rule of 1/s: each key's
+/// bucket is then empty until `t + 1 s`.
+fn take_one<K, Q>(limiter: &KeyedLimiter<K, ManualClock>, keys: &[&Q], t: u64)
+where
+    K: Hash + Eq + Send + std::borrow::Borrow<Q>,
+    Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+{
+    for key in keys {
+        assert!(limiter.check_at(*key, t, 1).allowed);
+    }
+}
+
+#[test]
+fn keys_keep_their_state_as_removals_move_slots_and_the_table_shrinks() {
+    let limiter = one_shard::<u64>("1/s");
+    // 3000 keys that go idle at 1 s, 600 interleaved ones that stay busy
+    // until 1.9 s: dropping the first moves the last slots into their holes
+    // and leaves the shard sparse enough to give memory back.
+    let (early, late): (Vec<u64>, Vec<u64>) = (0..3600u64).partition(|k| k % 6 != 0);
+    take_one(&limiter, &early.iter().collect::<Vec<_>>(), 0);
+    take_one(&limiter, &late.iter().collect::<Vec<_>>(), 900 * MS);
+    let full = limiter.memory().bytes;
+    assert_eq!(limiter.sweep_at(1500 * MS), early.len());
+    assert_eq!(limiter.len(), late.len());
+    assert!(limiter.memory().bytes < full / 2, "the shard shrank");
+    for key in &late {
+        // Its own state: the token taken at 0.9 s is back at 1.9 s.
+        let d = limiter.check_at(key, 1500 * MS, 1);
+        assert!(!d.allowed, "key {key}");
+        assert_eq!(
+            d.retry_after,
+            RetryAfter::After(Duration::from_millis(400)),
+            "key {key}"
+        );
+    }
+    for key in &early {
+        assert!(limiter.check_at(key, 1500 * MS, 1).allowed, "key {key}");
+    }
+    assert_eq!(limiter.len(), 3600);
+}
+
+#[test]
+fn string_keys_are_found_by_str_after_removals_and_growth() {
+    let limiter = one_shard::<String>("1/s");
+    let names: Vec<String> = (0..2000).map(|i| format!("client-{i}")).collect();
+    let early: Vec<&str> = names
+        .iter()
+        .skip(1)
+        .step_by(3)
+        .map(String::as_str)
+        .collect();
+    let late: Vec<&str> = names.iter().step_by(3).map(String::as_str).collect();
+    take_one(&limiter, &early, 0);
+    take_one(&limiter, &late, 900 * MS);
+    // Each check drops idle keys as its sweep passes them, one at a time.
+    for (i, key) in late.iter().enumerate() {
+        let d = limiter.check_at(*key, 1000 * MS + i as u64, 1);
+        assert!(!d.allowed, "{key}");
+    }
+    limiter.sweep_at(1500 * MS);
+    assert_eq!(limiter.len(), late.len());
+    for key in &late {
+        let d = limiter.peek_at(*key, 1500 * MS, 1);
+        assert_eq!(
+            d.retry_after,
+            RetryAfter::After(Duration::from_millis(400)),
+            "{key}"
+        );
+    }
+}
+
+#[test]
+fn loaded_states_replace_keys_which_still_move_drop_and_refile() {
+    let before = one_shard::<u64>("1/s");
+    let loaded: Vec<u64> = (0..400).collect();
+    take_one(&before, &loaded.iter().collect::<Vec<_>>(), 0);
+    let limiter = one_shard::<u64>("1/s");
+    let keys: Vec<u64> = (0..500).collect();
+    take_one(&limiter, &keys.iter().collect::<Vec<_>>(), 500 * MS);
+    // Keys 0..400 get states that are full again at 1 s, not 1.5 s: loaded
+    // states carry no marks, so their table entries are found by hashing
+    // the keys again as they are dropped.
+    assert_eq!(limiter.import(before.export()), 400);
+    assert_eq!(
+        limiter.peek_at(&7, 600 * MS, 1).retry_after,
+        RetryAfter::After(Duration::from_millis(400))
+    );
+    // At 1.2 s they alone are idle: dropping them moves slots and leaves the
+    // shard sparse, so its table is refiled (an entry left behind for a
+    // dropped slot would point past the end).
+    let full = limiter.memory().bytes;
+    assert_eq!(limiter.sweep_at(1200 * MS), 400);
+    assert!(limiter.memory().bytes < full / 2, "the shard shrank");
+    for key in &keys[400..] {
+        let d = limiter.peek_at(key, 1200 * MS, 1);
+        assert_eq!(
+            d.retry_after,
+            RetryAfter::After(Duration::from_millis(300)),
+            "key {key}"
+        );
+    }
+    for key in &keys[..400] {
+        assert!(limiter.check_at(key, 1200 * MS, 1).allowed, "key {key}");
+    }
+    assert_eq!(limiter.len(), 500);
+}
