@@ -8,9 +8,11 @@
 //! built-in key starts with `custom:`, so a tenant named `ip=192.0.2.1`
 //! cannot spend that address's limit, even in a store two rules share.
 
-use super::{bounded, escape, KeyError, KeySpec};
+use super::text::KeyText;
+use super::{bounded, escape_into, KeyError, KeySpec};
 use http::request::Parts;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -24,41 +26,66 @@ use std::sync::Arc;
 /// assert_eq!(Key::custom("tenant", "a|ip=1").as_str(), r"custom:tenant=a\|ip=1");
 /// assert!(Key::custom("t", &"x".repeat(500)).as_str().starts_with("sha256:"));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Key(String);
+///
+/// A key of up to 64 bytes (an address key is at most 42) is held inline,
+/// without an allocation.
+#[derive(Clone)]
+pub struct Key(KeyText);
 
 impl Key {
     /// An application's own key: `custom:TAG=VALUE`, `\`, `|` (and `=` in
     /// the tag) escaped, hashed when long. Use a different `tag` for each
     /// kind of value (`tenant`, `sub`) so that they never meet.
     pub fn custom(tag: &str, value: &str) -> Key {
-        Key(bounded(format!(
-            "custom:{}={}",
-            escape(tag, true),
-            escape(value, false)
-        )))
+        let mut key = KeyText::from("custom:");
+        escape_into(&mut key, tag, true);
+        key.push('=');
+        escape_into(&mut key, value, false);
+        Key(bounded(key))
     }
 
     /// A key [`KeySpec`] built (already tagged and bounded).
-    pub(crate) fn built_in(key: String) -> Key {
+    pub(crate) fn built_in(key: KeyText) -> Key {
         Key(key)
     }
 
     /// The key text the store counts by.
     pub fn as_str(&self) -> &str {
-        &self.0
+        self.0.as_str()
     }
 }
 
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
+    }
+}
+
+/// As the key's text (`Key("ip=192.0.2.1")`), wherever it is held.
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Key").field(&self.as_str()).finish()
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Key {}
+
+/// As its text hashes (and a `String` of it).
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
     }
 }
 
 impl From<Key> for String {
     fn from(key: Key) -> String {
-        key.0
+        key.0.into()
     }
 }
 
@@ -126,7 +153,7 @@ impl KeyExtractor for KeySpec {
         client: Option<IpAddr>,
         body: Option<&[u8]>,
     ) -> Result<Key, KeyError> {
-        self.extract(parts, client, body).map(Key::built_in)
+        self.build(parts, client, body).map(Key::built_in)
     }
 }
 

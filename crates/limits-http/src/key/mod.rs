@@ -35,11 +35,13 @@ mod normalize;
 mod spec;
 #[cfg(test)]
 mod tests;
+mod text;
 
 pub use extractor::{Key, KeyExtractor};
 use fields::Lookup;
 pub use normalize::{Normalize, NormalizeStep};
 pub use spec::{KeySpecError, Missing};
+use text::KeyText;
 
 /// Keys longer than this are stored as a hash, not raw: a client cannot make
 /// us hold arbitrarily long keys.
@@ -223,11 +225,22 @@ impl KeySpec {
         client: Option<IpAddr>,
         body: Option<&[u8]>,
     ) -> Result<String, KeyError> {
+        self.build(parts, client, body).map(String::from)
+    }
+
+    /// [`KeySpec::extract`], written inline where it fits (see
+    /// [`KeyText`]).
+    pub(crate) fn build(
+        &self,
+        parts: &Parts,
+        client: Option<IpAddr>,
+        body: Option<&[u8]>,
+    ) -> Result<KeyText, KeyError> {
         let client_text = || client.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
         let content_type = parts.headers.get(CONTENT_TYPE);
         // The key is written as it is found, into one string: the parts'
         // tags and values escaped, joined by `|`.
-        let mut key = String::with_capacity(64);
+        let mut key = KeyText::new();
         let mut failed = None;
         for part in &self.parts {
             let lookup = match part {
@@ -295,11 +308,12 @@ impl KeySpec {
             return Ok(bounded(key));
         };
         match self.missing_for(part) {
-            Missing::Ip => Ok(bounded(format!(
-                "missing:ip={}",
-                escape(&client_text(), false)
-            ))),
-            Missing::Shared => Ok("missing:shared".to_string()),
+            Missing::Ip => {
+                let mut key = KeyText::from("missing:ip=");
+                escape_into(&mut key, &client_text(), false);
+                Ok(bounded(key))
+            }
+            Missing::Shared => Ok(KeyText::from("missing:shared")),
             Missing::Reject => Err(KeyError {
                 field: part.to_string(),
                 reason,
@@ -310,15 +324,9 @@ impl KeySpec {
 
 /// `\` becomes `\\`, `|` becomes `\|`, and (in a tag) `=` becomes `\=`: so
 /// that `|` only ever separates parts and the first bare `=` of a part only
-/// ever ends its tag, and a key decodes to one list of (tag, value).
-fn escape(v: &str, tag: bool) -> String {
-    let mut out = String::with_capacity(v.len());
-    escape_into(&mut out, v, tag);
-    out
-}
-
-/// [`escape`], appended to `out`.
-fn escape_into(out: &mut String, v: &str, tag: bool) {
+/// ever ends its tag, and a key decodes to one list of (tag, value). `v`,
+/// escaped so, is appended to `out`.
+fn escape_into(out: &mut KeyText, v: &str, tag: bool) {
     for c in v.chars() {
         if c == '\\' || c == '|' || (tag && c == '=') {
             out.push('\\');
@@ -330,11 +338,14 @@ fn escape_into(out: &mut String, v: &str, tag: bool) {
 /// Long keys become `sha256:` and 32 hex digits (128 bits of the digest of
 /// the whole key). No unhashed key starts with `sha256:`: every one starts
 /// with a part's tag, `missing:` or `custom:`.
-fn bounded(key: String) -> String {
+fn bounded(key: KeyText) -> KeyText {
     if key.len() <= MAX_KEY_LEN {
         return key;
     }
-    let digest = Sha256::digest(key.as_bytes());
-    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    let digest = Sha256::digest(key.as_str().as_bytes());
+    let mut hashed = KeyText::from("sha256:");
+    for b in &digest[..16] {
+        let _ = write!(hashed, "{b:02x}");
+    }
+    hashed
 }
