@@ -9,7 +9,7 @@ use std::hash::{BuildHasher, Hash};
 
 impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     /// Every key that still matters, with its state as numbers
-    /// ([`Rule::encode_state`]): what a server saves on shutdown.
+    /// ([`Rule::encode_state`](crate::Rule::encode_state)): what a server saves on shutdown.
     pub fn export(&self) -> Vec<(K, Vec<u64>)>
     where
         K: Clone,

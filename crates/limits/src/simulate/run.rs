@@ -189,7 +189,7 @@ impl Runner {
     }
 
     /// Runs every rule, and the sliding logs they are compared with, on `a`
-    /// (arrivals are run in blocks: see [`BLOCK`]).
+    /// (arrivals are run in blocks of 65,536).
     pub fn feed(&mut self, a: Arrival) {
         self.block.push(a);
         if self.block.len() == BLOCK {
