@@ -8,66 +8,12 @@
 //! counts and queue ends either side of where a request just fits; a time
 //! before the state's (issue 9).
 
-use limits::{Algorithm, KeyedLimiter, ManualClock, Options, Rate, RetryAfter, Rule};
+use limits::{Algorithm, Rate, RetryAfter, Rule};
 use proptest::prelude::*;
 use std::time::Duration;
 
 mod edges;
-use edges::{cost, count_near_fit, leaky_queue_end, limit, near, tag, time, verdict_of, window};
-
-/// `allow` from the state `words` encode (if the rule accepts them) at each
-/// of `times` answers `check`'s verdict, leaves its state, and keeps the key
-/// in a keyed limiter exactly when `check` does (the admission's idle
-/// answer), and `Rule::is_idle` says a cost-0 check's `reset_after` is
-/// zero; `busy` encodes a state that stays busy at any time.
-fn same_as_check(
-    rule: &Rule,
-    words: &[u64],
-    busy: &[u64],
-    times: &[u64],
-    cost: u64,
-) -> Result<(), TestCaseError> {
-    let state = rule.decode_state(words);
-    prop_assume!(state.is_some());
-    let state = state.unwrap();
-    for &now in times {
-        let (mut fast, mut full) = (state.clone(), state.clone());
-        let got = rule.allow(&mut fast, now, cost);
-        let want = rule.check(&mut full, now, cost);
-        prop_assert_eq!(got, verdict_of(&want), "at {}", now);
-        prop_assert_eq!(rule.encode_state(&fast), rule.encode_state(&full));
-
-        let twin = |allow: bool| {
-            let one_shard = Options {
-                max_keys: None,
-                shards: 1,
-            };
-            let limiter: KeyedLimiter<u8, _> =
-                KeyedLimiter::with_options(rule.clone(), ManualClock::new(0), one_shard);
-            // A busy key first in the table, so that the sweep after the
-            // request stops at it and what drops key 1 is the admission's
-            // own idle answer.
-            limiter.import([(0u8, busy.to_vec()), (1u8, words.to_vec())]);
-            if allow {
-                let _ = limiter.allow_at(&1, now, cost);
-            } else {
-                limiter.check_at(&1, now, cost);
-            }
-            let mut states = limiter.export();
-            states.sort();
-            (limiter.len(), states)
-        };
-        prop_assert_eq!(twin(true), twin(false), "at {}", now);
-
-        // The sweep's idle test is a zero `reset_after`, and rolls the
-        // state as a cost-0 check does.
-        let (mut swept, mut full) = (state.clone(), state.clone());
-        let idle = rule.is_idle(&mut swept, now);
-        prop_assert_eq!(idle, rule.check(&mut full, now, 0).reset_after.is_zero());
-        prop_assert_eq!(rule.encode_state(&swept), rule.encode_state(&full));
-    }
-    Ok(())
-}
+use edges::{cost, count_near_fit, leaky_queue_end, limit, near, same_as_check, tag, time, window};
 
 /// Times around the state's window `index`: its start, its end and the
 /// next one's, each ± 1 ns, plus `at`.
