@@ -16,10 +16,8 @@ use std::time::Duration;
 
 mod allow;
 mod decide_one;
-mod idle;
 pub(crate) use allow::{Admission, AdmitOne};
 pub(crate) use decide_one::DecideOne;
-pub(crate) use idle::IdleLoop;
 
 /// Whether a decision records the request (a check) or only looks (a peek).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -246,6 +244,11 @@ impl Rule {
             most
         }
         with_engines!(&self.engines, &mut state.0, |e, s| used(e, s, now), 0)
+    }
+
+    /// The per-rate algorithms (the keyed table picks its slot type by them).
+    pub(crate) fn engines(&self) -> &Engines {
+        &self.engines
     }
 
     /// Whether `state` was made by a rule of this shape.

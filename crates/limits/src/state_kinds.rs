@@ -1,9 +1,10 @@
 //! What a rule keeps per key, sized for the rule: one rate's state inline
-//! in the key's slot (a token bucket's is 16 bytes), several rates' behind
-//! one pointer. Every tracked key pays for the largest inline kind, so that
-//! is kept small: 32 bytes, where a `SmallVec` per kind took 48 (issue 9),
-//! and the keyed table's bookkeeping per key ([`Marks`]) rides in that,
-//! beside the tag.
+//! (a token bucket's is 16 bytes), several rates' behind one pointer. A
+//! [`KeyState`] is as large as the largest inline kind, so that is kept
+//! small: 32 bytes, where a `SmallVec` per kind took 48 (issue 9), and the
+//! keyed table's bookkeeping per key ([`Marks`]) rides in that, beside the
+//! tag. The keyed table of a single-rate rule keeps its algorithm's state
+//! alone ([`Inline`] converts it), so its keys do not pay for the largest.
 
 use crate::algorithms::{
     FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, TokenBucket,
@@ -157,6 +158,20 @@ macro_rules! rule_kinds {
             }
         }
 
+        $(impl Inline for $engine {
+            fn into_key_state(state: Self::State) -> KeyState {
+                KeyState(StateKind::$kind(Marks::default(), state))
+            }
+
+            fn from_key_state(state: KeyState) -> Option<Self::State> {
+                match state.0 {
+                    StateKind::$kind(_, one) => Some(one),
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+        })+
+
         impl StateKind {
             /// Several rates' states, or one rate's inline.
             pub(crate) fn from_many(many: ManyStates) -> StateKind {
@@ -204,6 +219,18 @@ macro_rules! rule_kinds {
             }
         }
     };
+}
+
+/// A per-rate algorithm whose state a single-rate rule keeps inline: the
+/// keyed table of such a rule keeps that state alone, sized for it (see
+/// `keyed/kind.rs`), and goes through a [`KeyState`] only to save or load it.
+pub(crate) trait Inline: RateAlgorithm {
+    /// A single-rate rule's key state holding `state` (unmarked).
+    fn into_key_state(state: Self::State) -> KeyState;
+
+    /// The state of this kind a single-rate rule's key state holds, if it
+    /// is of this kind.
+    fn from_key_state(state: KeyState) -> Option<Self::State>;
 }
 
 rule_kinds! {$

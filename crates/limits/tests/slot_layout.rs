@@ -1,7 +1,8 @@
 //! A keyed limiter's slot is the key and its state, nothing more (issue 9):
-//! the two flags ride in the state's spare byte and the slot keeps no hash,
-//! so the table hashes a key again whenever it moves or drops it. These
-//! tests hold the size to what is counted, and check that keys are still
+//! the two flags and half the key's hash ride in the state's padding, and a
+//! single-rate rule's slot holds its algorithm's state alone (32 bytes for a
+//! `u64` key of the token bucket, 40 at most). These tests hold the size of
+//! each to what is counted, and check that keys are still
 //! found, with their own state, after removals move slots, after the table
 //! grows and shrinks, and after a loaded state replaces a key's.
 
@@ -23,7 +24,7 @@ fn one_shard<K: Hash + Eq + Send>(rule: &str) -> KeyedLimiter<K, ManualClock> {
 }
 
 #[test]
-fn a_u64_key_costs_a_40_byte_slot_plus_the_table() {
+fn a_u64_token_bucket_key_costs_a_32_byte_slot_plus_the_table() {
     let limiter = one_shard::<u64>("10/hour");
     for key in 0..4096 {
         limiter.check_at(&key, 0, 1);
@@ -32,14 +33,57 @@ fn a_u64_key_costs_a_40_byte_slot_plus_the_table() {
     assert_eq!(report.keys, 4096);
     // 4096 slots (the `Vec` doubled to exactly that), and a table of at most
     // 8192 buckets of a 4-byte index and a control byte (plus one group of
-    // control bytes): a 48-byte slot would be 32 KiB over.
+    // control bytes): a 40-byte slot would be 32 KiB over.
     let table_at_most = 8192 * 5 + 64;
     assert!(
-        report.bytes <= 4096 * 40 + table_at_most,
+        report.bytes <= 4096 * 32 + table_at_most,
         "{} bytes for 4096 keys",
         report.bytes
     );
-    assert!(report.bytes > 4096 * 40, "{} bytes", report.bytes);
+    assert!(report.bytes > 4096 * 32, "{} bytes", report.bytes);
+}
+
+/// Bytes held by 4096 `u64` keys, one request each, under `algorithm` at
+/// `rates`, in one shard.
+fn bytes_of_4096_keys(algorithm: Algorithm, rates: &str) -> usize {
+    let limiter: KeyedLimiter<u64, _> = KeyedLimiter::with_options(
+        Rule::new(algorithm, rates.parse().unwrap()),
+        ManualClock::new(0),
+        Options {
+            max_keys: None,
+            shards: 1,
+        },
+    );
+    for key in 0..4096 {
+        limiter.check_at(&key, 0, 1);
+    }
+    assert_eq!(limiter.len(), 4096, "{algorithm} {rates}");
+    limiter.memory().bytes
+}
+
+#[test]
+fn each_algorithm_s_slot_is_sized_for_its_own_state() {
+    // The table is the same for every rule (4096 keys): the token bucket's
+    // bytes less its 32-byte slots. Every other rule differs from it by its
+    // slot and its state's heap only.
+    let token = bytes_of_4096_keys(Algorithm::TokenBucket, "10/hour");
+    let table = token - 4096 * 32;
+    assert!(table <= 8192 * 5 + 64, "table {table}");
+    let per_key = |algorithm, rates| (bytes_of_4096_keys(algorithm, rates) - table) as f64 / 4096.0;
+    // The key (8), the state, and 5 bytes of marks in its padding.
+    assert_eq!(per_key(Algorithm::FixedWindow, "10/hour"), 32.0);
+    assert_eq!(per_key(Algorithm::LeakyBucket, "10/hour"), 32.0);
+    assert_eq!(per_key(Algorithm::SlidingWindow, "10/hour"), 40.0);
+    // The log's ring pointer, head and length (24): 40, plus its ring of
+    // 4 entries, 32 bytes of heap, for its one request.
+    assert_eq!(per_key(Algorithm::SlidingLog, "10/hour"), 40.0 + 32.0);
+    // Several rates: a whole `KeyState` (32, the marks in its padding) and
+    // its states behind one pointer (their `ManyStates`, 24, and two 16-byte
+    // token buckets).
+    assert_eq!(
+        per_key(Algorithm::TokenBucket, "10/hour; 20/day"),
+        40.0 + 56.0
+    );
 }
 
 /// Checks `keys` at `t`, one request each, on a rule of 1/s: each key's

@@ -3,9 +3,13 @@
 //! [`Rule::allow`](crate::Rule::allow)'s verdict in place of the whole
 //! decision (see `rule/allow.rs` for what that saves and why it is exact).
 
-use super::slot::Slot;
-use super::{KeyedLimiter, SWEEP_PER_OPERATION};
+use super::kind::Kind;
+use super::shard::Shard;
+use super::slot::{Held, Slot};
+use super::tables::with_table;
+use super::{KeyedLimiter, Padded, SWEEP_PER_OPERATION};
 use crate::{Clock, RetryAfter};
+use parking_lot::Mutex;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::time::Duration;
@@ -65,8 +69,26 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
+        with_table!(self, |kind, shards| self
+            .admit_in(kind, shards, key, now, cost))
+    }
+
+    /// [`admit`](Self::admit) in the limiter's shards, of its rule's kind.
+    #[inline(always)]
+    fn admit_in<Q, H: Held>(
+        &self,
+        kind: &impl Kind<Held = H>,
+        shards: &[Padded<Mutex<Shard<K, H>>>],
+        key: &Q,
+        now: Option<u64>,
+        cost: u64,
+    ) -> Result<Duration, RetryAfter>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let hash = self.hasher.hash_one(key);
-        let mut shard = self.shard(hash);
+        let mut shard = self.shard(shards, hash);
         let now = match now {
             Some(now) => now,
             None => shard.at_least_latest(self.clock.now()),
@@ -76,7 +98,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             Some(idx) => {
                 let slot = &mut shard.slots[idx];
                 slot.marks().set_referenced(true);
-                let a = self.rule.admit(&mut slot.state, now, cost);
+                let a = kind.admit(&mut slot.state, now, cost);
                 if a.limits_the_key() {
                     slot.marks().set_denied(true);
                 }
@@ -86,17 +108,17 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
                 a
             }
             None => {
-                let mut state = self.rule.new_state();
-                let a = self.rule.admit(&mut state, now, cost);
+                let mut state = kind.fresh();
+                let a = kind.admit(&mut state, now, cost);
                 if !a.idle {
                     let slot = Slot::new(hash, key.to_owned(), state, a.limits_the_key());
-                    self.insert(&mut shard, hash, slot, now);
+                    self.insert(&mut shard, kind, hash, slot, now);
                     added = true;
                 }
                 a
             }
         };
-        shard.sweep(&self.rule, now, SWEEP_PER_OPERATION, !added);
+        shard.sweep(kind, now, SWEEP_PER_OPERATION, !added);
         admission.verdict
     }
 }

@@ -20,19 +20,23 @@
 //!   full of limited keys, the sign that `max_keys` is too small.
 
 mod allow;
+mod kind;
 mod saved;
 mod shard;
 pub(crate) mod slot;
+mod tables;
 
 use crate::{Clock, Decision, Mode, Rule, SystemClock};
 use foldhash::fast::RandomState;
+use kind::Kind;
 use parking_lot::{Mutex, MutexGuard};
 use shard::{Room, Shard};
 pub(crate) use slot::Marks;
-use slot::Slot;
+use slot::{Held, Slot};
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicU64, Ordering};
+use tables::{with_table, Tables};
 
 /// The most slots one operation's amortized sweep looks at.
 ///
@@ -121,7 +125,8 @@ pub struct KeyedLimiter<K, C = SystemClock> {
     rule: Rule,
     clock: C,
     hasher: RandomState,
-    shards: Box<[Padded<Mutex<Shard<K>>>]>,
+    /// The shards, typed by what the rule keeps per key (`keyed/tables.rs`).
+    tables: Tables<K>,
     shard_shift: u32,
     per_shard_cap: usize,
     evictions: AtomicU64,
@@ -156,11 +161,9 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             .map_or(usize::MAX, |cap| (cap / shards).max(1));
         let hasher = RandomState::default();
         KeyedLimiter {
+            tables: Tables::new(&rule, shards, &hasher),
             rule,
             clock,
-            shards: (0..shards)
-                .map(|_| Padded(Mutex::new(Shard::new(hasher.clone()))))
-                .collect(),
             hasher,
             shard_shift: 64 - shards.trailing_zeros(),
             per_shard_cap,
@@ -233,8 +236,29 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
+        with_table!(self, |kind, shards| self
+            .decide_in(kind, shards, key, now, cost, mode, each))
+    }
+
+    /// [`decide`](Self::decide) in the limiter's shards, of its rule's kind.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn decide_in<Q, H: Held>(
+        &self,
+        kind: &impl Kind<Held = H>,
+        shards: &[Padded<Mutex<Shard<K, H>>>],
+        key: &Q,
+        now: Option<u64>,
+        cost: u64,
+        mode: Mode,
+        each: impl FnMut(Decision),
+    ) -> Decision
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let hash = self.hasher.hash_one(key);
-        let mut shard = self.shard(hash);
+        let mut shard = self.shard(shards, hash);
         let now = match now {
             Some(now) => now,
             None => shard.at_least_latest(self.clock.now()),
@@ -244,7 +268,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             Some(idx) => {
                 let slot = &mut shard.slots[idx];
                 slot.marks().set_referenced(true);
-                let d = self.rule.decide(&mut slot.state, now, cost, mode, each);
+                let d = kind.decide(&mut slot.state, now, cost, mode, each);
                 if mode == Mode::Record && limits_the_key(&d) {
                     slot.marks().set_denied(true);
                 }
@@ -256,24 +280,31 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
                 d
             }
             None => {
-                let mut state = self.rule.new_state();
-                let d = self.rule.decide(&mut state, now, cost, mode, each);
+                let mut state = kind.fresh();
+                let d = kind.decide(&mut state, now, cost, mode, each);
                 if mode == Mode::Record && !d.reset_after.is_zero() {
                     let slot = Slot::new(hash, key.to_owned(), state, limits_the_key(&d));
-                    self.insert(&mut shard, hash, slot, now);
+                    self.insert(&mut shard, kind, hash, slot, now);
                     added = true;
                 }
                 d
             }
         };
-        shard.sweep(&self.rule, now, SWEEP_PER_OPERATION, !added);
+        shard.sweep(kind, now, SWEEP_PER_OPERATION, !added);
         decision
     }
 
     /// Tracks a new key; a full shard gives up the key that costs least to
     /// forget (see the shard module), and the eviction is counted.
-    fn insert(&self, shard: &mut Shard<K>, hash: u64, slot: Slot<K>, now: u64) {
-        let room = shard.add(hash, slot, self.per_shard_cap, &self.rule, now);
+    fn insert<H: Held>(
+        &self,
+        shard: &mut Shard<K, H>,
+        kind: &impl Kind<Held = H>,
+        hash: u64,
+        slot: Slot<K, H>,
+        now: u64,
+    ) {
+        let room = shard.add(hash, slot, self.per_shard_cap, (kind, &self.rule), now);
         if let Some(Room::Evicted { limited, .. }) = room {
             self.evictions.fetch_add(1, Ordering::Relaxed);
             if limited {
@@ -282,14 +313,19 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         }
     }
 
-    fn shard(&self, hash: u64) -> MutexGuard<'_, Shard<K>> {
+    /// The shard of `shards` (the limiter's) that a key of `hash` falls in, locked.
+    fn shard<'s, H>(
+        &self,
+        shards: &'s [Padded<Mutex<Shard<K, H>>>],
+        hash: u64,
+    ) -> MutexGuard<'s, Shard<K, H>> {
         // The top bits pick the shard; the table inside uses the low ones.
-        let idx = if self.shards.len() == 1 {
+        let idx = if shards.len() == 1 {
             0
         } else {
             (hash >> self.shard_shift) as usize
         };
-        lock(&self.shards[idx].0)
+        lock(&shards[idx].0)
     }
 
     /// Drops every key that can no longer affect a decision; returns how many.
@@ -299,15 +335,18 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
 
     /// [`sweep`](Self::sweep) as of `now`.
     pub fn sweep_at(&self, now: u64) -> usize {
-        self.shards
+        with_table!(self, |kind, shards| shards
             .iter()
-            .map(|s| lock(&s.0).sweep_all(&self.rule, now))
-            .sum()
+            .map(|s| lock(&s.0).sweep_all(kind, now))
+            .sum())
     }
 
     /// Keys tracked now.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| lock(&s.0).slots.len()).sum()
+        with_table!(self, |_kind, shards| shards
+            .iter()
+            .map(|s| lock(&s.0).slots.len())
+            .sum())
     }
 
     /// Whether no key is tracked.
@@ -332,11 +371,11 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     /// The memory held, and by how many keys.
     pub fn memory(&self) -> MemoryReport {
         let mut report = MemoryReport { keys: 0, bytes: 0 };
-        for s in self.shards.iter() {
+        with_table!(self, |kind, shards| for s in shards.iter() {
             let shard = lock(&s.0);
             report.keys += shard.slots.len();
-            report.bytes += shard.bytes(&self.rule);
-        }
+            report.bytes += shard.bytes(kind);
+        });
         report
     }
 }

@@ -2,7 +2,9 @@
 //! [`KeyedLimiter::import`]): what a server saves on shutdown and restores
 //! on start, so that a restart does not hand every client a fresh limit.
 
+use super::kind::Kind;
 use super::slot::Slot;
+use super::tables::with_table;
 use super::{lock, KeyedLimiter};
 use crate::Clock;
 use std::hash::{BuildHasher, Hash};
@@ -16,16 +18,16 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     {
         let now = self.clock.now();
         let mut out = Vec::new();
-        for s in self.shards.iter() {
+        with_table!(self, |kind, shards| for s in shards.iter() {
             let mut shard = lock(&s.0);
-            shard.sweep_all(&self.rule, now);
+            shard.sweep_all(kind, now);
             out.extend(
                 shard
                     .slots
                     .iter()
-                    .map(|slot| (slot.key.clone(), self.rule.encode_state(&slot.state))),
+                    .map(|slot| (slot.key.clone(), kind.encode(&self.rule, &slot.state))),
             );
-        }
+        });
         out
     }
 
@@ -45,24 +47,25 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     pub fn import(&self, entries: impl IntoIterator<Item = (K, Vec<u64>)>) -> usize {
         let now = self.clock.now();
         let mut loaded = 0;
-        for (key, words) in entries {
-            let Some(mut state) = self.rule.decode_state(&words) else {
+        with_table!(self, |kind, shards| for (key, words) in entries {
+            let Some(mut state) = self.rule.decode_state(&words).and_then(|s| kind.load(s)) else {
                 continue;
             };
-            if self.rule.is_idle(&mut state, now) {
+            if kind.is_idle(&mut state, now) {
                 continue;
             }
             let hash = self.hasher.hash_one(&key);
-            let mut shard = self.shard(hash);
+            let mut shard = self.shard(shards, hash);
             if let Some(idx) = shard.find(hash, &key) {
                 // The loaded state carries no marks: not limited, no second
                 // chance, no hash hint (the slot module says why that is safe).
                 shard.slots[idx].state = state;
             } else {
-                self.insert(&mut shard, hash, Slot::new(hash, key, state, false), now);
+                let slot = Slot::new(hash, key, state, false);
+                self.insert(&mut shard, kind, hash, slot, now);
             }
             loaded += 1;
-        }
+        });
         loaded
     }
 }

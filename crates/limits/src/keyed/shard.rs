@@ -4,8 +4,9 @@
 //!
 //! Slots live in a dense `Vec` (so the cursor and the hand can walk them); a `HashTable` of
 //! slot indices finds a key. A key costs its slot (the key and its state,
-//! whose padding holds the key's two flags and half its hash: 40 bytes for a
-//! `u64` key, see the slot module) plus about five bytes of table: no linked
+//! with the key's two flags and half its hash in the state's padding: 32
+//! bytes for a `u64` key of the token bucket, 40 at most, see the slot
+//! module) plus about five bytes of table: no linked
 //! list, no two pointers per key as a true LRU would need. To move or drop a
 //! slot's table entry, the shard looks it up under the half hash kept in the
 //! state, checked by index, and hashes the key again only if that misses; to
@@ -38,11 +39,11 @@
 //! cursor), so that turn lasts about `slots / CANDIDATES` insertions. The
 //! cost per insertion stays bounded (at most [`MAX_SCAN`] states looked at,
 //! usually [`CANDIDATES`]), and the memory per key does not grow: the
-//! flags live in the state's spare byte (see the slot module).
+//! flags live in the state's padding (see the slot module).
 
-use super::slot::Slot;
-use crate::rule::IdleLoop;
-use crate::{KeyState, Rule};
+use super::kind::Kind;
+use super::slot::{Held, Slot};
+use crate::Rule;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use std::borrow::Borrow;
@@ -57,11 +58,11 @@ pub(crate) const MAX_SCAN: usize = 64;
 /// Costs at or above this are those of limited keys.
 const LIMITED: u32 = 1 << 16;
 
-pub(crate) struct Shard<K> {
+pub(crate) struct Shard<K, H> {
     /// The limiter's hasher, to hash a slot's key again.
     hasher: RandomState,
     table: HashTable<u32>,
-    pub slots: Vec<Slot<K>>,
+    pub slots: Vec<Slot<K, H>>,
     /// Where eviction weighs keys next.
     hand: usize,
     /// Where the amortized sweep looks for idle keys next.
@@ -80,9 +81,9 @@ pub(crate) enum Room {
     Evicted { at: usize, limited: bool },
 }
 
-impl<K: Hash> Shard<K> {
+impl<K: Hash, H: Held> Shard<K, H> {
     /// An empty shard hashing keys with `hasher` (the limiter's).
-    pub fn new(hasher: RandomState) -> Shard<K> {
+    pub fn new(hasher: RandomState) -> Shard<K, H> {
         Shard {
             hasher,
             table: HashTable::new(),
@@ -156,13 +157,13 @@ impl<K: Hash> Shard<K> {
     pub fn add(
         &mut self,
         hash: u64,
-        slot: Slot<K>,
+        slot: Slot<K, H>,
         cap: usize,
-        rule: &Rule,
+        (kind, rule): (&impl Kind<Held = H>, &Rule),
         now: u64,
     ) -> Option<Room> {
         let room = if self.slots.len() >= cap {
-            self.make_room(rule, now)
+            self.make_room(kind, rule, now)
         } else {
             None
         };
@@ -186,7 +187,7 @@ impl<K: Hash> Shard<K> {
     }
 
     /// Removes slot `idx`; the last slot moves into its place.
-    pub fn remove(&mut self, idx: usize) -> Slot<K> {
+    pub fn remove(&mut self, idx: usize) -> Slot<K, H> {
         self.unfile(idx);
         let last = self.slots.len() - 1;
         if idx != last {
@@ -218,22 +219,38 @@ impl<K: Hash> Shard<K> {
     /// can no longer affect a decision; with `stop_at_busy`, it stops after
     /// the first slot it keeps (see `SWEEP_PER_OPERATION` in the keyed
     /// module for what that guarantees).
-    pub fn sweep(&mut self, rule: &Rule, now: u64, budget: usize, stop_at_busy: bool) -> usize {
-        rule.with_idle_test(
-            now,
-            Sweep {
-                shard: self,
-                budget,
-                stop_at_busy,
-            },
-        )
+    #[inline(always)]
+    pub fn sweep(
+        &mut self,
+        kind: &impl Kind<Held = H>,
+        now: u64,
+        budget: usize,
+        stop_at_busy: bool,
+    ) -> usize {
+        let mut dropped = 0;
+        for _ in 0..budget.min(self.slots.len()) {
+            let at = self.cursor;
+            if kind.is_idle(&mut self.slots[at].state, now) {
+                self.remove(at);
+                dropped += 1;
+            } else {
+                self.cursor = next(at, self.slots.len());
+                if stop_at_busy {
+                    break;
+                }
+            }
+            if self.slots.is_empty() {
+                break;
+            }
+        }
+        dropped
     }
 
     /// Picks the slot to give up for a new key (see the module docs): the
     /// first idle key under the hand, or else the candidate whose forgetting
     /// costs least. The hand moves past every key it looked at, clearing
     /// their second chance. `None` only for an empty shard.
-    pub fn make_room(&mut self, rule: &Rule, now: u64) -> Option<Room> {
+    pub fn make_room(&mut self, kind: &impl Kind<Held = H>, rule: &Rule, now: u64) -> Option<Room> {
         let len = self.slots.len();
         let mut best: Option<(u32, usize)> = None;
         for looked in 0..MAX_SCAN.min(len) {
@@ -243,10 +260,10 @@ impl<K: Hash> Shard<K> {
             let at = self.hand;
             self.hand = next(at, len);
             let slot = &mut self.slots[at];
-            if rule.is_idle(&mut slot.state, now) {
+            if kind.is_idle(&mut slot.state, now) {
                 return Some(Room::Idle(at));
             }
-            let cost = forgetting_cost(rule, slot, now);
+            let cost = forgetting_cost(kind, rule, slot, now);
             slot.marks().set_referenced(false);
             if best.is_none_or(|(least, _)| cost < least) {
                 best = Some((cost, at));
@@ -259,10 +276,10 @@ impl<K: Hash> Shard<K> {
     }
 
     /// Drops every idle key.
-    pub fn sweep_all(&mut self, rule: &Rule, now: u64) -> usize {
+    pub fn sweep_all(&mut self, kind: &impl Kind<Held = H>, now: u64) -> usize {
         let mut dropped = 0;
         for at in (0..self.slots.len()).rev() {
-            if rule.is_idle(&mut self.slots[at].state, now) {
+            if kind.is_idle(&mut self.slots[at].state, now) {
                 self.remove(at);
                 dropped += 1;
             }
@@ -272,54 +289,27 @@ impl<K: Hash> Shard<K> {
 
     /// Bytes held: the table, the slots (with their inline keys) and the
     /// states' heap memory.
-    pub fn bytes(&self, rule: &Rule) -> usize {
+    pub fn bytes(&self, kind: &impl Kind<Held = H>) -> usize {
         self.table.allocation_size()
-            + self.slots.capacity() * std::mem::size_of::<Slot<K>>()
+            + self.slots.capacity() * std::mem::size_of::<Slot<K, H>>()
             + self
                 .slots
                 .iter()
-                .map(|s| rule.heap_bytes(&s.state))
+                .map(|s| kind.heap_bytes(&s.state))
                 .sum::<usize>()
-    }
-}
-
-/// The sweep's loop, run with the rule's idle test ([`Rule::with_idle_test`]).
-struct Sweep<'a, K> {
-    shard: &'a mut Shard<K>,
-    budget: usize,
-    stop_at_busy: bool,
-}
-
-impl<K: Hash> IdleLoop for Sweep<'_, K> {
-    type Output = usize;
-
-    fn run(self, mut is_idle: impl FnMut(&mut KeyState) -> bool) -> usize {
-        let shard = self.shard;
-        let mut dropped = 0;
-        for _ in 0..self.budget.min(shard.slots.len()) {
-            let at = shard.cursor;
-            if is_idle(&mut shard.slots[at].state) {
-                shard.remove(at);
-                dropped += 1;
-            } else {
-                shard.cursor = next(at, shard.slots.len());
-                if self.stop_at_busy {
-                    break;
-                }
-            }
-            if shard.slots.is_empty() {
-                break;
-            }
-        }
-        dropped
     }
 }
 
 /// What evicting `slot` would forgive, as a number to minimize: limited keys
 /// above all others ([`LIMITED`]), then the share of the limit used, then a
 /// key that was denied, then one used since the hand last passed.
-fn forgetting_cost<K>(rule: &Rule, slot: &mut Slot<K>, now: u64) -> u32 {
-    let used = u32::from(rule.used_permille(&mut slot.state, now));
+fn forgetting_cost<K, H: Held>(
+    kind: &impl Kind<Held = H>,
+    rule: &Rule,
+    slot: &mut Slot<K, H>,
+    now: u64,
+) -> u32 {
+    let used = u32::from(kind.used_permille(rule, &mut slot.state, now));
     let marks = *slot.marks();
     let limited = marks.denied() || used >= 1000;
     (if limited { LIMITED } else { 0 })

@@ -1,11 +1,15 @@
-//! A tracked key's slot: the key and its state, nothing more (issue 9).
+//! A tracked key's slot: the key and what its table holds for it, nothing
+//! more (issue 9).
 //!
-//! A state's tag is one byte, and the state's fields start 8 bytes in: the
-//! seven bytes between are padding that every key pays for anyway. The
-//! slot's bookkeeping lives there ([`Marks`]): the key's two flags (the
-//! CLOCK second chance, and whether it was denied) and the low half of its
-//! hash. A `u64` key's slot is thus 40 bytes, where a word of its own for
-//! the flags and the half hash made it 48.
+//! A single-rate rule's table holds the algorithm's state beside the key's
+//! bookkeeping ([`Marks`]: the two flags, the CLOCK second chance and
+//! whether it was denied, and the low half of its hash, 5 bytes), in a
+//! [`Marked`] state: a `u64` key's slot is 32 bytes for a 16-byte state (the
+//! token bucket, fixed window, leaky bucket), 40 for a 24-byte one (the
+//! sliding window, sliding log). A rule of several rates keeps a whole
+//! [`KeyState`], whose tag is one byte and whose fields start 8 bytes in:
+//! the marks live in the seven bytes between, which every key pays for
+//! anyway (40 bytes for a `u64` key).
 //!
 //! The half hash kept there is a hint, not a truth the table depends on: a
 //! state replaced wholesale (one loaded, or one of another shape that a
@@ -17,9 +21,10 @@
 
 use crate::KeyState;
 
-/// A key's bookkeeping in the keyed table, kept in the padding after its
-/// state's tag (`StateKind` is `repr(u8)`: its tag, then each variant's
-/// fields in order, this first, 5 bytes at offset 1, the state at 8).
+/// A key's bookkeeping in the keyed table: beside one algorithm's state
+/// ([`Marked`]), or in the padding after a [`KeyState`]'s tag (`StateKind`
+/// is `repr(u8)`: its tag, then each variant's fields in order, this
+/// first, 5 bytes at offset 1, the state at 8).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Marks {
     flags: u8,
@@ -67,35 +72,77 @@ impl Marks {
     }
 }
 
+/// What a slot holds beside its key: a state with the key's [`Marks`].
+pub(crate) trait Held {
+    /// The key's marks.
+    fn marks(&mut self) -> &mut Marks;
+}
+
+/// A whole rule's state: the marks in the padding after its tag.
+impl Held for KeyState {
+    #[inline(always)]
+    fn marks(&mut self) -> &mut Marks {
+        self.0.marks_mut()
+    }
+}
+
+/// One algorithm's state and the key's marks: 5 bytes beside the state,
+/// within the padding to its alignment (a 16-byte state makes 24).
+#[derive(Debug)]
+pub(crate) struct Marked<S> {
+    marks: Marks,
+    pub state: S,
+}
+
+impl<S> Marked<S> {
+    /// `state`, unmarked.
+    pub fn new(state: S) -> Marked<S> {
+        Marked {
+            marks: Marks::default(),
+            state,
+        }
+    }
+}
+
+impl<S> Held for Marked<S> {
+    #[inline(always)]
+    fn marks(&mut self) -> &mut Marks {
+        &mut self.marks
+    }
+}
+
 /// A tracked key and its state. The state's [`Marks`] say whether the key
 /// was used since the CLOCK hand last passed (set on every use, cleared as
 /// the hand passes: a second chance) and whether it was denied (kept while
 /// the state lives, dropped once back to full: the key is limited, so
 /// evicting it would forgive it).
-pub(crate) struct Slot<K> {
+pub(crate) struct Slot<K, H> {
     pub key: K,
-    pub state: KeyState,
+    pub state: H,
 }
 
-// A `u64` key's slot: the key and the 32-byte state, no word beside them.
-const _: () = assert!(std::mem::size_of::<Slot<u64>>() == 40);
+// A `u64` key's slot: the key and the state with its marks, no word beside
+// them (`tests/slot_layout.rs` pins these through `memory()`).
+const _: () = assert!(std::mem::size_of::<Slot<u64, KeyState>>() == 40);
+const _: () =
+    assert!(std::mem::size_of::<Slot<u64, Marked<crate::algorithms::TokenBucketState>>>() == 32);
 
-impl<K> Slot<K> {
+impl<K, H: Held> Slot<K, H> {
     /// A key's slot, as the key is first tracked (its hash is `hash`);
     /// `denied` if that first request was.
-    pub fn new(hash: u64, key: K, mut state: KeyState, denied: bool) -> Slot<K> {
+    pub fn new(hash: u64, key: K, mut state: H, denied: bool) -> Slot<K, H> {
         // A new key has not earned its second chance yet: in a flood of
         // one-off keys they evict each other, not the established ones.
         // (One store of the marks, not a read-modify-write per flag.)
-        *state.0.marks_mut() = Marks {
+        *state.marks() = Marks {
             flags: if denied { Marks::DENIED } else { 0 },
             hash: (hash as u32).to_ne_bytes(),
         };
         Slot { key, state }
     }
 
-    /// The key's flags, kept in its state.
+    /// The key's flags, kept with its state.
     pub fn marks(&mut self) -> &mut Marks {
-        self.state.0.marks_mut()
+        self.state.marks()
     }
 }
