@@ -20,21 +20,21 @@
 //!   full of limited keys, the sign that `max_keys` is too small.
 
 mod allow;
+mod decide;
 mod kind;
 mod saved;
 mod shard;
 pub(crate) mod slot;
 mod tables;
 
-use crate::{Clock, Decision, Mode, Rule, SystemClock};
+use crate::{Clock, Rule, SystemClock};
 use foldhash::fast::RandomState;
 use kind::Kind;
 use parking_lot::{Mutex, MutexGuard};
 use shard::{Room, Shard};
 pub(crate) use slot::Marks;
 use slot::{Held, Slot};
-use std::borrow::Borrow;
-use std::hash::{BuildHasher, Hash};
+use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tables::{with_table, Tables};
 
@@ -182,118 +182,6 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         &self.clock
     }
 
-    /// Checks a request of `cost` for `key` now, recording it if allowed.
-    pub fn check<Q>(&self, key: &Q, cost: u64) -> Decision
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
-    {
-        self.decide(key, None, cost, Mode::Record, |_| {})
-    }
-
-    /// Checks a request of `cost` for `key` at `now` (nanoseconds on the
-    /// limiter's time scale), recording it if allowed.
-    pub fn check_at<Q>(&self, key: &Q, now: u64, cost: u64) -> Decision
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
-    {
-        self.decide(key, Some(now), cost, Mode::Record, |_| {})
-    }
-
-    /// What a check would answer now, without recording anything.
-    pub fn peek<Q>(&self, key: &Q, cost: u64) -> Decision
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
-    {
-        self.decide(key, None, cost, Mode::Peek, |_| {})
-    }
-
-    /// What a check at `now` would answer, without recording anything.
-    pub fn peek_at<Q>(&self, key: &Q, now: u64, cost: u64) -> Decision
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
-    {
-        self.decide(key, Some(now), cost, Mode::Peek, |_| {})
-    }
-
-    /// The general form: decides at `now` (when `None`, the clock's reading,
-    /// taken under the shard's lock and never earlier than the latest one
-    /// the shard decided at, so that one key's times never run backwards),
-    /// calling `each` with every rate's own decision.
-    #[inline(always)]
-    pub fn decide<Q>(
-        &self,
-        key: &Q,
-        now: Option<u64>,
-        cost: u64,
-        mode: Mode,
-        each: impl FnMut(Decision),
-    ) -> Decision
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
-    {
-        with_table!(self, |kind, shards| self
-            .decide_in(kind, shards, key, now, cost, mode, each))
-    }
-
-    /// [`decide`](Self::decide) in the limiter's shards, of its rule's kind.
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    fn decide_in<Q, H: Held>(
-        &self,
-        kind: &impl Kind<Held = H>,
-        shards: &[Padded<Mutex<Shard<K, H>>>],
-        key: &Q,
-        now: Option<u64>,
-        cost: u64,
-        mode: Mode,
-        each: impl FnMut(Decision),
-    ) -> Decision
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
-    {
-        let hash = self.hasher.hash_one(key);
-        let mut shard = self.shard(shards, hash);
-        let now = match now {
-            Some(now) => now,
-            None => shard.at_least_latest(self.clock.now()),
-        };
-        let mut added = false;
-        let decision = match shard.find(hash, key) {
-            Some(idx) => {
-                let slot = &mut shard.slots[idx];
-                slot.marks().set_referenced(true);
-                let d = kind.decide(&mut slot.state, now, cost, mode, each);
-                if mode == Mode::Record && limits_the_key(&d) {
-                    slot.marks().set_denied(true);
-                }
-                // The decision's reset is zero exactly when the state is
-                // idle (`Rule::decide`): no second look at the state.
-                if d.reset_after.is_zero() {
-                    shard.remove(idx);
-                }
-                d
-            }
-            None => {
-                let mut state = kind.fresh();
-                let d = kind.decide(&mut state, now, cost, mode, each);
-                if mode == Mode::Record && !d.reset_after.is_zero() {
-                    let slot = Slot::new(hash, key.to_owned(), state, limits_the_key(&d));
-                    self.insert(&mut shard, kind, hash, slot, now);
-                    added = true;
-                }
-                d
-            }
-        };
-        shard.sweep(kind, now, SWEEP_PER_OPERATION, !added);
-        decision
-    }
-
     /// Tracks a new key; a full shard gives up the key that costs least to
     /// forget (see the shard module), and the eviction is counted.
     fn insert<H: Held>(
@@ -378,12 +266,6 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         });
         report
     }
-}
-
-/// Whether a recorded decision marks the key as limited: denied, other than
-/// for a cost no state could ever admit (which says nothing of the key).
-fn limits_the_key(d: &Decision) -> bool {
-    !d.allowed && !d.retry_after.is_never()
 }
 
 /// Locks a shard. A panic while holding a shard's lock cannot leave a state
