@@ -23,11 +23,12 @@
 //! A queue past `u64` (times L) is split as `hi * 2^64 + lo` with `2^64 =
 //! wrap_q * L + wrap_r`, so `queue / L = hi * wrap_q + (hi * wrap_r + lo) /
 //! L` while `hi * wrap_r + lo` fits: the bench's 1M-key bucket, 5 * 10^19.
-//! `a` is kept at most 2^62 (as T and `burst * T`), so that no sum below
+//! `a` is kept below 2^62 (T and `burst * T` at most 2^62), so that no sum below
 //! overflows; anything else takes the general path
 //! (`tests/leaky_bucket_period.rs`).
 
 use super::{LeakyBucket, LeakyBucketState};
+use crate::duration::of_nanos;
 use crate::rule::Mode;
 use crate::{Decision, RetryAfter};
 use std::num::NonZeroU64;
@@ -67,7 +68,8 @@ impl Period {
     }
 
     /// `(a, b, T)` with `ahead = a * L + b`, `b < L`, when T is whole and
-    /// `a <= BOUND`; `None` sends the decision to the general path.
+    /// `a < BOUND` (one shift to test); `None` sends the decision to the
+    /// general path.
     #[inline(always)]
     pub(super) fn split(&self, ahead: u128) -> Option<(u64, u64, NonZeroU64)> {
         let t = NonZeroU64::new(self.t)?;
@@ -82,7 +84,7 @@ impl Period {
             let b = y - a * self.limit.get();
             (hi.checked_mul(self.wrap_q)?.checked_add(a)?, b)
         };
-        (a <= BOUND).then_some((a, b, t))
+        (a >> 62 == 0).then_some((a, b, t))
     }
 }
 
@@ -105,7 +107,7 @@ impl LeakyBucket {
         // `floor(queue / L)` after the decision.
         let mut q = a;
         if cost.wrapping_sub(1) <= self.burst {
-            // (cost - 1) * T <= burst * T <= BOUND, a <= BOUND.
+            // (cost - 1) * T <= burst * T <= BOUND, a < BOUND.
             let d = a + (cost - 1) * t;
             if d + f <= most {
                 decision.delay = Duration::from_nanos(d + f);
@@ -123,15 +125,16 @@ impl LeakyBucket {
             decision.retry_after = RetryAfter::Never;
         }
         let reset = q + f;
-        if reset == 0 {
-            decision.remaining = self.burst + 1;
-            return decision;
-        }
         let qt = q / nt;
         let rt = q - qt * t;
-        let slots = qt + u64::from(rt > 0 || f > 0);
+        // The queue modulo W, in whole ns rounded up: zero iff it is a
+        // whole number of slots.
+        let rf = rt + f;
+        let slots = qt + u64::from(rf > 0);
         let (remaining, refill) = if slots <= self.burst + 1 {
-            let refill = if rt > 0 || f > 0 { rt + f } else { t };
+            // A whole number of slots: a whole period, none when empty
+            // (q = 0; otherwise q >= T).
+            let refill = if rf > 0 { rf } else { q.min(t) };
             (self.burst + 1 - slots, refill)
         } else {
             // More queued than the burst allows: the wait of one unit.
@@ -139,7 +142,7 @@ impl LeakyBucket {
         };
         decision.remaining = remaining;
         decision.reset_after = Duration::from_nanos(reset);
-        decision.refill_after = Duration::from_nanos(refill);
+        decision.refill_after = of_nanos(refill);
         decision
     }
 }

@@ -22,6 +22,7 @@
 
 use super::super::sat64;
 use super::{SlidingWindow, SlidingWindowState};
+use crate::duration::of_nanos;
 use crate::rule::{DecideOne, Mode};
 use crate::{Decision, RetryAfter};
 use std::time::Duration;
@@ -48,10 +49,7 @@ impl DecideOne for SlidingWindow {
                     s.current += cost;
                 }
             } else {
-                denied = (
-                    cost,
-                    Duration::from_nanos(self.wait_after(s, elapsed, cost)),
-                );
+                denied = (cost, of_nanos(self.wait_after(s, elapsed, cost)));
                 decision.allowed = false;
                 decision.retry_after = RetryAfter::After(denied.1);
             }
@@ -75,7 +73,7 @@ impl DecideOne for SlidingWindow {
         } else {
             return decision;
         };
-        decision.reset_after = Duration::from_nanos(reset);
+        decision.reset_after = of_nanos(reset);
         if remaining < self.limit {
             let want = remaining + 1;
             // The usual denial (cost 1, nothing left) has just found it.
@@ -95,7 +93,7 @@ impl DecideOne for SlidingWindow {
                 }
                 _ => self.wait_after(s, elapsed, want),
             };
-            decision.refill_after = Duration::from_nanos(refill);
+            decision.refill_after = of_nanos(refill);
         }
         decision
     }
