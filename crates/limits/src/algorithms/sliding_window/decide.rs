@@ -73,7 +73,7 @@ impl DecideOne for SlidingWindow {
         } else {
             return decision;
         };
-        decision.reset_after = of_nanos(reset);
+        decision.reset_after = Duration::from_nanos(reset);
         if remaining < self.limit {
             let want = remaining + 1;
             // The usual denial (cost 1, nothing left) has just found it.
