@@ -8,12 +8,15 @@
 //!   passes `u64`), within 1 of where a request just fits, `b` at 0, 1 and
 //!   L - 1; `burst * T` either side of 2^62; L = 1, T = 1 (1 ns windows);
 //!   W = T * L + 1 (not whole) for the general path beside it;
+//! - the token bucket's whole-period path: debts `a * L + b` at the same
+//!   edges, within 1 of the tolerance of a request and of L tokens missing;
 //! - the sliding window's `units = ceil(previous * left / W)`: times
 //!   where `previous * left` is within 1 of a multiple of W, counts within 1
 //!   of where a request fits, products past `u64`.
 
 use limits::algorithms::{
     LeakyBucket, LeakyBucketState, RateAlgorithm, ScaledTime, SlidingWindow, SlidingWindowState,
+    TokenBucket, TokenBucketState,
 };
 use limits::{Algorithm, Decision, Rate, Rule, MAX_LIMIT, MAX_WINDOW};
 use proptest::prelude::*;
@@ -145,6 +148,51 @@ proptest! {
             (at, pick(c, &[0, 1, burst, burst + 1, first, raw % (burst + 2)]))
         }).collect();
         same(&rule, &LeakyBucket::new(rate, burst), state, words, &steps)?;
+    }
+
+    #[test]
+    fn token_bucket_whole_period_edges(
+        l_pick in 0u64..6, t_pick in 0u64..6, whole in prop::bool::weighted(0.9),
+        a_pick in 0u64..8, rem_pick in 0u64..4, d in -1i128..=1,
+        raws in any::<[u64; 6]>(), now in prop_oneof![0u64..=3, u64::MAX - 3..=u64::MAX, any::<u64>()],
+        costs in prop::collection::vec((0u64..6, any::<u64>()), 1..5),
+    ) {
+        let max_w = MAX_WINDOW.as_nanos() as u64;
+        let limit = pick(l_pick, &[1, 2, 16, 1 + raws[0] % MAX_LIMIT, MAX_LIMIT, 1_000_000]);
+        let most_t = max_w / limit;
+        let t = pick(t_pick, &[1, 2, 1001, most_t, most_t.saturating_sub(1), 1 + raws[1] % most_t]).clamp(1, most_t);
+        let window = if whole || t * limit == max_w { t * limit } else { t * limit + 1 };
+        let rate = Rate::new(limit, Duration::from_nanos(window)).unwrap();
+        let rule = Rule::new(Algorithm::TokenBucket, rate.into());
+        let (l, w) = (u128::from(limit), u128::from(window));
+        let wrap_r = u128::from(u64::MAX % limit + 1);
+        let hi = u128::from(1 + raws[3] % 3);
+        let first = 1 + raws[4] % limit;
+        // Debts (ns x L) at the edges of the fast path.
+        let debt = match a_pick {
+            0 => near(u128::from(BOUND) * l, d * l as i128, u128::MAX),
+            1 => near(1 << 64, d, u128::MAX),
+            2 => near((hi << 64) + (1 << 64) - hi * wrap_r, d, u128::MAX),
+            3 => near(u128::from(limit - first) * w, d * l as i128, u128::MAX),
+            4 => near(l * w, d * l as i128, u128::MAX),
+            5 => u128::from(raws[5]) * u128::from(raws[4]),
+            6 => 0,
+            _ => u128::from(raws[5]),
+        };
+        let debt = match rem_pick {
+            0 => debt,
+            r => debt - debt % l + [0, 1, l - 1][r as usize - 1],
+        };
+        let most = (u128::from(u64::MAX) + 2 * w) * l;
+        let full_at = (u128::from(now) * l).saturating_add(debt).min(most);
+        let state = TokenBucketState { full_at: ScaledTime([(full_at >> 64) as u64, full_at as u64]) };
+        let tag = rule.encode_state(&rule.new_state())[0];
+        let words = |s: &TokenBucketState| vec![tag, 1, s.full_at.0[0], s.full_at.0[1]];
+        let steps: Vec<(u64, u64)> = costs.iter().enumerate().map(|(i, &(c, raw))| {
+            let at = match i { 0 => now, 1 => now.saturating_add(1), 2 => now.saturating_add(t), _ => now.saturating_add(raw % (2 * t)) };
+            (at, pick(c, &[0, 1, limit, limit + 1, first, raw % (limit + 2)]))
+        }).collect();
+        same(&rule, &TokenBucket::new(rate), state, words, &steps)?;
     }
 
     #[test]

@@ -20,13 +20,12 @@
 //! is `ceil((rt * L + b) / L) = rt + f`, or T when the queue is a whole
 //! number of slots; past the burst (a state file's), `q + f - burst * T`.
 //!
-//! A queue past `u64` (times L) is split as `hi * 2^64 + lo` with `2^64 =
-//! wrap_q * L + wrap_r`, so `queue / L = hi * wrap_q + (hi * wrap_r + lo) /
-//! L` while `hi * wrap_r + lo` fits: the bench's 1M-key bucket, 5 * 10^19.
-//! `a` is kept below 2^62 (T and `burst * T` at most 2^62), so that no sum below
-//! overflows; anything else takes the general path
-//! (`tests/leaky_bucket_period.rs`).
+//! `a` and `b` come from [`WholePeriod::split`] (which also takes queues
+//! past `u64`); `burst * T` is kept at most 2^62, `a` below it, so that no
+//! sum here overflows; anything else takes the general path
+//! (`tests/decide_fast_path_edges.rs`).
 
+use super::super::whole_period::WholePeriod;
 use super::{LeakyBucket, LeakyBucketState};
 use crate::duration::of_nanos;
 use crate::rule::Mode;
@@ -37,54 +36,31 @@ use std::time::Duration;
 /// The largest `a`, T and `burst * T` the whole-period path takes.
 const BOUND: u64 = 1 << 62;
 
-/// T, `burst * T` and the split of 2^64 by L; `t == 0` when T is not whole
-/// (or `burst * T` passes [`BOUND`]): the general path then.
+/// The whole-period split and `burst * T`; the split is off when `burst *
+/// T` passes [`BOUND`] (the general path then).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Period {
-    t: u64,
+    whole: WholePeriod,
     most: u64,
-    wrap_q: u64,
-    wrap_r: u64,
-    // L again, known not zero: no test before each division.
-    limit: NonZeroU64,
 }
 
 impl Period {
     pub(super) fn new(limit: u64, window: u64, burst: u64) -> Period {
-        let whole = window % limit == 0;
-        let most = burst.checked_mul(window / limit).filter(|&m| m <= BOUND);
-        let (t, most) = match (whole, most) {
-            (true, Some(most)) if window / limit <= BOUND => (window / limit, most),
-            _ => (0, 0),
-        };
-        Period {
-            t,
-            most,
-            // 2^64 = wrap_q * L + wrap_r, with 1 <= wrap_r <= L.
-            wrap_q: u64::MAX / limit,
-            wrap_r: u64::MAX % limit + 1,
-            limit: NonZeroU64::new(limit).unwrap_or(NonZeroU64::MIN),
+        let whole = WholePeriod::new(limit, window);
+        match burst.checked_mul(whole.period()).filter(|&m| m <= BOUND) {
+            Some(most) => Period { whole, most },
+            None => Period {
+                whole: whole.off(),
+                most: 0,
+            },
         }
     }
 
-    /// `(a, b, T)` with `ahead = a * L + b`, `b < L`, when T is whole and
-    /// `a < BOUND` (one shift to test); `None` sends the decision to the
-    /// general path.
+    /// `(a, b, T)` with `ahead = a * L + b` ([`WholePeriod::split`]), or
+    /// `None` for the general path.
     #[inline(always)]
     pub(super) fn split(&self, ahead: u128) -> Option<(u64, u64, NonZeroU64)> {
-        let t = NonZeroU64::new(self.t)?;
-        let (hi, lo) = ((ahead >> 64) as u64, ahead as u64);
-        let (a, b) = if hi == 0 {
-            let a = lo / self.limit;
-            (a, lo - a * self.limit.get())
-        } else {
-            let y =
-                u64::try_from(u128::from(hi) * u128::from(self.wrap_r) + u128::from(lo)).ok()?;
-            let a = y / self.limit;
-            let b = y - a * self.limit.get();
-            (hi.checked_mul(self.wrap_q)?.checked_add(a)?, b)
-        };
-        (a >> 62 == 0).then_some((a, b, t))
+        self.whole.split(ahead)
     }
 }
 
