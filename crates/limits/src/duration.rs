@@ -203,6 +203,42 @@ pub(crate) fn nanos_of(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// `Duration::from_nanos`, without its division by 10^9 for a time under
+/// a second (a decision's usual wait, reset and refill): a comparison
+/// instead of a multiplication, shifts and a product (issue 9).
+#[inline(always)]
+pub(crate) fn of_nanos(nanos: u64) -> Duration {
+    const SECOND: u64 = 1_000_000_000;
+    if nanos < SECOND {
+        Duration::new(0, nanos as u32)
+    } else {
+        Duration::from_nanos(nanos)
+    }
+}
+
+#[cfg(test)]
+mod of_nanos_tests {
+    use super::of_nanos;
+    use std::time::Duration;
+
+    #[test]
+    fn of_nanos_is_from_nanos_either_side_of_a_second() {
+        let second = 1_000_000_000u64;
+        for n in [
+            0,
+            1,
+            second - 1,
+            second,
+            second + 1,
+            2 * second - 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            assert_eq!(of_nanos(n), Duration::from_nanos(n), "{n} ns");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

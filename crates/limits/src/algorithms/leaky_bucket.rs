@@ -13,12 +13,16 @@ use crate::rule::{Admission, AdmitOne, DecideOne, Mode};
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
+mod period;
+
 /// A queue draining at L per W that holds at most `burst` waiting units.
 #[derive(Clone, Copy, Debug)]
 pub struct LeakyBucket {
     limit: u64,
     window: u64,
     burst: u64,
+    /// What `decide_one`'s whole-period path needs, computed once.
+    period: period::Period,
 }
 
 /// Per-key state.
@@ -32,10 +36,13 @@ impl LeakyBucket {
     /// A leaky bucket draining at `rate` with room for `burst` waiting units
     /// (nginx's `burst`; the usual choice is the rate's limit).
     pub fn new(rate: Rate, burst: u64) -> LeakyBucket {
+        let (limit, window) = (rate.limit(), rate.window_nanos());
+        let burst = burst.min(crate::MAX_LIMIT);
         LeakyBucket {
-            limit: rate.limit(),
-            window: rate.window_nanos(),
-            burst: burst.min(crate::MAX_LIMIT),
+            limit,
+            window,
+            burst,
+            period: period::Period::new(limit, window, burst),
         }
     }
 
@@ -169,6 +176,11 @@ impl DecideOne for LeakyBucket {
         let window = u128::from(self.window);
         // What is queued ahead of a request now, and after this decision.
         let ahead = s.next_slot.get().saturating_sub(now_scaled);
+        // A whole number of nanoseconds per unit (the usual rate): in `u64`
+        // nanoseconds from one division of `ahead` by L.
+        if let Some(whole) = self.period.split(ahead) {
+            return self.decide_whole(s, now_scaled + ahead, whole, cost, mode);
+        }
         let mut queued = ahead;
         let mut decision = Decision::allow(0);
         if cost.wrapping_sub(1) <= self.burst {

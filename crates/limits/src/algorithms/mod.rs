@@ -16,6 +16,7 @@ mod none;
 mod sliding_log;
 mod sliding_window;
 mod token_bucket;
+mod whole_period;
 
 pub use fixed_window::{FixedWindow, FixedWindowState};
 pub use leaky_bucket::{LeakyBucket, LeakyBucketState};

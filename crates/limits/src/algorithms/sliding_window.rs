@@ -7,9 +7,11 @@
 //! `limits`, the estimate is not floored before comparing (stricter, exact).
 
 use super::{sat64, RateAlgorithm};
-use crate::rule::{Admission, AdmitOne, DecideOne, Mode};
-use crate::{Decision, Rate, RetryAfter};
+use crate::rule::{Admission, AdmitOne};
+use crate::{Rate, RetryAfter};
 use std::time::Duration;
+
+mod decide;
 
 /// Allowed iff `prev * (W - e) + (curr + cost) * W <= L * W`.
 #[derive(Clone, Copy, Debug)]
@@ -198,74 +200,6 @@ impl AdmitOne for SlidingWindow {
     }
 }
 
-/// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: the roll
-/// of `advance`, the estimate against the limit, the record (in `Record`
-/// mode), then the derived fields from the counts left and `elapsed` (the
-/// time from the window's start to `t`, below W): `remaining` is the
-/// largest count `c` with `estimate + c * W <= L * W`, `reset_after` the
-/// end of the window the last nonzero count weighs in, and `refill_after`
-/// the wait of `remaining + 1` (which never fits at `t`), by
-/// [`SlidingWindow::wait_after`], as a denial's is. Times are kept relative
-/// to the window's start, so they are `u64` (W <= 2^62); products are
-/// `u128`, divided in `u64` when they fit (`tests/other_limiters_decide.rs`).
-impl DecideOne for SlidingWindow {
-    #[inline(always)]
-    fn decide_one(&self, s: &mut SlidingWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
-        let elapsed = self.roll(s, now);
-        let w = u128::from(self.window);
-        let weight = u128::from(s.previous) * u128::from(self.window - elapsed);
-        let mut decision = Decision::allow(0);
-        // A denial's wait, and the cost it is the wait of.
-        let mut denied = (0, 0);
-        if cost.wrapping_sub(1) < self.limit {
-            // `weight + (current + cost) * W <= L * W`, with the room left
-            // by the counts alone tested first.
-            let room = self.limit.checked_sub(s.current + cost);
-            if room.is_some_and(|room| weight <= u128::from(room) * w) {
-                if mode == Mode::Record {
-                    s.current += cost;
-                }
-            } else {
-                denied = (cost, self.wait_after(s, elapsed, cost));
-                decision.allowed = false;
-                decision.retry_after = RetryAfter::from_nanos(denied.1);
-            }
-        } else if cost != 0 {
-            decision.allowed = false;
-            decision.retry_after = RetryAfter::Never;
-        }
-        // `floor((L * W - estimate) / W)`, 0 if negative, with `estimate =
-        // weight + current * W`: what the current count leaves, less the
-        // previous count's weight.
-        let free = self.limit.saturating_sub(s.current);
-        let remaining = if s.previous == 0 || free == 0 {
-            free
-        } else {
-            let room = (u128::from(free) * w).saturating_sub(weight);
-            sat64(super::floor_div(room, w))
-        };
-        decision.remaining = remaining;
-        let reset = if s.current > 0 {
-            2 * self.window - elapsed
-        } else if s.previous > 0 {
-            self.window - elapsed
-        } else {
-            return decision;
-        };
-        decision.reset_after = Duration::from_nanos(reset);
-        if remaining < self.limit {
-            // The usual denial (cost 1, nothing left) has just found it.
-            let refill = if denied.0 == remaining + 1 {
-                denied.1
-            } else {
-                self.wait_after(s, elapsed, remaining + 1)
-            };
-            decision.refill_after = Duration::from_nanos(refill);
-        }
-        decision
-    }
-}
-
 impl SlidingWindow {
     /// [`advance`](RateAlgorithm::advance)'s roll, returning the time from
     /// the window's start to the time decided at: a time in the state's
@@ -295,35 +229,5 @@ impl SlidingWindow {
         }
         let t = self.advance(s, now);
         t - s.index * self.window
-    }
-
-    /// `check`'s wait for a request of `cost` (1 to L) that does not fit at
-    /// `elapsed` into the state's window: the first later time in this
-    /// window at which the previous count's weight leaves room for it,
-    /// else the first in the next (where the current count becomes the
-    /// previous, and some time up to its end fits, as `cost <= L`), less
-    /// `elapsed`.
-    #[inline(always)]
-    fn wait_after(&self, s: &SlidingWindowState, elapsed: u64, cost: u64) -> u64 {
-        let w = u128::from(self.window);
-        // This window: with room at the previous count's weight 0, that
-        // count is not zero (the request did not fit); tested all the same.
-        let room = self.limit.checked_sub(s.current.saturating_add(cost));
-        if let (Some(room), true) = (room, s.previous > 0) {
-            let slack = super::floor_div(u128::from(room) * w, u128::from(s.previous));
-            if slack > 0 {
-                // slack <= W - elapsed - 1 < W: the fit is later in this window.
-                let e = self.window - sat64(slack.min(w));
-                return e - elapsed;
-            }
-        }
-        // The next window: at W + e with e = W - slack, slack = W when the
-        // current count is zero.
-        let slack = if s.current == 0 {
-            self.window
-        } else {
-            sat64(super::floor_div(u128::from(self.limit - cost) * w, u128::from(s.current)).min(w))
-        };
-        2 * self.window - slack - elapsed
     }
 }

@@ -5,6 +5,7 @@
 //! full again) is stored multiplied by L, so that adding `cost * W / L` is the
 //! integer `cost * W` and nothing drifts when W is not divisible by L.
 
+use super::whole_period::WholePeriod;
 use super::{ceil_div, sat64, wait, RateAlgorithm, ScaledTime};
 use crate::rule::{Admission, AdmitOne, DecideOne, Mode};
 use crate::{Decision, Rate, RetryAfter};
@@ -16,6 +17,8 @@ use std::time::Duration;
 pub struct TokenBucket {
     limit: u64,
     window: u64,
+    /// `decide_one`'s whole-period split.
+    whole: WholePeriod,
 }
 
 /// Per-key state.
@@ -28,9 +31,11 @@ pub struct TokenBucketState {
 impl TokenBucket {
     /// A token bucket for `rate`.
     pub fn new(rate: Rate) -> TokenBucket {
+        let (limit, window) = (rate.limit(), rate.window_nanos());
         TokenBucket {
-            limit: rate.limit(),
-            window: rate.window_nanos(),
+            limit,
+            window,
+            whole: WholePeriod::new(limit, window),
         }
     }
 
@@ -202,11 +207,15 @@ impl AdmitOne for TokenBucket {
 /// The whole decision in one pass over the 16 bytes: the GCRA test of
 /// `admit_one`, the full time recorded (in `Record` mode), then
 /// [`derived`](RateAlgorithm::derived) of the state left, as the general
-/// path computes it (three divisions; a denied request's wait is one more).
+/// path computes it (three divisions; a denied request's wait is one more),
+/// or with a whole period, all of it in `u64` by `decide_whole` (two).
 impl DecideOne for TokenBucket {
     #[inline(always)]
     fn decide_one(&self, s: &mut TokenBucketState, now: u64, cost: u64, mode: Mode) -> Decision {
         let now_scaled = u128::from(now) * u128::from(self.limit);
+        if let Some(decision) = self.decide_whole(s, now_scaled, cost, mode) {
+            return decision;
+        }
         let mut decision = Decision::allow(0);
         match self.gcra(s.full_at.get(), now_scaled, cost) {
             Ok(full_at) => {
@@ -224,5 +233,65 @@ impl DecideOne for TokenBucket {
         decision.reset_after = Duration::from_nanos(reset_after);
         decision.refill_after = Duration::from_nanos(refill_after);
         decision
+    }
+}
+
+impl TokenBucket {
+    /// The whole decision when the period T = W / L is whole
+    /// (`whole_period`), in `u64` nanoseconds from the debt `a * L + b` (`f
+    /// = 1` if `b > 0`): a request of `cost` (1 to L) passes iff the debt is
+    /// at most the tolerance `(L - cost) * W`, iff `a + f <= (L - cost) *
+    /// T`, which is a denial's wait when over; recorded, the debt grows by
+    /// `cost * W` (`a` by `cost * T`). Of the debt left, with `a = qt * T +
+    /// rt`: `reset_after` is `a + f`, the tokens missing `qt + (rt + f >
+    /// 0)`, and `refill_after` (the excess over the allowed debt of
+    /// `remaining + 1`, `r` or `W`, divided by L) `rt + f`, or `min(a, T)`
+    /// when the debt is a whole number of tokens (T, or 0 when full). Two
+    /// `u64` divisions; `None` (no whole period, a debt too large, or more
+    /// than L tokens missing) leaves it to the general path. `(L - cost) *
+    /// T <= W <= 2^62` and `a < 2^62`: nothing overflows.
+    #[inline(always)]
+    fn decide_whole(
+        &self,
+        s: &mut TokenBucketState,
+        now_scaled: u128,
+        cost: u64,
+        mode: Mode,
+    ) -> Option<Decision> {
+        let full_at = s.full_at.get();
+        let (mut a, b, nt) = self.whole.split(full_at.saturating_sub(now_scaled))?;
+        let t = nt.get();
+        let f = u64::from(b > 0);
+        let mut decision = Decision::allow(0);
+        let mut recorded = None;
+        if cost.wrapping_sub(1) < self.limit {
+            let tolerance = (self.limit - cost) * t;
+            if a + f <= tolerance {
+                if mode == Mode::Record {
+                    a += cost * t;
+                    recorded =
+                        Some(full_at.max(now_scaled) + u128::from(cost) * u128::from(self.window));
+                }
+            } else {
+                decision.allowed = false;
+                decision.retry_after = RetryAfter::from_nanos(a + f - tolerance);
+            }
+        } else if cost != 0 {
+            decision.allowed = false;
+            decision.retry_after = RetryAfter::Never;
+        }
+        let qt = a / nt;
+        let rf = a - qt * t + f;
+        let missing = qt + u64::from(rf > 0);
+        if missing > self.limit {
+            return None;
+        }
+        if let Some(full_at) = recorded {
+            s.full_at.set(full_at);
+        }
+        decision.remaining = self.limit - missing;
+        decision.reset_after = Duration::from_nanos(a + f);
+        decision.refill_after = crate::duration::of_nanos(if rf > 0 { rf } else { a.min(t) });
+        Some(decision)
     }
 }
