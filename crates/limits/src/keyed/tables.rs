@@ -5,8 +5,12 @@
 //! one variant of [`Tables`] and every entry point matches it once
 //! ([`with_table!`]), running a copy of its code compiled for that kind:
 //! the one dispatch replaces the rule's match of its algorithm against the
-//! state's kind that each decision made before.
+//! state's kind that each decision made before. A single-rate token
+//! bucket whose full times all fit in 96 bits gets the compact table
+//! (`keyed/compact.rs`: a 24-byte slot for a `u64` key), any other the
+//! 16-byte state's.
 
+use super::compact::{CompactToken, CompactTokenBucket};
 use super::shard::Shard;
 use super::slot::{Held, Marked};
 use super::Padded;
@@ -31,6 +35,8 @@ pub(crate) enum Tables<K> {
     Fixed(Typed<K, FixedWindow>),
     Log(Typed<K, SlidingLog>),
     Token(Typed<K, TokenBucket>),
+    /// A token bucket whose full times fit in 96 bits.
+    CompactToken((CompactTokenBucket, Shards<K, CompactToken>)),
     Window(Typed<K, SlidingWindow>),
     Leaky(Typed<K, LeakyBucket>),
     /// A rule of several rates: its whole state per key.
@@ -51,7 +57,12 @@ impl<K: Hash> Tables<K> {
             Engines::None(e) if e.len() == 1 => Tables::None((e[0], shards(n, h))),
             Engines::Fixed(e) if e.len() == 1 => Tables::Fixed((e[0], shards(n, h))),
             Engines::Log(e) if e.len() == 1 => Tables::Log((e[0], shards(n, h))),
-            Engines::Token(e) if e.len() == 1 => Tables::Token((e[0], shards(n, h))),
+            Engines::Token(e) if e.len() == 1 => {
+                match CompactTokenBucket::new(e[0], &rule.rates().as_slice()[0]) {
+                    Some(compact) => Tables::CompactToken((compact, shards(n, h))),
+                    None => Tables::Token((e[0], shards(n, h))),
+                }
+            }
             Engines::Window(e) if e.len() == 1 => Tables::Window((e[0], shards(n, h))),
             Engines::Leaky(e) if e.len() == 1 => Tables::Leaky((e[0], shards(n, h))),
             // Every kind listed, so that a new one is a compile error here.
@@ -86,6 +97,10 @@ macro_rules! with_table {
                 $body
             }
             Tables::Token((engine, $shards)) => {
+                let $kind = engine;
+                $body
+            }
+            Tables::CompactToken((engine, $shards)) => {
                 let $kind = engine;
                 $body
             }
