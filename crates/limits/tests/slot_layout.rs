@@ -44,19 +44,46 @@ fn a_u64_token_bucket_key_costs_a_24_byte_slot_plus_the_table() {
     assert!(report.bytes > 4096 * 24, "{} bytes", report.bytes);
 }
 
-/// The slot of a `u64` key of a token bucket of `limit` per `window` ns:
-/// 4096 keys' bytes less those of the compact table's (the table is the
+/// The slot of a `u64` key of `algorithm` at `limit` per `window` ns
+/// (with `burst`, if any): 4096 keys' bytes less those of the table (the
 /// same for every rule), per key.
+fn slot_of(algorithm: Algorithm, limit: u64, window: u64, burst: Option<u64>) -> f64 {
+    let rate = limits::Rate::new(limit, Duration::from_nanos(window)).unwrap();
+    let mut rule = Rule::new(algorithm, rate.into());
+    if let Some(burst) = burst {
+        rule = rule.with_burst(burst);
+    }
+    let table = bytes_of_4096_keys(Algorithm::TokenBucket, "10/hour") - 4096 * 24;
+    (bytes_of_rule(rule) - table) as f64 / 4096.0
+}
+
 fn token_bucket_slot(limit: u64, window: u64) -> f64 {
-    let rate = |limit, window| limits::Rate::new(limit, Duration::from_nanos(window)).unwrap();
-    let bytes = |rate: limits::Rate| {
-        bytes_of_rule(Rule::new(
-            Algorithm::TokenBucket,
-            limits::Rates::new(vec![rate]).unwrap(),
-        ))
-    };
-    let table = bytes(rate(10, 3_600_000 * MS)) - 4096 * 24;
-    (bytes(rate(limit, window)) - table) as f64 / 4096.0
+    slot_of(Algorithm::TokenBucket, limit, window, None)
+}
+
+#[test]
+fn a_fixed_window_counting_past_32_bits_keeps_the_32_byte_slot() {
+    let fixed = |limit| slot_of(Algorithm::FixedWindow, limit, 1_000_000_000, None);
+    assert_eq!(fixed((1 << 32) - 1), 24.0);
+    assert_eq!(fixed(1 << 32), 32.0);
+    // Any window: the index is kept whole.
+    let longest = limits::MAX_WINDOW.as_nanos() as u64;
+    assert_eq!(slot_of(Algorithm::FixedWindow, 1, longest, None), 24.0);
+}
+
+#[test]
+fn a_leaky_bucket_whose_queue_ends_pass_96_bits_keeps_the_32_byte_slot() {
+    let leaky = |limit, window, burst| slot_of(Algorithm::LeakyBucket, limit, window, burst);
+    // As the token bucket (burst = L): L = 2^32 - 1 fits up to W = 2^31 + 1.
+    let l = (1u64 << 32) - 1;
+    assert_eq!(leaky(l, (1 << 31) + 1, None), 24.0);
+    assert_eq!(leaky(l, (1 << 31) + 2, None), 32.0);
+    assert_eq!(leaky(1 << 32, 1, None), 32.0);
+    // A queue end is at most u64::MAX x L + (burst + 1) x W: with L = 1 and
+    // W = 2^40, 2^64 - 1 + (burst + 1) x 2^40 < 2^96 iff burst + 1 <= 2^56 - 2^24.
+    let most = (1u64 << 56) - (1 << 24) - 1;
+    assert_eq!(leaky(1, 1 << 40, Some(most)), 24.0);
+    assert_eq!(leaky(1, 1 << 40, Some(most + 1)), 32.0);
 }
 
 #[test]
@@ -117,9 +144,10 @@ fn each_algorithm_s_slot_is_sized_for_its_own_state() {
     let table = token - 4096 * 24;
     assert!(table <= 8192 * 5 + 64, "table {table}");
     let per_key = |algorithm, rates| (bytes_of_4096_keys(algorithm, rates) - table) as f64 / 4096.0;
+    // The key (8), the state packed in 12 bytes and 4 bytes of marks.
+    assert_eq!(per_key(Algorithm::FixedWindow, "10/hour"), 24.0);
+    assert_eq!(per_key(Algorithm::LeakyBucket, "10/hour"), 24.0);
     // The key (8), the state, and 4 bytes of marks in its padding.
-    assert_eq!(per_key(Algorithm::FixedWindow, "10/hour"), 32.0);
-    assert_eq!(per_key(Algorithm::LeakyBucket, "10/hour"), 32.0);
     assert_eq!(per_key(Algorithm::SlidingWindow, "10/hour"), 40.0);
     // The log's ring pointer, head and length (24): 40, plus its ring of
     // 4 entries, 32 bytes of heap, for its one request.

@@ -6,9 +6,9 @@
 //! whether it was denied, and the low 24 bits of its hash, 4 bytes), in a
 //! [`Marked`] state: a `u64` key's slot is 32 bytes for a 16-byte state (the
 //! token bucket, fixed window, leaky bucket), 40 for a 24-byte one (the
-//! sliding window, sliding log); a token bucket whose full times fit in 96
-//! bits packs them beside the marks in 16 bytes, a 24-byte slot
-//! (`keyed/compact.rs`). A rule of several rates keeps a whole
+//! sliding window, sliding log); a 16-byte state that the rule bounds to
+//! 12 (most token buckets, leaky buckets and fixed windows) is packed beside
+//! the marks in 16 bytes, a 24-byte slot (`keyed/compact.rs`). A rule of several rates keeps a whole
 //! [`KeyState`], whose tag is one byte and whose fields start 8 bytes in:
 //! the marks live in the seven bytes between, which every key pays for
 //! anyway (40 bytes for a `u64` key).
@@ -27,7 +27,7 @@ use crate::KeyState;
 /// ([`Marked`]), or in the padding after a [`KeyState`]'s tag (`StateKind`
 /// is `repr(u8)`: its tag, then each variant's fields in order, this
 /// first, 4 bytes at offset 1, the state at 8). Four bytes, so that a
-/// compact token bucket's 12-byte state and its marks make 16.
+/// packed 12-byte state and its marks make 16 (`keyed/compact.rs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Marks {
     flags: u8,
@@ -136,7 +136,7 @@ const _: () = assert!(std::mem::size_of::<Slot<u64, KeyState>>() == 40);
 const _: () =
     assert!(std::mem::size_of::<Slot<u64, Marked<crate::algorithms::TokenBucketState>>>() == 32);
 const _: () = assert!(std::mem::size_of::<Marks>() == 4);
-const _: () = assert!(std::mem::size_of::<Slot<u64, super::compact::CompactToken>>() == 24);
+const _: () = assert!(std::mem::size_of::<Slot<u64, super::compact::Packed>>() == 24);
 
 impl<K, H: Held> Slot<K, H> {
     /// A key's slot, as the key is first tracked (its hash is `hash`);
