@@ -40,9 +40,6 @@ use crate::rule::{Admission, AdmitOne, DecideOne};
 use crate::state_kinds::Inline;
 use crate::{Decision, KeyState, Mode, Rule};
 
-/// A state's 12 bytes: the low 8, then the high 4 (little-endian).
-type Bytes = [u8; 12];
-
 /// An algorithm whose state a compact table keeps in 12 bytes, for the
 /// rules that bound it there.
 pub(crate) trait Packs: Inline + DecideOne + AdmitOne {
@@ -50,14 +47,19 @@ pub(crate) trait Packs: Inline + DecideOne + AdmitOne {
     /// or loaded, fits in 12 bytes (see the module).
     fn fits(rule: &Rule) -> bool;
 
+    /// Whether [`RateAlgorithm::is_idle`] may change the state (the fixed
+    /// window's moves it to the time's window), so that it is stored back.
+    const IDLE_MOVES: bool;
+
     /// Whether `state` fits in 12 bytes.
     fn fits_state(state: &Self::State) -> bool;
 
-    /// `state` in 12 bytes (it fits: the rule's bound says so).
-    fn pack(state: &Self::State) -> Bytes;
+    /// `state` as its low 64 bits and the next 32 (it fits: the rule's
+    /// bound says so).
+    fn pack(state: &Self::State) -> (u64, u32);
 
-    /// The state packed in `bytes`.
-    fn unpack(bytes: &Bytes) -> Self::State;
+    /// The state packed as `(low, high)`.
+    fn unpack(low: u64, high: u32) -> Self::State;
 }
 
 /// The largest scaled time 12 bytes hold.
@@ -79,36 +81,21 @@ fn scaled_fits(rule: &Rule, ahead: impl Fn(u64) -> u64) -> bool {
         .is_some_and(|(a, b)| a.max(b) <= MOST_SCALED)
 }
 
-fn pack_scaled(t: ScaledTime) -> Bytes {
+#[inline(always)]
+fn pack_scaled(t: ScaledTime) -> (u64, u32) {
     let [high, low] = t.0;
     debug_assert!(high <= u64::from(u32::MAX), "a scaled time past 96 bits");
-    pack_words(low, high)
-}
-
-fn unpack_scaled(bytes: &Bytes) -> ScaledTime {
-    let (low, high) = unpack_words(bytes);
-    ScaledTime([high, low])
-}
-
-/// `low` and the low 4 bytes of `high`.
-#[inline(always)]
-fn pack_words(low: u64, high: u64) -> Bytes {
-    let mut bytes = [0; 12];
-    bytes[..8].copy_from_slice(&low.to_le_bytes());
-    bytes[8..].copy_from_slice(&(high as u32).to_le_bytes());
-    bytes
+    (low, high as u32)
 }
 
 #[inline(always)]
-fn unpack_words(bytes: &Bytes) -> (u64, u64) {
-    let [l0, l1, l2, l3, l4, l5, l6, l7, h0, h1, h2, h3] = *bytes;
-    (
-        u64::from_le_bytes([l0, l1, l2, l3, l4, l5, l6, l7]),
-        u64::from(u32::from_le_bytes([h0, h1, h2, h3])),
-    )
+fn unpack_scaled(low: u64, high: u32) -> ScaledTime {
+    ScaledTime([u64::from(high), low])
 }
 
 impl Packs for TokenBucket {
+    const IDLE_MOVES: bool = false;
+
     fn fits(rule: &Rule) -> bool {
         scaled_fits(rule, |limit| limit)
     }
@@ -118,19 +105,21 @@ impl Packs for TokenBucket {
     }
 
     #[inline(always)]
-    fn pack(state: &TokenBucketState) -> Bytes {
+    fn pack(state: &TokenBucketState) -> (u64, u32) {
         pack_scaled(state.full_at)
     }
 
     #[inline(always)]
-    fn unpack(bytes: &Bytes) -> TokenBucketState {
+    fn unpack(low: u64, high: u32) -> TokenBucketState {
         TokenBucketState {
-            full_at: unpack_scaled(bytes),
+            full_at: unpack_scaled(low, high),
         }
     }
 }
 
 impl Packs for LeakyBucket {
+    const IDLE_MOVES: bool = false;
+
     fn fits(rule: &Rule) -> bool {
         // The engine's burst (`Rule`'s, or the limit; at most `MAX_LIMIT`).
         let burst = |limit: u64| rule.burst().unwrap_or(limit).min(crate::MAX_LIMIT);
@@ -142,19 +131,21 @@ impl Packs for LeakyBucket {
     }
 
     #[inline(always)]
-    fn pack(state: &LeakyBucketState) -> Bytes {
+    fn pack(state: &LeakyBucketState) -> (u64, u32) {
         pack_scaled(state.next_slot)
     }
 
     #[inline(always)]
-    fn unpack(bytes: &Bytes) -> LeakyBucketState {
+    fn unpack(low: u64, high: u32) -> LeakyBucketState {
         LeakyBucketState {
-            next_slot: unpack_scaled(bytes),
+            next_slot: unpack_scaled(low, high),
         }
     }
 }
 
 impl Packs for FixedWindow {
+    const IDLE_MOVES: bool = true;
+
     fn fits(rule: &Rule) -> bool {
         rule.rates()
             .as_slice()
@@ -167,15 +158,17 @@ impl Packs for FixedWindow {
     }
 
     #[inline(always)]
-    fn pack(state: &FixedWindowState) -> Bytes {
+    fn pack(state: &FixedWindowState) -> (u64, u32) {
         debug_assert!(Self::fits_state(state), "a count past 32 bits");
-        pack_words(state.index, state.count)
+        (state.index, state.count as u32)
     }
 
     #[inline(always)]
-    fn unpack(bytes: &Bytes) -> FixedWindowState {
-        let (index, count) = unpack_words(bytes);
-        FixedWindowState { index, count }
+    fn unpack(index: u64, count: u32) -> FixedWindowState {
+        FixedWindowState {
+            index,
+            count: u64::from(count),
+        }
     }
 }
 
@@ -198,8 +191,32 @@ impl<A: Packs> Compact<A> {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Packed {
-    bytes: Bytes,
+    low: [u8; 8],
+    high: [u8; 4],
     marks: Marks,
+}
+
+impl Packed {
+    /// The state held.
+    #[inline(always)]
+    fn get<A: Packs>(&self) -> A::State {
+        A::unpack(u64::from_le_bytes(self.low), u32::from_le_bytes(self.high))
+    }
+
+    /// Holds `state` (which fits).
+    #[inline(always)]
+    fn put<A: Packs>(&mut self, state: &A::State) {
+        let (low, high) = A::pack(state);
+        self.low = low.to_le_bytes();
+        self.high = high.to_le_bytes();
+    }
+
+    /// `state`, unmarked.
+    fn new<A: Packs>(state: &A::State) -> Packed {
+        let mut packed = Packed::default();
+        packed.put::<A>(state);
+        packed
+    }
 }
 
 impl Held for Packed {
@@ -215,10 +232,8 @@ impl<A: Packs> Kind for Compact<A> {
 
     #[inline(always)]
     fn fresh(&self) -> Packed {
-        Packed {
-            bytes: A::pack(&A::State::default()),
-            marks: Marks::default(),
-        }
+        // Every state's default is all zeros: so is its packing.
+        Packed::default()
     }
 
     #[inline(always)]
@@ -230,52 +245,50 @@ impl<A: Packs> Kind for Compact<A> {
         mode: Mode,
         mut each: impl FnMut(Decision),
     ) -> Decision {
-        let mut state = A::unpack(&held.bytes);
+        let mut state = held.get::<A>();
         let decision = self.0.decide_one(&mut state, now, cost, mode);
-        held.bytes = A::pack(&state);
+        held.put::<A>(&state);
         each(decision);
         decision
     }
 
     #[inline(always)]
     fn admit(&self, held: &mut Packed, now: u64, cost: u64) -> Admission {
-        let mut state = A::unpack(&held.bytes);
+        let mut state = held.get::<A>();
         let admission = self.0.admit_one(&mut state, now, cost);
-        held.bytes = A::pack(&state);
+        held.put::<A>(&state);
         admission
     }
 
     #[inline(always)]
     fn is_idle(&self, held: &mut Packed, now: u64) -> bool {
-        let mut state = A::unpack(&held.bytes);
+        let mut state = held.get::<A>();
         let idle = RateAlgorithm::is_idle(&self.0, &mut state, now);
-        // The fixed window's idle test may move its state to `now`'s window.
-        held.bytes = A::pack(&state);
+        if A::IDLE_MOVES {
+            held.put::<A>(&state);
+        }
         idle
     }
 
     fn used_permille(&self, rule: &Rule, held: &mut Packed, now: u64) -> u16 {
-        let mut state = A::into_key_state(A::unpack(&held.bytes));
+        let mut state = A::into_key_state(held.get::<A>());
         let used = rule.used_permille(&mut state, now);
-        held.bytes = A::pack(&A::from_key_state(state).unwrap_or_default());
+        held.put::<A>(&A::from_key_state(state).unwrap_or_default());
         used
     }
 
     fn heap_bytes(&self, held: &Packed) -> usize {
-        <A as RateAlgorithm>::heap_bytes(&A::unpack(&held.bytes))
+        <A as RateAlgorithm>::heap_bytes(&held.get::<A>())
     }
 
     fn encode(&self, rule: &Rule, held: &Packed) -> Vec<u64> {
-        rule.encode_state(&A::into_key_state(A::unpack(&held.bytes)))
+        rule.encode_state(&A::into_key_state(held.get::<A>()))
     }
 
     fn load(&self, state: KeyState) -> Option<Packed> {
         // Always fits: the rule's decoder bounds what it loads as `fits`
         // assumed (`tests/compact_slots.rs` holds it to that).
         let state = A::from_key_state(state).filter(A::fits_state)?;
-        Some(Packed {
-            bytes: A::pack(&state),
-            marks: Marks::default(),
-        })
+        Some(Packed::new::<A>(&state))
     }
 }
