@@ -20,11 +20,11 @@
 //!   it fits; the decoder checks it), and the index is a `u64`.
 //!
 //! So a scaled time whose bound is below 2^96 is kept in 12 bytes (every
-//! limit below 2^31 with a window up to about 2^63 ns, 292 years; limits up
-//! to 2^32 − 1 with windows of a few seconds; a leaky bucket's burst
-//! likewise), and a fixed window's count in 4 when L < 2^32. [`Packed`]
-//! holds those 12 bytes beside the key's 4 bytes of marks (alignment 1):
-//! a `u64` key's slot is 24 bytes. Any other rule keeps the 16-byte state
+//! limit up to 2^31, with any window; limits up to 2^32 − 1 with windows up
+//! to about 2 seconds; a leaky bucket's burst likewise), and a fixed
+//! window's count in 4 when L < 2^32. [`Packed`] holds those 12 bytes
+//! beside the key's 4 bytes of marks (alignment 1): a `u64` key's slot is
+//! 24 bytes. Any other rule keeps the 16-byte state
 //! (`keyed/tables.rs` chooses at construction). Each call unpacks the
 //! state, runs the algorithm's own `decide_one`, `admit_one` or `is_idle`
 //! on it and packs it back (two loads and two stores, no arithmetic): every
