@@ -1,7 +1,8 @@
 //! A keyed limiter's slot is the key and its state, nothing more (issue 9):
 //! the two flags and half the key's hash ride in the state's padding, and a
-//! single-rate rule's slot holds its algorithm's state alone (32 bytes for a
-//! `u64` key of the token bucket, 40 at most). These tests hold the size of
+//! single-rate rule's slot holds its algorithm's state alone (24 bytes for a
+//! `u64` key of a token bucket whose full times fit in 96 bits, 32 for any
+//! other, 40 at most). These tests hold the size of
 //! each to what is counted, and check that keys are still
 //! found, with their own state, after removals move slots, after the table
 //! grows and shrinks, and after a loaded state replaces a key's.
@@ -24,7 +25,7 @@ fn one_shard<K: Hash + Eq + Send>(rule: &str) -> KeyedLimiter<K, ManualClock> {
 }
 
 #[test]
-fn a_u64_token_bucket_key_costs_a_32_byte_slot_plus_the_table() {
+fn a_u64_token_bucket_key_costs_a_24_byte_slot_plus_the_table() {
     let limiter = one_shard::<u64>("10/hour");
     for key in 0..4096 {
         limiter.check_at(&key, 0, 1);
@@ -33,21 +34,94 @@ fn a_u64_token_bucket_key_costs_a_32_byte_slot_plus_the_table() {
     assert_eq!(report.keys, 4096);
     // 4096 slots (the `Vec` doubled to exactly that), and a table of at most
     // 8192 buckets of a 4-byte index and a control byte (plus one group of
-    // control bytes): a 40-byte slot would be 32 KiB over.
+    // control bytes): a 32-byte slot would be 32 KiB over.
     let table_at_most = 8192 * 5 + 64;
     assert!(
-        report.bytes <= 4096 * 32 + table_at_most,
+        report.bytes <= 4096 * 24 + table_at_most,
         "{} bytes for 4096 keys",
         report.bytes
     );
-    assert!(report.bytes > 4096 * 32, "{} bytes", report.bytes);
+    assert!(report.bytes > 4096 * 24, "{} bytes", report.bytes);
+}
+
+/// The slot of a `u64` key of `algorithm` at `limit` per `window` ns
+/// (with `burst`, if any): 4096 keys' bytes less those of the table (the
+/// same for every rule), per key.
+fn slot_of(algorithm: Algorithm, limit: u64, window: u64, burst: Option<u64>) -> f64 {
+    let rate = limits::Rate::new(limit, Duration::from_nanos(window)).unwrap();
+    let mut rule = Rule::new(algorithm, rate.into());
+    if let Some(burst) = burst {
+        rule = rule.with_burst(burst);
+    }
+    let table = bytes_of_4096_keys(Algorithm::TokenBucket, "10/hour") - 4096 * 24;
+    (bytes_of_rule(rule) - table) as f64 / 4096.0
+}
+
+fn token_bucket_slot(limit: u64, window: u64) -> f64 {
+    slot_of(Algorithm::TokenBucket, limit, window, None)
+}
+
+#[test]
+fn a_fixed_window_counting_past_32_bits_keeps_the_32_byte_slot() {
+    let fixed = |limit| slot_of(Algorithm::FixedWindow, limit, 1_000_000_000, None);
+    assert_eq!(fixed((1 << 32) - 1), 24.0);
+    assert_eq!(fixed(1 << 32), 32.0);
+    // Any window: the index is kept whole.
+    let longest = limits::MAX_WINDOW.as_nanos() as u64;
+    assert_eq!(slot_of(Algorithm::FixedWindow, 1, longest, None), 24.0);
+}
+
+#[test]
+fn a_leaky_bucket_whose_queue_ends_pass_96_bits_keeps_the_32_byte_slot() {
+    let leaky = |limit, window, burst| slot_of(Algorithm::LeakyBucket, limit, window, burst);
+    // As the token bucket (burst = L): L = 2^32 - 1 fits up to W = 2^31 + 1.
+    let l = (1u64 << 32) - 1;
+    assert_eq!(leaky(l, (1 << 31) + 1, None), 24.0);
+    assert_eq!(leaky(l, (1 << 31) + 2, None), 32.0);
+    assert_eq!(leaky(1 << 32, 1, None), 32.0);
+    // A queue end is at most u64::MAX x L + (burst + 1) x W: with L = 1 and
+    // W = 2^40, 2^64 - 1 + (burst + 1) x 2^40 < 2^96 iff burst + 1 <= 2^56 - 2^24.
+    let most = (1u64 << 56) - (1 << 24) - 1;
+    assert_eq!(leaky(1, 1 << 40, Some(most)), 24.0);
+    assert_eq!(leaky(1, 1 << 40, Some(most + 1)), 32.0);
+}
+
+#[test]
+fn a_token_bucket_whose_full_times_pass_96_bits_keeps_the_32_byte_slot() {
+    // Compact iff (u64::MAX + 2W) x L < 2^96, every full time a key can
+    // hold, decided or loaded. With L = 2^32 - 1, (2^96 - 1) / L is
+    // 2^64 + 2^32 + 1 exactly, so W may be at most 2^31 + 1.
+    let l = (1u64 << 32) - 1;
+    assert_eq!(token_bucket_slot(l, (1 << 31) + 1), 24.0);
+    assert_eq!(token_bucket_slot(l, (1 << 31) + 2), 32.0);
+    // L = 2^32 never fits (u64::MAX x 2^32 alone is 2^96 - 2^32, and W >= 1).
+    assert_eq!(token_bucket_slot(1 << 32, 1), 32.0);
+    assert_eq!(token_bucket_slot((1 << 32) + 1, 1_000_000_000), 32.0);
+    // Small limits fit with any window, the longest included.
+    let longest = limits::MAX_WINDOW.as_nanos() as u64;
+    assert_eq!(token_bucket_slot(1, longest), 24.0);
+    assert_eq!(token_bucket_slot(1 << 31, longest), 24.0);
+    // L = 2^32 - 2^20: the largest window that fits is (2^96 - 1) / L,
+    // less u64::MAX, halved, rounded down.
+    let l = (1u64 << 32) - (1 << 20);
+    let most_window = (((1u128 << 96) - 1) / u128::from(l) - u128::from(u64::MAX)) / 2;
+    let most_window = most_window as u64;
+    assert_eq!(token_bucket_slot(l, most_window), 24.0);
+    assert_eq!(token_bucket_slot(l, most_window + 1), 32.0);
 }
 
 /// Bytes held by 4096 `u64` keys, one request each, under `algorithm` at
 /// `rates`, in one shard.
 fn bytes_of_4096_keys(algorithm: Algorithm, rates: &str) -> usize {
+    bytes_of_rule(Rule::new(algorithm, rates.parse().unwrap()))
+}
+
+/// Bytes held by 4096 `u64` keys, one request each, under `rule`, in one
+/// shard.
+fn bytes_of_rule(rule: Rule) -> usize {
+    let name = format!("{rule:?}");
     let limiter: KeyedLimiter<u64, _> = KeyedLimiter::with_options(
-        Rule::new(algorithm, rates.parse().unwrap()),
+        rule,
         ManualClock::new(0),
         Options {
             max_keys: None,
@@ -57,22 +131,23 @@ fn bytes_of_4096_keys(algorithm: Algorithm, rates: &str) -> usize {
     for key in 0..4096 {
         limiter.check_at(&key, 0, 1);
     }
-    assert_eq!(limiter.len(), 4096, "{algorithm} {rates}");
+    assert_eq!(limiter.len(), 4096, "{name}");
     limiter.memory().bytes
 }
 
 #[test]
 fn each_algorithm_s_slot_is_sized_for_its_own_state() {
     // The table is the same for every rule (4096 keys): the token bucket's
-    // bytes less its 32-byte slots. Every other rule differs from it by its
+    // bytes less its 24-byte slots. Every other rule differs from it by its
     // slot and its state's heap only.
     let token = bytes_of_4096_keys(Algorithm::TokenBucket, "10/hour");
-    let table = token - 4096 * 32;
+    let table = token - 4096 * 24;
     assert!(table <= 8192 * 5 + 64, "table {table}");
     let per_key = |algorithm, rates| (bytes_of_4096_keys(algorithm, rates) - table) as f64 / 4096.0;
-    // The key (8), the state, and 5 bytes of marks in its padding.
-    assert_eq!(per_key(Algorithm::FixedWindow, "10/hour"), 32.0);
-    assert_eq!(per_key(Algorithm::LeakyBucket, "10/hour"), 32.0);
+    // The key (8), the state packed in 12 bytes and 4 bytes of marks.
+    assert_eq!(per_key(Algorithm::FixedWindow, "10/hour"), 24.0);
+    assert_eq!(per_key(Algorithm::LeakyBucket, "10/hour"), 24.0);
+    // The key (8), the state, and 4 bytes of marks in its padding.
     assert_eq!(per_key(Algorithm::SlidingWindow, "10/hour"), 40.0);
     // The log's ring pointer, head and length (24): 40, plus its ring of
     // 4 entries, 32 bytes of heap, for its one request.

@@ -7,8 +7,10 @@
 //! generic over what it holds ([`Kind::Held`]): a single-rate rule's table
 //! holds its algorithm's state alone, beside the key's marks
 //! ([`Marked`]: a `u64` key's slot is 32 bytes for the token bucket, fixed
-//! window and leaky bucket, 40 for the sliding window and log), and a rule
-//! of several rates keeps its [`KeyState`] (the marks in its padding). The
+//! window and leaky bucket, 40 for the sliding window and log; 24 for the
+//! first three when the rule bounds their state to 12 bytes, the packed
+//! kind of `keyed/compact.rs`), and a rule of several rates keeps its
+//! [`KeyState`] (the marks in its padding). The
 //! limiter matches its table's kind once per call (`keyed/tables.rs`); below
 //! that, every function is the algorithm's own, as [`Rule`]'s dispatch
 //! would have reached for the same state, so every decision is the same.

@@ -20,6 +20,7 @@
 //!   full of limited keys, the sign that `max_keys` is too small.
 
 mod allow;
+mod compact;
 mod decide;
 mod kind;
 mod saved;

@@ -3,15 +3,17 @@
 //!
 //! A single-rate rule's table holds the algorithm's state beside the key's
 //! bookkeeping ([`Marks`]: the two flags, the CLOCK second chance and
-//! whether it was denied, and the low half of its hash, 5 bytes), in a
+//! whether it was denied, and the low 24 bits of its hash, 4 bytes), in a
 //! [`Marked`] state: a `u64` key's slot is 32 bytes for a 16-byte state (the
 //! token bucket, fixed window, leaky bucket), 40 for a 24-byte one (the
-//! sliding window, sliding log). A rule of several rates keeps a whole
+//! sliding window, sliding log); a 16-byte state that the rule bounds to
+//! 12 (most token buckets, leaky buckets and fixed windows) is packed beside
+//! the marks in 16 bytes, a 24-byte slot (`keyed/compact.rs`). A rule of several rates keeps a whole
 //! [`KeyState`], whose tag is one byte and whose fields start 8 bytes in:
 //! the marks live in the seven bytes between, which every key pays for
 //! anyway (40 bytes for a `u64` key).
 //!
-//! The half hash kept there is a hint, not a truth the table depends on: a
+//! The hash bits kept there are a hint, not a truth the table depends on: a
 //! state replaced wholesale (one loaded, or one of another shape that a
 //! rule starts afresh) starts with no marks, as a new key's state does. So
 //! the shard uses the hint only where a wrong one is caught (to find the
@@ -24,13 +26,14 @@ use crate::KeyState;
 /// A key's bookkeeping in the keyed table: beside one algorithm's state
 /// ([`Marked`]), or in the padding after a [`KeyState`]'s tag (`StateKind`
 /// is `repr(u8)`: its tag, then each variant's fields in order, this
-/// first, 5 bytes at offset 1, the state at 8).
+/// first, 4 bytes at offset 1, the state at 8). Four bytes, so that a
+/// packed 12-byte state and its marks make 16 (`keyed/compact.rs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Marks {
     flags: u8,
-    /// The low half of the key's hash, as set when the slot was filled (a
-    /// byte array: alignment 1, so that it fits before the state).
-    hash: [u8; 4],
+    /// The low 24 bits of the key's hash, as set when the slot was filled
+    /// (a byte array: alignment 1, so that it fits before the state).
+    hash: [u8; 3],
 }
 
 impl Marks {
@@ -57,10 +60,12 @@ impl Marks {
         self.set(Marks::DENIED, on);
     }
 
-    /// The low half of the key's hash, if the state was marked with it
-    /// (zero, or stale, if the state was replaced since: see the module).
+    /// The low 24 bits of the key's hash ([`HINT_BITS`]), if the state was
+    /// marked with it (zero, or stale, if the state was replaced since: see
+    /// the module).
     pub(crate) fn hash_hint(self) -> u32 {
-        u32::from_ne_bytes(self.hash)
+        let [a, b, c] = self.hash;
+        u32::from_le_bytes([a, b, c, 0])
     }
 
     fn set(&mut self, bit: u8, on: bool) {
@@ -86,7 +91,11 @@ impl Held for KeyState {
     }
 }
 
-/// One algorithm's state and the key's marks: 5 bytes beside the state,
+/// The bits of a key's hash its [`Marks`] keep (the low ones): the shard
+/// files keys in its table under these alone, so that the hint finds them.
+pub(crate) const HINT_BITS: u32 = 24;
+
+/// One algorithm's state and the key's marks: 4 bytes beside the state,
 /// within the padding to its alignment (a 16-byte state makes 24).
 #[derive(Debug)]
 pub(crate) struct Marked<S> {
@@ -126,6 +135,8 @@ pub(crate) struct Slot<K, H> {
 const _: () = assert!(std::mem::size_of::<Slot<u64, KeyState>>() == 40);
 const _: () =
     assert!(std::mem::size_of::<Slot<u64, Marked<crate::algorithms::TokenBucketState>>>() == 32);
+const _: () = assert!(std::mem::size_of::<Marks>() == 4);
+const _: () = assert!(std::mem::size_of::<Slot<u64, super::compact::Packed>>() == 24);
 
 impl<K, H: Held> Slot<K, H> {
     /// A key's slot, as the key is first tracked (its hash is `hash`);
@@ -136,7 +147,10 @@ impl<K, H: Held> Slot<K, H> {
         // (One store of the marks, not a read-modify-write per flag.)
         *state.marks() = Marks {
             flags: if denied { Marks::DENIED } else { 0 },
-            hash: (hash as u32).to_ne_bytes(),
+            hash: {
+                let [a, b, c, _] = (hash as u32).to_le_bytes();
+                [a, b, c]
+            },
         };
         Slot { key, state }
     }

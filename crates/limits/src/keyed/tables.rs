@@ -5,8 +5,12 @@
 //! one variant of [`Tables`] and every entry point matches it once
 //! ([`with_table!`]), running a copy of its code compiled for that kind:
 //! the one dispatch replaces the rule's match of its algorithm against the
-//! state's kind that each decision made before.
+//! state's kind that each decision made before. A token bucket, leaky
+//! bucket or fixed window whose states the rule bounds to 12 bytes gets a
+//! compact table (`keyed/compact.rs`: a 24-byte slot for a `u64` key), any
+//! other the 16-byte state's.
 
+use super::compact::{Compact, Packed};
 use super::shard::Shard;
 use super::slot::{Held, Marked};
 use super::Padded;
@@ -25,12 +29,21 @@ pub(crate) type Shards<K, H> = Box<[Padded<Mutex<Shard<K, H>>>]>;
 /// The shards of one algorithm's single-rate rule, with that algorithm.
 type Typed<K, A> = (A, Shards<K, Marked<<A as RateAlgorithm>::State>>);
 
+/// The shards of a single-rate rule whose states are packed in 12 bytes.
+type Packing<K, A> = (Compact<A>, Shards<K, Packed>);
+
 /// The shards, of the kind the rule keeps per key.
 pub(crate) enum Tables<K> {
     None(Typed<K, NoLimit>),
     Fixed(Typed<K, FixedWindow>),
     Log(Typed<K, SlidingLog>),
     Token(Typed<K, TokenBucket>),
+    /// A token bucket whose full times fit in 96 bits.
+    PackedToken(Packing<K, TokenBucket>),
+    /// A fixed window whose counts fit in 32 bits.
+    PackedFixed(Packing<K, FixedWindow>),
+    /// A leaky bucket whose queue ends fit in 96 bits.
+    PackedLeaky(Packing<K, LeakyBucket>),
     Window(Typed<K, SlidingWindow>),
     Leaky(Typed<K, LeakyBucket>),
     /// A rule of several rates: its whole state per key.
@@ -49,11 +62,20 @@ impl<K: Hash> Tables<K> {
         let h = hasher;
         match rule.engines() {
             Engines::None(e) if e.len() == 1 => Tables::None((e[0], shards(n, h))),
-            Engines::Fixed(e) if e.len() == 1 => Tables::Fixed((e[0], shards(n, h))),
+            Engines::Fixed(e) if e.len() == 1 => match Compact::new(e[0], rule) {
+                Some(compact) => Tables::PackedFixed((compact, shards(n, h))),
+                None => Tables::Fixed((e[0], shards(n, h))),
+            },
             Engines::Log(e) if e.len() == 1 => Tables::Log((e[0], shards(n, h))),
-            Engines::Token(e) if e.len() == 1 => Tables::Token((e[0], shards(n, h))),
+            Engines::Token(e) if e.len() == 1 => match Compact::new(e[0], rule) {
+                Some(compact) => Tables::PackedToken((compact, shards(n, h))),
+                None => Tables::Token((e[0], shards(n, h))),
+            },
             Engines::Window(e) if e.len() == 1 => Tables::Window((e[0], shards(n, h))),
-            Engines::Leaky(e) if e.len() == 1 => Tables::Leaky((e[0], shards(n, h))),
+            Engines::Leaky(e) if e.len() == 1 => match Compact::new(e[0], rule) {
+                Some(compact) => Tables::PackedLeaky((compact, shards(n, h))),
+                None => Tables::Leaky((e[0], shards(n, h))),
+            },
             // Every kind listed, so that a new one is a compile error here.
             Engines::None(_)
             | Engines::Fixed(_)
@@ -86,6 +108,18 @@ macro_rules! with_table {
                 $body
             }
             Tables::Token((engine, $shards)) => {
+                let $kind = engine;
+                $body
+            }
+            Tables::PackedToken((engine, $shards)) => {
+                let $kind = engine;
+                $body
+            }
+            Tables::PackedFixed((engine, $shards)) => {
+                let $kind = engine;
+                $body
+            }
+            Tables::PackedLeaky((engine, $shards)) => {
                 let $kind = engine;
                 $body
             }
