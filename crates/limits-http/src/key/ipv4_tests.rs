@@ -29,7 +29,13 @@ fn every_octet_in_every_position_is_written_as_display_writes_it() {
 #[test]
 fn a_client_address_key_is_its_display_text() {
     let parts = http::Request::get("/").body(()).unwrap().into_parts().0;
-    for ip in ["192.0.2.1", "10.0.0.255", "0.0.0.0", "255.255.255.255", "2001:db8::1"] {
+    for ip in [
+        "192.0.2.1",
+        "10.0.0.255",
+        "0.0.0.0",
+        "255.255.255.255",
+        "2001:db8::1",
+    ] {
         let client: IpAddr = ip.parse().unwrap();
         let key = KeySpec::ip().extract(&parts, Some(client), None).unwrap();
         assert_eq!(key, format!("ip={ip}"));
