@@ -140,7 +140,10 @@ pub(crate) fn write_members<'a>(
         // more remains than the policy's quota.
         let remaining = m.decision.remaining.min(m.rate.limit);
         let refill = ceil_secs(m.decision.refill_after);
-        let _ = write!(buf, ";r={remaining};t={refill}");
+        buf.0.extend_from_slice(b";r=");
+        buf.number(remaining);
+        buf.0.extend_from_slice(b";t=");
+        buf.number(refill);
     }
     buf.insert(headers, RATELIMIT);
     if let Some(RetryAfter::After(wait)) = denied {
@@ -178,6 +181,22 @@ impl Buf {
             self.name(r);
             let _ = write!(self, ";q={};w={}", r.limit, ceil_secs(r.window));
         }
+    }
+
+    /// Appends `n` in decimal, as `write!(self, "{n}")` does, without the
+    /// formatting machinery (two numbers per member on every response).
+    fn number(&mut self, mut n: u64) {
+        let mut digits = [0u8; 20];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.0.extend_from_slice(&digits[start..]);
     }
 
     fn name(&mut self, m: Rate<'_>) {
@@ -262,3 +281,7 @@ mod tests {
         assert_eq!(h[RETRY_AFTER], "1");
     }
 }
+
+#[cfg(test)]
+#[path = "headers_number_tests.rs"]
+mod number_tests;

@@ -9,8 +9,9 @@
 //!   shutdown and loaded on start; configured by a plain [`ServerConfig`].
 //! - [`Proxy`]: the reverse proxy to put behind the limits.
 //!
-//! The server takes the service to protect as an axum [`Router`](axum::Router)
-//! (any tower service becomes one with `Router::fallback_service`):
+//! The server takes the service to protect as an axum [`Router`](axum::Router),
+//! or as any cloneable tower service ([`Backend::service`]: no router, no
+//! boxing per request), or the [`Proxy`]:
 //!
 //! ```no_run
 //! use limits_server::{config, Server, ServerConfig, RulesSource};

@@ -3,6 +3,8 @@
 //! keep-alive connections), and a graceful drain on shutdown.
 
 use bytes::Bytes;
+use http_body::{Body as _, Frame, SizeHint};
+use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -10,6 +12,8 @@ use hyper_util::server::graceful::GracefulShutdown;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tower::{Service, ServiceExt};
@@ -95,7 +99,7 @@ pub(crate) async fn serve<M, A, B>(
         };
         let app = per_connection(peer);
         let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-            app.clone().oneshot(req.map(axum::body::Body::new))
+            app.clone().oneshot(req.map(body))
         });
         let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
@@ -113,3 +117,44 @@ pub(crate) async fn serve<M, A, B>(
         tracing::warn!(timeout = ?bounds.drain_timeout, "requests still in flight after the drain timeout");
     }
 }
+
+/// The request's body as axum's: hyper's boxed, or, when hyper says it ends
+/// at once (no body, or `Content-Length: 0`), [`NoBody`] in axum's box,
+/// which allocates nothing for it (one allocation per request fewer on a
+/// `GET`).
+fn body(incoming: Incoming) -> axum::body::Body {
+    if incoming.is_end_stream() {
+        axum::body::Body::new(UnsyncBoxBody::new(NoBody))
+    } else {
+        axum::body::Body::new(incoming)
+    }
+}
+
+/// A body that ends at once, like hyper's empty [`Incoming`]; zero-sized, so
+/// that boxing it allocates nothing, and with axum's error type, so that
+/// axum takes its box as its own instead of boxing it again.
+struct NoBody;
+
+impl http_body::Body for NoBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Poll::Ready(None)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        true
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(0)
+    }
+}
+
+#[cfg(test)]
+#[path = "listener_tests.rs"]
+mod tests;

@@ -8,6 +8,7 @@
 
 use crate::config;
 use crate::listener;
+use crate::listener::Bounds;
 use crate::metrics::Metrics;
 use crate::proxy::Proxy;
 use crate::rules::{self, ServerRule};
@@ -17,16 +18,19 @@ use crate::store::RuleStore;
 use crate::tasks;
 use axum::extract::Request;
 use axum::Router;
+use bytes::Bytes;
 use limits_http::{PeerAddr, Policy, PolicyHandle, RateLimitLayer};
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use tokio::net::TcpListener;
-use tower::{Layer, ServiceExt};
+use tower::{Layer, Service, ServiceExt};
 
-/// What the server puts behind its limits: a router (any tower service can
-/// become one with [`Router::fallback_service`]), named in the startup
-/// line, or the reverse proxy (its errors go to `/metrics`).
+/// What the server puts behind its limits, named in the startup line: a
+/// router, any cloneable tower service, or the reverse proxy (its errors go
+/// to `/metrics`).
 pub struct Backend {
     serves: Serves,
     name: String,
@@ -36,9 +40,25 @@ enum Serves {
     /// A router; `peer_addr`: each request carries the client's address as
     /// a [`PeerAddr`](limits_http::PeerAddr) extension.
     Router { router: Router, peer_addr: bool },
+    /// Any service: the listener's loop over it, monomorphized when the
+    /// backend was made, so that its type is erased once (here) and not
+    /// per request (a boxed service would box every future).
+    Service(Run),
     /// The proxy, made per connection with the client's address.
     Proxy(Proxy),
 }
+
+/// The listener serving one service behind the layer until its shutdown
+/// future completes.
+type Run = Box<
+    dyn FnOnce(
+            TcpListener,
+            RateLimitLayer<RuleStore>,
+            Bounds,
+            Pin<Box<dyn Future<Output = ()> + Send>>,
+        ) -> Pin<Box<dyn Future<Output = ()> + Send>>
+        + Send,
+>;
 
 impl Backend {
     /// `router`, called `name` in the startup line ("in front of NAME").
@@ -72,6 +92,43 @@ impl Backend {
             *peer_addr = false;
         }
         self
+    }
+
+    /// Any cloneable tower `service`, called `name`, served as it is: one
+    /// clone per connection inside the limits, its futures and response
+    /// bodies neither boxed nor routed by the server (a [`Router`] costs
+    /// allocations per request that a service matching a few paths itself
+    /// need not). Requests carry no [`PeerAddr`](limits_http::PeerAddr)
+    /// extension (the limits still key on the client's address).
+    ///
+    /// ```
+    /// use limits_server::Backend;
+    ///
+    /// let hello = tower::service_fn(|_req: axum::extract::Request| async {
+    ///     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("hello\n")))
+    /// });
+    /// let backend = Backend::service("hello", hello);
+    /// # let _ = backend;
+    /// ```
+    pub fn service<S, B>(name: impl Into<String>, service: S) -> Backend
+    where
+        S: Service<Request, Response = http::Response<B>, Error = Infallible>
+            + Clone
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let run: Run = Box::new(move |listener, layer, bounds, shutdown| {
+            let per_connection =
+                move |peer: SocketAddr| layer.layer(service.clone()).with_peer(peer);
+            Box::pin(listener::serve(listener, per_connection, bounds, shutdown))
+        });
+        Backend {
+            serves: Serves::Service(run),
+            name: name.into(),
+        }
     }
 
     /// The reverse proxy `proxy`, called `name` (its upstream URL).
@@ -172,7 +229,7 @@ impl Server {
         let shared = self.shared;
         let proxy = match &backend.serves {
             Serves::Proxy(proxy) => Some(proxy.clone()),
-            Serves::Router { .. } => None,
+            Serves::Router { .. } | Serves::Service(_) => None,
         };
         let local = listener.local_addr().map_err(|e| e.to_string())?;
         let bounds = shared.config.bounds;
@@ -209,6 +266,19 @@ impl Server {
                     layer.layer(router).with_peer(peer)
                 };
                 listener::serve(listener, per_connection, bounds, shutdown).await;
+            }
+            Serves::Service(run) => {
+                // The loop's type does not name `shutdown`'s (which need not
+                // be `Send`): a channel carries its completion.
+                let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+                let stopped = Box::pin(async move {
+                    let _ = stopped.await;
+                });
+                let signal = async move {
+                    shutdown.await;
+                    let _ = stop.send(());
+                };
+                tokio::join!(run(listener, layer, bounds, stopped), signal);
             }
             Serves::Proxy(proxy) => {
                 let per_connection = move |peer: SocketAddr| {

@@ -2,13 +2,16 @@
 //! a few JSON endpoints to point curl at and watch the limiter work.
 //!
 //! Its `GET`s with a static answer are matched first on the method and the
-//! path and answered from constants ([`Fast`]), 2 allocations per request
-//! fewer than through axum's routes (which build an extension map for the
-//! URL parameters, box the handler's future and format Content-Length; the
-//! router's fallback, which [`Fast`] is, clones its boxed service and boxes
-//! its future). Every other request goes to the axum routes ([`routes`]),
-//! which answer as before; a test compares both answers byte for byte.
+//! path and answered from constants ([`Fast`], the service the server runs,
+//! with no router around it): axum's routes would build an extension map
+//! for the URL parameters, box the handler's future and its body and format
+//! Content-Length; a router's fallback would clone its boxed service and box
+//! its future. A static answer's body is the constant itself
+//! ([`Full`] of static [`Bytes`]), not boxed into axum's `Body`. Every other
+//! request goes to the axum routes ([`routes`]), which answer as before; a
+//! test compares both answers byte for byte.
 
+use axum::body::Body;
 use axum::extract::{Path, Request};
 use axum::http::header::{HeaderName, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{Method, StatusCode};
@@ -16,6 +19,8 @@ use axum::response::Response;
 use axum::routing::future::RouteFuture;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use bytes::Bytes;
+use http_body_util::{Either, Full};
 use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::future::Future;
@@ -24,8 +29,8 @@ use std::task::{Context, Poll};
 use tower_service::Service;
 
 /// `GET /`, `GET /api/items`, `GET /api/items/{id}`, `POST /login`.
-pub fn router() -> Router {
-    Router::new().fallback_service(Fast { routes: routes() })
+pub(crate) fn service() -> Fast {
+    Fast { routes: routes() }
 }
 
 /// The demo API as axum routes.
@@ -96,14 +101,18 @@ async fn login(body: String) -> Json<Value> {
 
 /// The static answers, else the axum routes.
 #[derive(Clone)]
-struct Fast {
+pub(crate) struct Fast {
     routes: Router,
 }
 
+/// The demo's response body: a static answer's constant, or the routes'.
+pub(crate) type DemoBody = Either<Full<Bytes>, Body>;
+
 /// The response as axum writes it for these routes: 200, Content-Type
 /// JSON, Content-Length, the body.
-fn answer(body: &'static str, length: &'static str) -> Response {
-    let mut response = Response::new(body.into());
+fn answer(body: &'static str, length: &'static str) -> http::Response<DemoBody> {
+    let body = Full::new(Bytes::from_static(body.as_bytes()));
+    let mut response = http::Response::new(Either::Left(body));
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, JSON);
     headers.insert(CONTENT_LENGTH, HeaderValue::from_static(length));
@@ -111,7 +120,7 @@ fn answer(body: &'static str, length: &'static str) -> Response {
 }
 
 impl Service<Request> for Fast {
-    type Response = Response;
+    type Response = http::Response<DemoBody>;
     type Error = Infallible;
     type Future = Answer;
 
@@ -131,13 +140,13 @@ impl Service<Request> for Fast {
 }
 
 /// [`Fast`]'s response: at once, or the axum routes'.
-enum Answer {
-    Now(Option<Response>),
+pub(crate) enum Answer {
+    Now(Option<http::Response<DemoBody>>),
     Routed(RouteFuture<Infallible>),
 }
 
 impl Future for Answer {
-    type Output = Result<Response, Infallible>;
+    type Output = Result<http::Response<DemoBody>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.get_mut() {
@@ -146,7 +155,9 @@ impl Future for Answer {
                 // Polled again after it answered.
                 None => Poll::Pending,
             },
-            Answer::Routed(future) => Pin::new(future).poll(cx),
+            Answer::Routed(future) => Pin::new(future)
+                .poll(cx)
+                .map(|routed| routed.map(|response: Response| response.map(Either::Right))),
         }
     }
 }

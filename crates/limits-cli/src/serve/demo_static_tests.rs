@@ -1,11 +1,12 @@
-//! The static answers of the demo API are byte for byte what its axum
-//! routes answer, and every other request still reaches the routes.
+//! The static answers of the demo API (the service the server runs) are
+//! byte for byte what its axum routes answer, and every other request still
+//! reaches the routes.
 
-use super::{router, routes, ITEMS, ITEM_BODIES, STATIC};
-use axum::body::{to_bytes, Body};
+use super::{routes, service, ITEMS, ITEM_BODIES, STATIC};
+use axum::body::Body;
 use axum::extract::Request;
 use axum::http::Method;
-use axum::Router;
+use http_body_util::BodyExt;
 use serde_json::json;
 use std::future::poll_fn;
 use tower_service::Service;
@@ -25,19 +26,23 @@ fn each_static_length_is_its_body_s() {
     }
 }
 
-/// The status, headers (in order) and body of `router`'s answer.
-async fn answer(mut router: Router, method: Method, path: &str, body: &str) -> String {
+/// The status, headers (in order) and body of `service`'s answer.
+async fn answer<S, B>(mut service: S, method: Method, path: &str, body: &str) -> String
+where
+    S: Service<Request, Response = http::Response<B>>,
+    S::Error: std::fmt::Debug,
+    B: axum::body::HttpBody,
+    B::Error: std::fmt::Debug,
+{
     let req = Request::builder()
         .method(method)
         .uri(path)
         .body(Body::from(body.to_owned()))
         .unwrap();
-    poll_fn(|cx| Service::<Request>::poll_ready(&mut router, cx))
-        .await
-        .unwrap();
-    let response = router.call(req).await.unwrap();
+    poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
+    let response = service.call(req).await.unwrap();
     let (parts, body) = response.into_parts();
-    let body = to_bytes(body, usize::MAX).await.unwrap();
+    let body = body.collect().await.unwrap().to_bytes();
     let headers: Vec<String> = parts
         .headers
         .iter()
@@ -71,7 +76,7 @@ async fn every_request_is_answered_as_the_routes_answer_it() {
     let methods = [Method::GET, Method::HEAD, Method::POST, Method::DELETE];
     for path in paths {
         for method in &methods {
-            let fast = answer(router(), method.clone(), path, "user=a").await;
+            let fast = answer(service(), method.clone(), path, "user=a").await;
             let routed = answer(routes(), method.clone(), path, "user=a").await;
             assert_eq!(fast, routed, "{method} {path}");
         }

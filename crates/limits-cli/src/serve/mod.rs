@@ -163,7 +163,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     let server = Server::new(server_config(&args, layer, stores)?)?;
     let backend = match &args.upstream {
         Some(url) => Backend::proxy(Proxy::new(url, args.upstream_timeout)?, url),
-        None => Backend::new("the demo API", demo::router()).without_peer_addr(),
+        None => Backend::service("the demo API", demo::service()),
     };
     server
         .serve(backend, limits_server::shutdown_signal())

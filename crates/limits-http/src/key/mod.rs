@@ -252,6 +252,7 @@ impl KeySpec {
                         // An address's text has no character to escape.
                         key.push_str("ip=");
                         match client {
+                            Some(IpAddr::V4(ip)) => key.push_ipv4(ip),
                             Some(ip) => {
                                 let _ = write!(key, "{ip}");
                             }
