@@ -47,6 +47,9 @@ pub(super) struct Run {
 /// Where the exact sliding log's decisions come from: a replayed sliding log
 /// in memory decides exactly as the one alongside would (same rule, same
 /// events), so it is asked once, not twice.
+// One per run, never in a collection: the size difference costs nothing,
+// where a box would cost a pointer chase per event.
+#[allow(clippy::large_enum_variant)]
 enum Exact {
     Own(KeyedLimiter<KeyId, ManualClock>),
     Replayed(usize),
