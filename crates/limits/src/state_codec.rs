@@ -104,12 +104,14 @@ impl Rule {
                     current: w[2],
                 })
             })?),
-            StatesRef::Token(_) => ManyStates::Token(self.each_rate(|i, _, _| {
-                let full_at = self.scaled_time(i, words.take(2)?)?;
+            StatesRef::Token(_) => ManyStates::Token(self.each_rate(|i, limit, _| {
+                let full_at = self.scaled_time(i, words.take(2)?, limit)?;
                 Some(TokenBucketState { full_at })
             })?),
-            StatesRef::Leaky(_) => ManyStates::Leaky(self.each_rate(|i, _, _| {
-                let next_slot = self.scaled_time(i, words.take(2)?)?;
+            StatesRef::Leaky(_) => ManyStates::Leaky(self.each_rate(|i, limit, _| {
+                // The engine's burst: the rule's, or the limit; at most MAX_LIMIT.
+                let burst = self.burst().unwrap_or(limit).min(crate::MAX_LIMIT);
+                let next_slot = self.scaled_time(i, words.take(2)?, burst + 1)?;
                 Some(LeakyBucketState { next_slot })
             })?),
         };
@@ -145,13 +147,17 @@ impl<'a> Words<'a> {
 
 impl Rule {
     /// A bucket's scaled time for rate `i`, if it is one a clock could have
-    /// produced: at most (u64::MAX + 2W) x L, so that the arithmetic on it
-    /// cannot overflow.
-    fn scaled_time(&self, i: usize, w: &[u64]) -> Option<ScaledTime> {
+    /// produced: at most (u64::MAX + 2W) x L, or u64::MAX x L + `slots` x W
+    /// if that is more (a leaky bucket schedules up to burst + 1 slots of
+    /// W / L ahead, more than 2W when its burst is above 2L - 1), so that the
+    /// arithmetic on it cannot overflow and every state a rule decides into
+    /// loads again.
+    fn scaled_time(&self, i: usize, w: &[u64], slots: u64) -> Option<ScaledTime> {
         let rate = self.rates().as_slice().get(i)?;
         let t = ScaledTime([w[0], w[1]]);
-        let most =
-            (u128::from(u64::MAX) + 2 * u128::from(rate.window_nanos())) * u128::from(rate.limit());
+        let (end, window) = (u128::from(u64::MAX), u128::from(rate.window_nanos()));
+        let limit = u128::from(rate.limit());
+        let most = ((end + 2 * window) * limit).max(end * limit + u128::from(slots) * window);
         (t.get() <= most).then_some(t)
     }
 }
