@@ -30,8 +30,8 @@ pub struct PeerAddr(pub SocketAddr);
 
 /// What the layer knows of a request before any rule decides.
 pub(crate) enum Prepared {
-    /// Its path is one we refuse to interpret.
-    Refuse(Refusal),
+    /// Its path is one we refuse to interpret (400).
+    Refuse(PathError),
     /// No rule matches: pass it on untouched, without headers.
     Unmatched,
     /// Rules match it: they decide next.
@@ -147,7 +147,7 @@ pub(crate) fn prepare<S, K>(
         Ok(rewritten) => rewritten,
         Err(e) => {
             tracing::debug!(uri = %parts.uri, error = %e, "path refused");
-            return Prepared::Refuse(Refusal::Path(e));
+            return Prepared::Refuse(e);
         }
     };
     let path = match &rewritten {

@@ -5,7 +5,7 @@
 //! response. It decides in `call` when the stores answer at once, so that
 //! the common request needs no boxed future ([`future`](crate::future)).
 
-use crate::decide::{members, prepare, Admitted, Counted, Matched, Prepared};
+use crate::decide::{members, prepare, Admitted, Counted, Matched, Prepared, Refusal};
 use crate::future::{Headers, ResponseFuture};
 use crate::headers;
 use crate::key::{KeyExtractor, KeySpec};
@@ -133,7 +133,7 @@ where
             ResponseFuture::ready(ours(responses::refusal(in_force, refusal, legacy)))
         };
         let matched = match prepare(&in_force.policy, &mut parts, self.peer) {
-            Prepared::Refuse(r) => return refusal(&in_force, r),
+            Prepared::Refuse(e) => return refusal(&in_force, Refusal::Path(e)),
             Prepared::Unmatched => {
                 return ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), None)
             }

@@ -130,6 +130,9 @@ where
 
 /// The key of `rule` for a request (the key reads Content-Type, the body's
 /// charset, from `parts`), or the 400 of a request it has none for.
+// The refusal is large (a 429's statuses, inline) but moved once on the way
+// to its response: boxing it would cost an allocation per 429.
+#[allow(clippy::result_large_err)]
 fn key<S, K: KeyExtractor>(
     rule: &HttpRule<S, K>,
     parts: &Parts,
@@ -146,6 +149,7 @@ fn key<S, K: KeyExtractor>(
 /// Folds the verdict of rule `index` on `key` (asked at `started`) into
 /// `passed`, telling the observer the outcome: `Err` with the refusal when
 /// it denies (or its store failed and the failure policy denies).
+#[allow(clippy::result_large_err)] // as for `key`
 fn fold<S: Store, K>(
     policy: &Policy<S, K>,
     index: usize,
