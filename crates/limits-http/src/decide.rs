@@ -1,26 +1,24 @@
-//! The decision step, apart from any response: which rules match a request,
-//! who the client is, the body when a key needs it, and each rule's verdict,
-//! folded into one [`Decision`] that the service then carries out
-//! ([`responses`](crate::responses) builds our own answers).
+//! The decision step, apart from any response: which rules match a request
+//! and who the client is ([`prepare`]), then each rule's verdict, folded
+//! into what the service carries out ([`verdicts`](crate::verdicts) decides;
+//! [`responses`](crate::responses) builds our own answers).
 //!
 //! Rules are checked one after the other and each records as it allows, so a
 //! request denied by a later rule has still been counted by the earlier ones
 //! (as nginx's `limit_req` zones do). Within one rule, several rates are
 //! all-or-nothing.
 
-use crate::body::{read_bounded, BodyError, Reservation};
+use crate::body::{BodyError, Reservation};
 use crate::headers::{Member, MemberName, Rate};
 use crate::path::{match_path, normalize_target, PathError};
-use crate::policy::{FailurePolicy, HttpRule, LayerOptions, Observer, Outcome, Policy};
-use crate::{Key, KeyError, KeyExtractor};
-use bytes::Bytes;
+use crate::policy::{HttpRule, Policy};
+use crate::{KeyError, KeyExtractor};
 use http::request::Parts;
-use http_body::Body;
-use limits::{Mode, RetryAfter, Store};
+use limits::{RetryAfter, Store};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The peer's address, as a request extension. With the `axum` feature,
 /// axum's `ConnectInfo<SocketAddr>` works too. A server that makes one
@@ -30,25 +28,45 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PeerAddr(pub SocketAddr);
 
-/// What to do with a request.
-pub(crate) enum Decision<B> {
+/// What the layer knows of a request before any rule decides.
+pub(crate) enum Prepared {
+    /// Its path is one we refuse to interpret (400).
+    Refuse(PathError),
     /// No rule matches: pass it on untouched, without headers.
-    Unmatched(B),
-    /// Every matching rule let it through (or could not decide and the
-    /// failure policy allows): serve it.
-    Admit(Admitted<B>),
-    /// Answer it ourselves.
-    Refuse(Refusal),
+    Unmatched,
+    /// Rules match it: they decide next.
+    Matched(Matched),
+}
+
+/// The rules that match a request, and the client its keys are made for.
+pub(crate) struct Matched {
+    /// The indexes of the matching rules in the policy, in order.
+    pub rules: SmallVec<[usize; 4]>,
+    /// The client address the keys use.
+    pub client: Option<IpAddr>,
+}
+
+impl Matched {
+    /// Whether a matching rule keys on the body (which must be read first).
+    pub(crate) fn needs_body<S, K: KeyExtractor>(&self, policy: &Policy<S, K>) -> bool {
+        self.rules.iter().any(|&i| policy.rules[i].key.needs_body())
+    }
+}
+
+/// What the rules that let a request through said: the RateLimit status of
+/// each, and how long to hold the request first (leaky bucket).
+#[derive(Default)]
+pub(crate) struct Passed {
+    pub statuses: Statuses,
+    pub delay: Duration,
 }
 
 /// A request the rules let through.
 pub(crate) struct Admitted<B> {
     /// The body, rebuilt if it was read for a key.
     pub body: B,
-    /// The RateLimit status of every rule that decided.
-    pub statuses: Statuses,
-    /// How long to hold the request first (leaky bucket).
-    pub delay: Duration,
+    /// What the rules said.
+    pub passed: Passed,
     /// The body's charge to the shared budget, given back when dropped: keep
     /// it until the request is done.
     pub held: Option<Reservation>,
@@ -118,125 +136,37 @@ pub(crate) fn rates<S: Store, K>(rule: &HttpRule<S, K>) -> impl Iterator<Item = 
     })
 }
 
-/// Decides `parts` (normalizing its path in place) and `body` under `policy`.
-pub(crate) async fn decide<S, K, B>(
+/// Normalizes the path of `parts` in place and finds the rules that match
+/// it and the client: all that is known before any rule decides.
+pub(crate) fn prepare<S, K>(
     policy: &Policy<S, K>,
     parts: &mut Parts,
-    body: B,
     connection_peer: Option<SocketAddr>,
-) -> Decision<B>
-where
-    S: Store,
-    K: KeyExtractor,
-    B: Body<Data = Bytes> + From<Bytes>,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
+) -> Prepared {
     let rewritten = match normalize_target(parts) {
         Ok(rewritten) => rewritten,
         Err(e) => {
             tracing::debug!(uri = %parts.uri, error = %e, "path refused");
-            return Decision::Refuse(Refusal::Path(e));
+            return Prepared::Refuse(e);
         }
     };
     let path = match &rewritten {
         Some(path) => Cow::Borrowed(path.as_str()),
         None => match_path(parts.uri.path()),
     };
-    let matching: SmallVec<[_; 4]> = policy
+    let rules: SmallVec<[usize; 4]> = policy
         .rules
         .iter()
         .enumerate()
         .filter(|(_, r)| r.matches(&parts.method, &path))
+        .map(|(i, _)| i)
         .collect();
     drop(path);
-    if matching.is_empty() {
-        return Decision::Unmatched(body);
+    if rules.is_empty() {
+        return Prepared::Unmatched;
     }
     let client = client(policy, parts, connection_peer);
-    let (body, bytes, held) = match read_if_needed(&matching, &policy.options, body).await {
-        Ok(read) => read,
-        Err(e) => return Decision::Refuse(Refusal::Body(e)),
-    };
-    let admitted = Admitted {
-        body,
-        statuses: Statuses::new(),
-        delay: Duration::ZERO,
-        held,
-    };
-    apply(policy, &matching, parts, client, bytes.as_deref(), admitted).await
-}
-
-/// The matching rules' verdicts in order, on top of `admitted`: the first
-/// refusal, or every status and the longest delay.
-async fn apply<S: Store, K: KeyExtractor, B>(
-    policy: &Policy<S, K>,
-    matching: &[(usize, &HttpRule<S, K>)],
-    parts: &Parts,
-    client: Option<IpAddr>,
-    body: Option<&[u8]>,
-    mut admitted: Admitted<B>,
-) -> Decision<B> {
-    for &(index, rule) in matching {
-        // The key reads Content-Type (the body's charset) from `parts`.
-        let key = match rule.key.key(parts, client, body) {
-            Ok(key) => key,
-            Err(error) => {
-                tracing::debug!(rule = %rule.name, error = %error, "no key: 400");
-                let rule = rule.name.clone();
-                return Decision::Refuse(Refusal::Key { rule, error });
-            }
-        };
-        match judge(rule, &key, &policy.options, &*policy.observer).await {
-            Judged::Counted(per_rate, delay) => {
-                admitted.statuses.push(Counted {
-                    rule: index,
-                    per_rate,
-                });
-                admitted.delay = admitted.delay.max(delay);
-            }
-            Judged::Undecided => {}
-            Judged::StoreDown => return Decision::Refuse(Refusal::StoreDown),
-            Judged::Limited(per_rate, retry_after) => {
-                let mut statuses = admitted.statuses;
-                statuses.push(Counted {
-                    rule: index,
-                    per_rate,
-                });
-                return Decision::Refuse(Refusal::Limited {
-                    rule: index,
-                    statuses,
-                    retry_after,
-                });
-            }
-        }
-    }
-    Decision::Admit(admitted)
-}
-
-/// The body, its bytes and their charge to the budget when a matching rule
-/// keys on it; the body untouched otherwise. What it holds stays charged to
-/// the shared budget until the request is done.
-async fn read_if_needed<S, K, B>(
-    matching: &[(usize, &HttpRule<S, K>)],
-    options: &LayerOptions,
-    body: B,
-) -> Result<(B, Option<Bytes>, Option<Reservation>), BodyError>
-where
-    K: KeyExtractor,
-    B: Body<Data = Bytes> + From<Bytes>,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    if !matching.iter().any(|(_, r)| r.key.needs_body()) {
-        return Ok((body, None, None));
-    }
-    let (bytes, held) = read_bounded(
-        body,
-        options.max_body,
-        options.body_timeout,
-        &options.body_budget,
-    )
-    .await?;
-    Ok((B::from(bytes.clone()), Some(bytes), Some(held)))
+    Prepared::Matched(Matched { rules, client })
 }
 
 /// The client address the keys use: the peer (the request's extension,
@@ -263,60 +193,4 @@ fn peer(ext: &http::Extensions) -> Option<IpAddr> {
         return Some(info.0.ip());
     }
     None
-}
-
-/// One rule's verdict on one key.
-enum Judged {
-    /// Allowed, or denied in a dry run: each rate's decision, and how long
-    /// to hold the request.
-    Counted(PerRate, Duration),
-    /// Denied: each rate's decision, and when to retry.
-    Limited(PerRate, RetryAfter),
-    /// The store failed and the failure policy (or dry run) lets it through.
-    Undecided,
-    /// The store failed and the failure policy denies.
-    StoreDown,
-}
-
-/// Asks `rule`'s store about `key`, telling `observer` the outcome.
-async fn judge<S: Store, K>(
-    rule: &HttpRule<S, K>,
-    key: &Key,
-    options: &LayerOptions,
-    observer: &dyn Observer,
-) -> Judged {
-    let name = rule.name.as_str();
-    let started = Instant::now();
-    let verdict = rule
-        .store
-        .decide(key.as_str(), rule.cost, Mode::Record)
-        .await;
-    let latency = started.elapsed();
-    let verdict = match verdict {
-        Ok(v) => v,
-        Err(e) => {
-            observer.decided(name, Outcome::StoreFailed, latency);
-            // Counted by the observer; at debug level only, as a store
-            // that is down fails every request: the store logs its outages.
-            tracing::debug!(rule = %name, key = %key, error = %e, policy = ?options.on_store_error, "rate limit store failed");
-            if options.on_store_error == FailurePolicy::Deny && !options.dry_run {
-                return Judged::StoreDown;
-            }
-            return Judged::Undecided;
-        }
-    };
-    let d = verdict.decision;
-    let status = verdict.per_rate;
-    if d.allowed {
-        observer.decided(name, Outcome::Allowed, latency);
-        return Judged::Counted(status, d.delay);
-    }
-    if options.dry_run {
-        observer.decided(name, Outcome::WouldLimit, latency);
-        tracing::info!(rule = %name, key = %key, retry_after = %d.retry_after, "dry run: would limit");
-        return Judged::Counted(status, Duration::ZERO);
-    }
-    observer.decided(name, Outcome::Limited, latency);
-    tracing::debug!(rule = %name, key = %key, retry_after = %d.retry_after, "limited");
-    Judged::Limited(status, d.retry_after)
 }

@@ -15,6 +15,7 @@ mod body;
 mod builder;
 mod client_ip;
 mod decide;
+mod future;
 pub mod headers;
 mod key;
 mod layer;
@@ -23,6 +24,7 @@ mod policy;
 mod problem;
 mod responses;
 mod service;
+mod verdicts;
 
 pub use body::BodyBudget;
 pub use builder::RateLimitLayerBuilder;
@@ -30,6 +32,7 @@ pub use client_ip::{
     ClientIp, ClientIpHeader, ResolvedClient, TrustedProxies, DEFAULT_IPV6_PREFIX,
 };
 pub use decide::PeerAddr;
+pub use future::ResponseFuture;
 pub use key::{
     Key, KeyError, KeyErrorReason, KeyExtractor, KeyPart, KeySpec, KeySpecError, Missing,
     Normalize, NormalizeStep, MAX_KEY_LEN,

@@ -1,22 +1,24 @@
 //! The tower [`Service`] the layer wraps around another: it carries out what
-//! [`decide`](crate::decide) decided, answering itself
-//! ([`responses`](crate::responses)) or holding the request for its delay,
-//! serving it, and adding the RateLimit headers to the response.
+//! [`decide`](crate::decide) and [`verdicts`](crate::verdicts) decided,
+//! answering itself ([`responses`](crate::responses)) or holding the request
+//! for its delay, serving it, and adding the RateLimit headers to the
+//! response. It decides in `call` when the stores answer at once, so that
+//! the common request needs no boxed future ([`future`](crate::future)).
 
-use crate::decide::{decide, members, Admitted, Counted, Decision};
+use crate::decide::{members, prepare, Admitted, Counted, Matched, Prepared, Refusal};
+use crate::future::{Headers, ResponseFuture};
 use crate::headers;
 use crate::key::{KeyExtractor, KeySpec};
 use crate::layer::{InForce, PolicyHandle};
 use crate::responses::{self, ours};
+use crate::verdicts::{decide_now, decide_rest, Resume, Step};
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Request, Response};
 use http_body::Body;
 use http_body_util::{Either, Full};
 use limits::Store;
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower_service::Service;
@@ -97,8 +99,6 @@ impl<Inner: Clone, S, K> Clone for RateLimit<Inner, S, K> {
     }
 }
 
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
 /// The response body: the inner service's, or one of ours (429, 413, 503).
 pub type LimitedBody<B> = Either<B, Full<Bytes>>;
 
@@ -114,26 +114,65 @@ where
 {
     type Response = Response<LimitedBody<ResBody>>;
     type Error = Inner::Error;
-    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
+    type Future = ResponseFuture<Inner::Future, ResBody, Inner::Error, S, K>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
+    /// Decides at once when it can (see [`ResponseFuture`]): every matching
+    /// rule's store answers without waiting and no key reads the body.
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
         // The clone is the one that was not polled ready: keep the ready one.
         let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
-        let policy = self.policy.in_force();
-        Box::pin(handle(policy, inner, req, self.peer))
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let in_force = self.policy.in_force();
+        let legacy = in_force.policy.options.legacy_headers;
+        let (mut parts, body) = req.into_parts();
+        let refusal = |in_force: &InForce<S, K>, refusal| {
+            ResponseFuture::ready(ours(responses::refusal(in_force, refusal, legacy)))
+        };
+        let matched = match prepare(&in_force.policy, &mut parts, self.peer) {
+            Prepared::Refuse(e) => return refusal(&in_force, Refusal::Path(e)),
+            Prepared::Unmatched => {
+                return ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), None)
+            }
+            Prepared::Matched(matched) => matched,
+        };
+        let resume = if matched.needs_body(&in_force.policy) {
+            Resume::start()
+        } else {
+            match decide_now(&in_force.policy, &matched, &parts) {
+                Step::Refused(r) => return refusal(&in_force, r),
+                Step::Passed(passed) if passed.delay.is_zero() => {
+                    let future = inner.call(Request::from_parts(parts, body));
+                    let statuses = passed.statuses;
+                    let headers = Headers {
+                        in_force,
+                        statuses,
+                        legacy,
+                    };
+                    return ResponseFuture::inner(future, Some(headers));
+                }
+                Step::Passed(passed) => Resume::done(&matched, passed),
+                Step::Wait(resume) => resume,
+            }
+        };
+        let rest = handle(in_force, inner, parts, body, matched, resume);
+        ResponseFuture::boxed(Box::pin(rest))
     }
 }
 
+/// Decides what [`decide_now`] could not (from `resume` on), holds an
+/// admitted request for its delay, serves it, and adds the RateLimit
+/// headers of the rules it passed.
 async fn handle<Inner, S, K, ReqBody, ResBody>(
     in_force: Arc<InForce<S, K>>,
     mut inner: Inner,
-    req: Request<ReqBody>,
-    peer: Option<SocketAddr>,
+    parts: Parts,
+    body: ReqBody,
+    matched: Matched,
+    resume: Resume,
 ) -> Result<Response<LimitedBody<ResBody>>, Inner::Error>
 where
     Inner: Service<Request<ReqBody>, Response = Response<ResBody>>,
@@ -142,49 +181,34 @@ where
     ReqBody: Body<Data = Bytes> + From<Bytes>,
     ReqBody::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let policy = &*in_force.policy;
-    let (mut parts, body) = req.into_parts();
-    let legacy = policy.options.legacy_headers;
-    match decide(policy, &mut parts, body, peer).await {
-        Decision::Unmatched(body) => {
-            let response = inner.call(Request::from_parts(parts, body)).await?;
-            Ok(response.map(Either::Left))
-        }
-        Decision::Refuse(refusal) => Ok(ours(responses::refusal(&in_force, refusal, legacy))),
-        Decision::Admit(admitted) => serve(&in_force, inner, parts, admitted, legacy).await,
-    }
-}
-
-/// Holds an admitted request for its delay, serves it, and adds the
-/// RateLimit headers of the rules it passed.
-async fn serve<Inner, S, K, ReqBody, ResBody>(
-    in_force: &InForce<S, K>,
-    mut inner: Inner,
-    parts: Parts,
-    admitted: Admitted<ReqBody>,
-    legacy: bool,
-) -> Result<Response<LimitedBody<ResBody>>, Inner::Error>
-where
-    Inner: Service<Request<ReqBody>, Response = Response<ResBody>>,
-    S: Store,
-{
-    let Admitted {
-        body,
-        statuses,
-        delay,
-        held,
-    } = admitted;
-    if !delay.is_zero() {
-        tokio::time::sleep(delay).await;
+    let legacy = in_force.policy.options.legacy_headers;
+    let admitted = match decide_rest(&in_force.policy, &matched, &parts, body, resume).await {
+        Ok(admitted) => admitted,
+        Err(refusal) => return Ok(ours(responses::refusal(&in_force, refusal, legacy))),
+    };
+    let Admitted { body, passed, held } = admitted;
+    if !passed.delay.is_zero() {
+        tokio::time::sleep(passed.delay).await;
     }
     let response = inner.call(Request::from_parts(parts, body)).await;
     // The body's charge to the budget lasts until the inner service is done.
     drop(held);
-    let mut response = response?.map(Either::Left);
-    let members = members(&in_force.policy, &statuses);
-    let policy = precomputed(in_force, &statuses);
+    Ok(add_headers(&in_force, &passed.statuses, legacy, response?))
+}
+
+/// The inner service's `response` with the RateLimit headers of the rules
+/// it passed (`statuses`).
+pub(crate) fn add_headers<S: Store, K, B>(
+    in_force: &InForce<S, K>,
+    statuses: &[Counted],
+    legacy: bool,
+    response: Response<B>,
+) -> Response<LimitedBody<B>> {
+    let mut response = response.map(Either::Left);
+    let members = members(&in_force.policy, statuses);
+    let policy = precomputed(in_force, statuses);
     headers::write_members(response.headers_mut(), members, legacy, None, policy);
-    Ok(response)
+    response
 }
 
 /// The RateLimit-Policy value of `statuses` if it is known already: that of

@@ -80,6 +80,28 @@ impl Store for RuleStore {
         }
     }
 
+    /// What the store held answers: at once in memory (the limiter's own
+    /// answer); `None` from Redis, which is asked over the network with
+    /// [`decide`](Store::decide).
+    ///
+    /// ```
+    /// use limits::{Algorithm, Mode, Rule, Store};
+    /// use limits_server::RuleStore;
+    ///
+    /// let rule = Rule::new(Algorithm::TokenBucket, "1/h".parse().unwrap());
+    /// let store = RuleStore::memory(rule, 100);
+    /// let first = store.decide_now("alice", 1, Mode::Record).expect("in memory: at once");
+    /// assert!(first.unwrap().decision.allowed);
+    /// let again = store.decide_now("alice", 1, Mode::Record).unwrap().unwrap();
+    /// assert!(!again.decision.allowed);
+    /// ```
+    fn decide_now(&self, key: &str, cost: u64, mode: Mode) -> Option<Result<Verdict, StoreError>> {
+        match self {
+            RuleStore::Memory(s) => Store::decide_now(s, key, cost, mode),
+            RuleStore::Redis(s) => Store::decide_now(s, key, cost, mode),
+        }
+    }
+
     async fn decide_at(
         &self,
         key: &str,

@@ -4,6 +4,8 @@
 //! [`KeyedLimiter`](crate::KeyedLimiter) answers at once, and a Redis store
 //! (another crate) answers over the network, with the same semantics. The
 //! trait needs std futures only, no async runtime, so it lives in the core.
+//! A store that never waits also says so, with [`Store::decide_now`]: a
+//! caller can then decide without making a future at all.
 
 use crate::{Clock, Decision, KeyedLimiter, LocalStore, Mode, Rule};
 use smallvec::SmallVec;
@@ -63,6 +65,29 @@ pub trait Store: Send + Sync + 'static {
         )))
     }
 
+    /// Decides as [`decide`](Store::decide) does, without waiting, if this
+    /// store can: `Some` with the very verdict (or error) `decide` would
+    /// have given, the request recorded the same way; `None` when it cannot
+    /// decide without waiting (a network store), and then nothing happened:
+    /// ask [`decide`](Store::decide). A caller that can answer at once (the
+    /// HTTP layer, for an in-memory store) skips a future this way. The
+    /// default is `None`.
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, Mode, Rule, Store};
+    ///
+    /// let rule = Rule::new(Algorithm::TokenBucket, "1/s".parse().unwrap());
+    /// let store: KeyedLimiter<String> = KeyedLimiter::new(rule);
+    /// let first = store.decide_now("alice", 1, Mode::Record).expect("in memory: at once");
+    /// assert!(first.unwrap().decision.allowed);
+    /// let again = store.decide_now("alice", 1, Mode::Record).unwrap().unwrap();
+    /// assert!(!again.decision.allowed, "the first request was recorded");
+    /// ```
+    fn decide_now(&self, key: &str, cost: u64, mode: Mode) -> Option<Result<Verdict, StoreError>> {
+        let _ = (key, cost, mode);
+        None
+    }
+
     /// The store's in-process features (sweeping, state files, key and
     /// eviction counts), if its state lives in this process; `None` for a
     /// shared store such as Redis, which keeps its own.
@@ -100,6 +125,22 @@ impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
         mode: Mode,
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
         std::future::ready(Ok(verdict(self, key, None, cost, mode)))
+    }
+
+    /// Decides in memory, at once: always `Some`, never an error, and the
+    /// same verdict as [`decide`](Store::decide) (one code path).
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, Mode, Rule, Store};
+    ///
+    /// let rule = Rule::new(Algorithm::SlidingLog, "2/s; 10/m".parse().unwrap());
+    /// let store: KeyedLimiter<String> = KeyedLimiter::new(rule);
+    /// let verdict = store.decide_now("alice", 1, Mode::Record).unwrap().unwrap();
+    /// assert_eq!(verdict.per_rate.len(), 2);
+    /// assert_eq!(verdict.decision.remaining, 1);
+    /// ```
+    fn decide_now(&self, key: &str, cost: u64, mode: Mode) -> Option<Result<Verdict, StoreError>> {
+        Some(Ok(verdict(self, key, None, cost, mode)))
     }
 
     /// Decides in memory at `now`, at once: never an error.

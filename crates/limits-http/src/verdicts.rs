@@ -1,0 +1,232 @@
+//! The matching rules' verdicts, folded in order into what the service
+//! carries out: the first refusal, or every status and the longest delay.
+//!
+//! Two loops walk the rules, one source of truth for each rule's step (its
+//! key, then [`fold`]: the observer, the logs, the failure policy, the
+//! verdict folded in). [`decide_now`] runs in the service's `call`, asking
+//! each store for a decision without waiting ([`Store::decide_now`]): with
+//! in-memory stores it decides the whole request at once, and the service
+//! needs no boxed future for it. When a store cannot answer at once, it
+//! stops at that rule and hands [`decide_rest`] (async) what it has, which
+//! goes on from there with [`Store::decide`]: each rule still decides
+//! exactly once, in order. `decide_rest` also reads the body first when a
+//! key needs it (then `decide_now` is never tried).
+
+use crate::body::{read_bounded, BodyError, Reservation};
+use crate::decide::{Admitted, Counted, Matched, Passed, Refusal};
+use crate::policy::{FailurePolicy, HttpRule, LayerOptions, Outcome, Policy};
+use crate::{Key, KeyExtractor};
+use bytes::Bytes;
+use http::request::Parts;
+use http_body::Body;
+use limits::{Mode, Store, StoreError, Verdict};
+use std::net::IpAddr;
+use std::time::Instant;
+
+/// Where the decision of a request stands after [`decide_now`].
+pub(crate) enum Step {
+    /// Every matching rule let it through.
+    Passed(Passed),
+    /// A rule refused it (or found no key, or its store failed under a
+    /// failure policy that denies).
+    Refused(Refusal),
+    /// A store cannot decide without waiting: [`decide_rest`] goes on.
+    Wait(Resume),
+}
+
+/// Where [`decide_rest`] starts: at the rule `at` of the matching rules,
+/// with its key if made already, on top of what the rules before it said.
+pub(crate) struct Resume {
+    at: usize,
+    key: Option<Key>,
+    passed: Passed,
+}
+
+impl Resume {
+    /// Before any rule (the body is read first if a key needs it).
+    pub(crate) fn start() -> Resume {
+        Resume {
+            at: 0,
+            key: None,
+            passed: Passed::default(),
+        }
+    }
+
+    /// After every rule of `matched` let the request through: only its
+    /// delay is left to wait.
+    pub(crate) fn done(matched: &Matched, passed: Passed) -> Resume {
+        Resume {
+            at: matched.rules.len(),
+            key: None,
+            passed,
+        }
+    }
+}
+
+/// Decides a request whose keys need no body, without waiting, for as long
+/// as the stores answer at once.
+pub(crate) fn decide_now<S: Store, K: KeyExtractor>(
+    policy: &Policy<S, K>,
+    matched: &Matched,
+    parts: &Parts,
+) -> Step {
+    let mut passed = Passed::default();
+    for (at, &index) in matched.rules.iter().enumerate() {
+        let rule = &policy.rules[index];
+        let key = match key(rule, parts, matched.client, None) {
+            Ok(key) => key,
+            Err(refusal) => return Step::Refused(refusal),
+        };
+        let started = Instant::now();
+        let Some(verdict) = rule.store.decide_now(key.as_str(), rule.cost, Mode::Record) else {
+            let key = Some(key);
+            return Step::Wait(Resume { at, key, passed });
+        };
+        if let Err(refusal) = fold(policy, index, &key, verdict, started, &mut passed) {
+            return Step::Refused(refusal);
+        }
+    }
+    Step::Passed(passed)
+}
+
+/// Decides a request from `resume` on, reading its body first if a key
+/// needs it.
+pub(crate) async fn decide_rest<S, K, B>(
+    policy: &Policy<S, K>,
+    matched: &Matched,
+    parts: &Parts,
+    body: B,
+    resume: Resume,
+) -> Result<Admitted<B>, Refusal>
+where
+    S: Store,
+    K: KeyExtractor,
+    B: Body<Data = Bytes> + From<Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let (body, bytes, held) = read_if_needed(policy, matched, body)
+        .await
+        .map_err(Refusal::Body)?;
+    let Resume {
+        at,
+        key: mut made,
+        mut passed,
+    } = resume;
+    for &index in &matched.rules[at..] {
+        let rule = &policy.rules[index];
+        let key = match made.take() {
+            Some(key) => key,
+            None => key(rule, parts, matched.client, bytes.as_deref())?,
+        };
+        let started = Instant::now();
+        let verdict = rule
+            .store
+            .decide(key.as_str(), rule.cost, Mode::Record)
+            .await;
+        fold(policy, index, &key, verdict, started, &mut passed)?;
+    }
+    Ok(Admitted { body, passed, held })
+}
+
+/// The key of `rule` for a request (the key reads Content-Type, the body's
+/// charset, from `parts`), or the 400 of a request it has none for.
+// The refusal is large (a 429's statuses, inline) but moved once on the way
+// to its response: boxing it would cost an allocation per 429.
+#[allow(clippy::result_large_err)]
+fn key<S, K: KeyExtractor>(
+    rule: &HttpRule<S, K>,
+    parts: &Parts,
+    client: Option<IpAddr>,
+    body: Option<&[u8]>,
+) -> Result<Key, Refusal> {
+    rule.key.key(parts, client, body).map_err(|error| {
+        tracing::debug!(rule = %rule.name, error = %error, "no key: 400");
+        let rule = rule.name.clone();
+        Refusal::Key { rule, error }
+    })
+}
+
+/// Folds the verdict of rule `index` on `key` (asked at `started`) into
+/// `passed`, telling the observer the outcome: `Err` with the refusal when
+/// it denies (or its store failed and the failure policy denies).
+#[allow(clippy::result_large_err)] // as for `key`
+fn fold<S: Store, K>(
+    policy: &Policy<S, K>,
+    index: usize,
+    key: &Key,
+    verdict: Result<Verdict, StoreError>,
+    started: Instant,
+    passed: &mut Passed,
+) -> Result<(), Refusal> {
+    let latency = started.elapsed();
+    let rule = &policy.rules[index];
+    let name = rule.name.as_str();
+    let options: &LayerOptions = &policy.options;
+    let observer = &*policy.observer;
+    let verdict = match verdict {
+        Ok(v) => v,
+        Err(e) => {
+            observer.decided(name, Outcome::StoreFailed, latency);
+            // Counted by the observer; at debug level only, as a store
+            // that is down fails every request: the store logs its outages.
+            tracing::debug!(rule = %name, key = %key, error = %e, policy = ?options.on_store_error, "rate limit store failed");
+            if options.on_store_error == FailurePolicy::Deny && !options.dry_run {
+                return Err(Refusal::StoreDown);
+            }
+            return Ok(());
+        }
+    };
+    let d = verdict.decision;
+    let counted = Counted {
+        rule: index,
+        per_rate: verdict.per_rate,
+    };
+    if d.allowed {
+        observer.decided(name, Outcome::Allowed, latency);
+        passed.statuses.push(counted);
+        passed.delay = passed.delay.max(d.delay);
+        return Ok(());
+    }
+    if options.dry_run {
+        observer.decided(name, Outcome::WouldLimit, latency);
+        tracing::info!(rule = %name, key = %key, retry_after = %d.retry_after, "dry run: would limit");
+        passed.statuses.push(counted);
+        return Ok(());
+    }
+    observer.decided(name, Outcome::Limited, latency);
+    tracing::debug!(rule = %name, key = %key, retry_after = %d.retry_after, "limited");
+    let mut statuses = std::mem::take(&mut passed.statuses);
+    statuses.push(counted);
+    Err(Refusal::Limited {
+        rule: index,
+        statuses,
+        retry_after: d.retry_after,
+    })
+}
+
+/// The body, its bytes and their charge to the budget when a matching rule
+/// keys on it; the body untouched otherwise. What it holds stays charged to
+/// the shared budget until the request is done.
+async fn read_if_needed<S, K, B>(
+    policy: &Policy<S, K>,
+    matched: &Matched,
+    body: B,
+) -> Result<(B, Option<Bytes>, Option<Reservation>), BodyError>
+where
+    K: KeyExtractor,
+    B: Body<Data = Bytes> + From<Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    if !matched.needs_body(policy) {
+        return Ok((body, None, None));
+    }
+    let options = &policy.options;
+    let (bytes, held) = read_bounded(
+        body,
+        options.max_body,
+        options.body_timeout,
+        &options.body_budget,
+    )
+    .await?;
+    Ok((B::from(bytes.clone()), Some(bytes), Some(held)))
+}
