@@ -18,44 +18,14 @@ use limits::algorithms::{
     LeakyBucket, LeakyBucketState, RateAlgorithm, ScaledTime, SlidingWindow, SlidingWindowState,
     TokenBucket, TokenBucketState,
 };
-use limits::{Algorithm, Decision, Rate, Rule, MAX_LIMIT, MAX_WINDOW};
+use limits::{Algorithm, Rate, Rule, MAX_LIMIT, MAX_WINDOW};
 use proptest::prelude::*;
 use std::time::Duration;
 
-const BOUND: u64 = 1 << 62;
+mod edges;
+use edges::general;
 
-/// The general path's decision for one rate: its steps, one by one.
-fn general<A: RateAlgorithm>(
-    a: &A,
-    s: &mut A::State,
-    now: u64,
-    cost: u64,
-    record: bool,
-) -> Decision {
-    let t = a.advance(s, now);
-    let verdict = if cost == 0 {
-        Ok(())
-    } else {
-        a.check(s, t, cost)
-    };
-    let mut d = Decision::allow(0);
-    match verdict {
-        Ok(()) => {
-            d.delay = Duration::from_nanos(a.delay(s, t, cost));
-            if record && cost > 0 {
-                a.record(s, t, cost);
-            }
-        }
-        Err(wait) => {
-            d.allowed = false;
-            d.retry_after = wait;
-        }
-    }
-    d.remaining = a.remaining(s, t);
-    d.reset_after = Duration::from_nanos(a.reset_after(s, t));
-    d.refill_after = Duration::from_nanos(a.refill_after(s, t, d.remaining));
-    d
-}
+const BOUND: u64 = 1 << 62;
 
 /// Checks (even steps) and peeks (odd) of `costs` at `times` from the state
 /// `words` encode, on `rule` and through [`general`], decisions and states

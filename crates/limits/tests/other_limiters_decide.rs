@@ -20,45 +20,14 @@ use limits::algorithms::{
     FixedWindow, FixedWindowState, LeakyBucket, LeakyBucketState, RateAlgorithm, ScaledTime,
     SlidingLog, SlidingLogState, SlidingWindow, SlidingWindowState,
 };
-use limits::{Algorithm, Decision, Rate, Rule};
+use limits::{Algorithm, Rate, Rule};
 use proptest::prelude::*;
 use std::time::Duration;
 
 mod edges;
-use edges::{cost, count_near_fit, leaky_queue_end, limit, near, tag, time, verdict_of, window};
-
-/// The general path's decision for one rate: its steps, one by one.
-fn general<A: RateAlgorithm>(
-    a: &A,
-    s: &mut A::State,
-    now: u64,
-    cost: u64,
-    record: bool,
-) -> Decision {
-    let t = a.advance(s, now);
-    let verdict = if cost == 0 {
-        Ok(())
-    } else {
-        a.check(s, t, cost)
-    };
-    let mut d = Decision::allow(0);
-    match verdict {
-        Ok(()) => {
-            d.delay = Duration::from_nanos(a.delay(s, t, cost));
-            if record && cost > 0 {
-                a.record(s, t, cost);
-            }
-        }
-        Err(wait) => {
-            d.allowed = false;
-            d.retry_after = wait;
-        }
-    }
-    d.remaining = a.remaining(s, t);
-    d.reset_after = Duration::from_nanos(a.reset_after(s, t));
-    d.refill_after = Duration::from_nanos(a.refill_after(s, t, d.remaining));
-    d
-}
+use edges::{
+    cost, count_near_fit, general, leaky_queue_end, limit, near, tag, time, verdict_of, window,
+};
 
 /// One step of a sequence: a check, a peek or an allow, at a time picked by
 /// `when` among the edges the test gives, of the cost picked by `how_much`.

@@ -1,12 +1,14 @@
 //! Strategies for the edges random traces rarely reach, shared by the
 //! fused-path tests (`token_bucket_admit.rs`, `token_bucket_decide.rs`,
-//! `other_limiters_admit.rs`, `other_limiters_decide.rs`): limits and
+//! `other_limiters_admit.rs`, `other_limiters_decide.rs`,
+//! `decide_fast_path_edges.rs`): limits and
 //! windows up to their maxima, times near zero and the end of `u64`
 //! nanoseconds, costs around 0, 1 and the most that can pass, and states
 //! either side of where a request just fits.
 
 #![allow(dead_code)]
 
+use limits::algorithms::RateAlgorithm;
 use limits::{Decision, KeyedLimiter, ManualClock, Options, RetryAfter, Rule};
 use limits::{MAX_LIMIT, MAX_WINDOW};
 use proptest::prelude::*;
@@ -146,4 +148,37 @@ pub fn same_as_check(
         prop_assert_eq!(rule.encode_state(&swept), rule.encode_state(&full));
     }
     Ok(())
+}
+
+/// The general path's decision for one rate: its steps, one by one.
+pub fn general<A: RateAlgorithm>(
+    a: &A,
+    s: &mut A::State,
+    now: u64,
+    cost: u64,
+    record: bool,
+) -> Decision {
+    let t = a.advance(s, now);
+    let verdict = if cost == 0 {
+        Ok(())
+    } else {
+        a.check(s, t, cost)
+    };
+    let mut d = Decision::allow(0);
+    match verdict {
+        Ok(()) => {
+            d.delay = Duration::from_nanos(a.delay(s, t, cost));
+            if record && cost > 0 {
+                a.record(s, t, cost);
+            }
+        }
+        Err(wait) => {
+            d.allowed = false;
+            d.retry_after = wait;
+        }
+    }
+    d.remaining = a.remaining(s, t);
+    d.reset_after = Duration::from_nanos(a.reset_after(s, t));
+    d.refill_after = Duration::from_nanos(a.refill_after(s, t, d.remaining));
+    d
 }
