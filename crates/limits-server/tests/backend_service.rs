@@ -29,15 +29,21 @@ fn echo() -> impl tower::Service<
     })
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn a_service_is_served_behind_the_limits_and_stops_with_its_shutdown() {
-    let rule = Rule::new(Algorithm::TokenBucket, "2/min".parse().unwrap());
+/// One token-bucket rule at `rate`, keyed by the client's address.
+fn one_rule(rate: &str) -> ServerConfig {
+    let rule = Rule::new(Algorithm::TokenBucket, rate.parse().unwrap());
     let mut config = ServerConfig::new(RulesSource::One {
         rule,
         key: KeySpec::ip(),
         cost: 1,
     });
     config.reload_on_hangup = false;
+    config
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_service_is_served_behind_the_limits_and_stops_with_its_shutdown() {
+    let config = one_rule("2/min");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -76,13 +82,7 @@ async fn a_service_is_served_behind_the_limits_and_stops_with_its_shutdown() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_router_still_becomes_a_backend_with_the_peer_address() {
-    let rule = Rule::new(Algorithm::TokenBucket, "100/min".parse().unwrap());
-    let mut config = ServerConfig::new(RulesSource::One {
-        rule,
-        key: KeySpec::ip(),
-        cost: 1,
-    });
-    config.reload_on_hangup = false;
+    let config = one_rule("100/min");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
