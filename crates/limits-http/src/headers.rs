@@ -147,7 +147,7 @@ pub(crate) fn write_members<'a>(
     }
     buf.insert(headers, RATELIMIT);
     if let Some(RetryAfter::After(wait)) = denied {
-        let _ = write!(buf, "{}", ceil_secs(wait));
+        buf.number(ceil_secs(wait));
         buf.insert(headers, RETRY_AFTER);
     }
     if legacy {
@@ -160,6 +160,36 @@ pub(crate) fn write_members<'a>(
             let _ = write!(buf, "{}", ceil_secs(m.decision.reset_after));
             buf.insert(headers, HeaderName::from_static("x-ratelimit-reset"));
         }
+    }
+}
+
+/// A number's decimal digits, as `Display` writes them, without the
+/// formatting machinery (the numbers of every response's RateLimit value,
+/// of a 429's Retry-After and problem body).
+pub(crate) struct Decimal {
+    digits: [u8; 20],
+    start: usize,
+}
+
+impl Decimal {
+    /// The digits of `n`.
+    pub(crate) fn new(mut n: u64) -> Decimal {
+        let mut digits = [0u8; 20];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        Decimal { digits, start }
+    }
+
+    /// The digits.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.digits[self.start..]
     }
 }
 
@@ -185,18 +215,8 @@ impl Buf {
 
     /// Appends `n` in decimal, as `write!(self, "{n}")` does, without the
     /// formatting machinery (two numbers per member on every response).
-    fn number(&mut self, mut n: u64) {
-        let mut digits = [0u8; 20];
-        let mut start = digits.len();
-        loop {
-            start -= 1;
-            digits[start] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.0.extend_from_slice(&digits[start..]);
+    fn number(&mut self, n: u64) {
+        self.0.extend_from_slice(Decimal::new(n).as_bytes());
     }
 
     fn name(&mut self, m: Rate<'_>) {

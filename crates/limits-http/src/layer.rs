@@ -6,8 +6,10 @@
 use crate::key::KeySpec;
 use crate::policy::Policy;
 use crate::service::RateLimit;
+use crate::too_many::TooManyBody;
 use crate::{decide, headers};
 use arc_swap::ArcSwap;
+use bytes::Bytes;
 use http::HeaderValue;
 use limits::Store;
 use std::sync::{Arc, OnceLock};
@@ -24,6 +26,9 @@ pub(crate) struct InForce<S, K> {
     /// Each rule's RateLimit-Policy value, for a response it alone decided
     /// (`None`: written per response), made on first use.
     policy_values: OnceLock<Vec<Option<HeaderValue>>>,
+    /// Each rule's 429 problem body, but for its number of seconds, made on
+    /// first use.
+    too_many: OnceLock<Vec<TooManyBody>>,
 }
 
 impl<S, K> InForce<S, K> {
@@ -31,6 +36,7 @@ impl<S, K> InForce<S, K> {
         InForce {
             policy: Arc::new(policy),
             policy_values: OnceLock::new(),
+            too_many: OnceLock::new(),
         }
     }
 }
@@ -46,6 +52,16 @@ impl<S: Store, K> InForce<S, K> {
                 .collect()
         });
         values.get(rule)?.as_ref()
+    }
+
+    /// The problem body of a 429 of rule `rule` (an index into the policy's
+    /// rules) telling the client to retry in `secs` seconds.
+    pub(crate) fn too_many_body(&self, rule: usize, secs: u64) -> Bytes {
+        let bodies = self.too_many.get_or_init(|| {
+            let rules = &self.policy.rules;
+            rules.iter().map(|r| TooManyBody::new(&r.name)).collect()
+        });
+        bodies[rule].body(secs)
     }
 }
 

@@ -24,6 +24,7 @@ mod policy;
 mod problem;
 mod responses;
 mod service;
+mod too_many;
 mod verdicts;
 
 pub use body::BodyBudget;

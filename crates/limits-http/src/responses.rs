@@ -7,10 +7,11 @@ use crate::body::BodyError;
 use crate::decide::{members, Counted, Refusal};
 use crate::headers;
 use crate::layer::InForce;
-use crate::problem::problem_members;
+use crate::problem::{problem_members, PROBLEM_JSON};
 use crate::service::precomputed;
 use crate::service::LimitedBody;
 use bytes::Bytes;
+use http::header::{HeaderValue, CONTENT_TYPE};
 use http::{Response, StatusCode};
 use http_body_util::{Either, Full};
 use limits::{RetryAfter, Store};
@@ -53,25 +54,24 @@ fn too_many<S: Store, K>(
     legacy: bool,
     wait: RetryAfter,
 ) -> Response<Full<Bytes>> {
-    let rule = in_force.policy.rules[rule].name.as_str();
     let status = StatusCode::TOO_MANY_REQUESTS;
     let mut r = match wait {
         RetryAfter::After(d) => {
-            let secs = headers::ceil_secs(d);
+            let body = in_force.too_many_body(rule, headers::ceil_secs(d));
+            let mut r = Response::new(Full::new(body));
+            *r.status_mut() = status;
+            let problem = HeaderValue::from_static(PROBLEM_JSON);
+            r.headers_mut().insert(CONTENT_TYPE, problem);
+            r
+        }
+        RetryAfter::Never => {
+            let rule = in_force.policy.rules[rule].name.as_str();
             problem_members(
                 status,
-                format_args!("rate limit {rule:?} exceeded; retry in {secs} s"),
-                [
-                    ("rule", Member::Text(rule)),
-                    ("retry_after", Member::Number(secs)),
-                ],
+                format_args!("this request costs more than rule {rule:?} can ever allow"),
+                [("rule", rule)],
             )
         }
-        RetryAfter::Never => problem_members(
-            status,
-            format_args!("this request costs more than rule {rule:?} can ever allow"),
-            [("rule", rule)],
-        ),
     };
     let members = members(&in_force.policy, statuses);
     let policy = precomputed(in_force, statuses);
@@ -117,11 +117,3 @@ fn body_refused(e: BodyError) -> Response<Full<Bytes>> {
 
 /// No extension members.
 const NO_MEMBERS: [(&str, &str); 0] = [];
-
-/// An extension member's value: a rule's name or a number of seconds.
-#[derive(serde::Serialize)]
-#[serde(untagged)]
-enum Member<'a> {
-    Text(&'a str),
-    Number(u64),
-}
