@@ -8,14 +8,13 @@
 //! body read for a key, a leaky bucket's delay, a store over the network)
 //! is an `async` block, boxed: the one arm whose size is not known here.
 
-use crate::decide::Counted;
+use crate::decide::Statuses;
 use crate::layer::InForce;
 use crate::service::{add_headers, LimitedBody};
 use http::Response;
 use http_body_util::Either;
 use limits::Store;
 use pin_project_lite::pin_project;
-use smallvec::SmallVec;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -55,7 +54,7 @@ pin_project! {
 /// passed, under the policy they decided in.
 pub(crate) struct Headers<S, K> {
     pub in_force: Arc<InForce<S, K>>,
-    pub statuses: SmallVec<[Counted; 2]>,
+    pub statuses: Statuses,
     pub legacy: bool,
 }
 

@@ -9,7 +9,6 @@
 use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use limits::{format_duration, Decision, RetryAfter, Rule};
 use smallvec::SmallVec;
-use std::fmt::{self, Write as _};
 use std::time::Duration;
 
 /// `RateLimit-Policy`.
@@ -153,11 +152,11 @@ pub(crate) fn write_members<'a>(
     if legacy {
         // The tightest rate: the one with the least remaining.
         if let Some(m) = members.min_by_key(|m| m.decision.remaining) {
-            let _ = write!(buf, "{}", m.rate.limit);
+            buf.number(m.rate.limit);
             buf.insert(headers, HeaderName::from_static("x-ratelimit-limit"));
-            let _ = write!(buf, "{}", m.decision.remaining.min(m.rate.limit));
+            buf.number(m.decision.remaining.min(m.rate.limit));
             buf.insert(headers, HeaderName::from_static("x-ratelimit-remaining"));
-            let _ = write!(buf, "{}", ceil_secs(m.decision.reset_after));
+            buf.number(ceil_secs(m.decision.reset_after));
             buf.insert(headers, HeaderName::from_static("x-ratelimit-reset"));
         }
     }
@@ -209,12 +208,16 @@ impl Buf {
         for (i, r) in rates.enumerate() {
             self.separator(i);
             self.name(r);
-            let _ = write!(self, ";q={};w={}", r.limit, ceil_secs(r.window));
+            self.0.extend_from_slice(b";q=");
+            self.number(r.limit);
+            self.0.extend_from_slice(b";w=");
+            self.number(ceil_secs(r.window));
         }
     }
 
-    /// Appends `n` in decimal, as `write!(self, "{n}")` does, without the
-    /// formatting machinery (two numbers per member on every response).
+    /// Appends `n` in decimal, as `Display` writes it, without the
+    /// formatting machinery (two numbers per member on every response): the
+    /// one way this buffer writes a number.
     fn number(&mut self, n: u64) {
         self.0.extend_from_slice(Decimal::new(n).as_bytes());
     }
@@ -249,13 +252,6 @@ impl Buf {
         visible
             .then(|| HeaderValue::from_bytes(&self.0).ok())
             .flatten()
-    }
-}
-
-impl fmt::Write for Buf {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
-        Ok(())
     }
 }
 
