@@ -130,6 +130,14 @@ impl RedisStore {
             .map_err(StoreError)?;
         verdict(&unpack(&packed)?, self.shape.key_count_rates())
     }
+
+    /// The deny cache's answer for `key` at `cost`, counted as a hit.
+    fn denied_now(&self, key: &str, cost: u64) -> Option<Verdict> {
+        let denied = self.denials.check(key, cost)?;
+        let hits = &self.connection.health.deny_cache_hits;
+        hits.fetch_add(1, Ordering::Relaxed);
+        Some(denied)
+    }
 }
 
 impl Shape {
@@ -212,9 +220,7 @@ impl Store for RedisStore {
     /// Decides at Redis's `TIME`, or locally if a recent denial of the key
     /// implies this one.
     async fn decide(&self, key: &str, cost: u64, mode: Mode) -> Result<Verdict, StoreError> {
-        if let Some(denied) = self.denials.check(key, cost) {
-            let hits = &self.connection.health.deny_cache_hits;
-            hits.fetch_add(1, Ordering::Relaxed);
+        if let Some(denied) = self.denied_now(key, cost) {
             return Ok(denied);
         }
         let sent = Instant::now();
@@ -223,6 +229,15 @@ impl Store for RedisStore {
             self.denials.remember(key, cost, sent, &verdict);
         }
         Ok(verdict)
+    }
+
+    /// Answers at once only from the deny cache: a key Redis denied lately,
+    /// at this cost or less, is denied here exactly as [`Store::decide`]
+    /// would deny it, without a round trip (so an HTTP layer need not
+    /// suspend for a flooding client). Anything else is `None`: Redis
+    /// decides it, and nothing was recorded.
+    fn decide_now(&self, key: &str, cost: u64, _mode: Mode) -> Option<Result<Verdict, StoreError>> {
+        self.denied_now(key, cost).map(Ok)
     }
 
     /// Decides at `now` (nanoseconds, floored to the microsecond). The

@@ -1,14 +1,14 @@
 //! `RuleStore::decide_now`, the synchronous decision the HTTP layer uses to
 //! skip its boxed future: an in-memory rule answers at once with what
-//! `decide` answers, a Redis rule (a real `redis-server`) never does, and
-//! asking it records nothing.
+//! `decide` answers; a Redis rule (a real `redis-server`) answers at once
+//! only the denials its deny cache holds, and asking it records nothing.
 
 #[path = "../../limits-redis/tests/common/redis_server.rs"]
 mod redis_server;
 
 use limits::{Algorithm, Mode, Rule, Store};
 use limits_redis::{RedisConnection, RedisOptions};
-use limits_server::{StoreKind, StoreOptions};
+use limits_server::{RuleStore, StoreKind, StoreOptions};
 use redis_server::RedisServer;
 use std::time::Duration;
 
@@ -35,11 +35,11 @@ async fn in_memory_answers_at_once_as_decide_does() {
     assert!(!peek.decision.allowed, "3 of 3 per hour recorded");
 }
 
-#[tokio::test]
-async fn redis_never_answers_at_once_and_records_nothing_then() {
+async fn redis_store(deny_cache: usize) -> (RedisServer, RuleStore) {
     let server = RedisServer::start();
     let redis = RedisOptions {
         timeout: Duration::from_secs(5),
+        deny_cache,
         ..RedisOptions::default()
     };
     let connection = RedisConnection::connect(&server.url(), redis)
@@ -51,10 +51,58 @@ async fn redis_never_answers_at_once_and_records_nothing_then() {
     };
     let store = options.store("r", rule()).unwrap();
     assert_eq!(store.kind(), "redis");
+    (server, store)
+}
+
+#[tokio::test]
+async fn redis_answers_at_once_only_what_its_deny_cache_holds() {
+    let (_server, store) = redis_store(100).await;
     for _ in 0..4 {
         assert!(store.decide_now("alice", 1, Mode::Record).is_none());
     }
-    let first = store.decide("alice", 1, Mode::Record).await.unwrap();
-    assert!(first.decision.allowed);
-    assert_eq!(first.decision.remaining, 2, "only `decide` recorded");
+    for remaining in [2, 1, 0] {
+        let allowed = store.decide("alice", 1, Mode::Record).await.unwrap();
+        assert!(allowed.decision.allowed);
+        assert_eq!(
+            allowed.decision.remaining, remaining,
+            "only `decide` recorded"
+        );
+        assert!(store.decide_now("alice", 1, Mode::Record).is_none());
+    }
+    let denied = store.decide("alice", 1, Mode::Record).await.unwrap();
+    assert!(!denied.decision.allowed);
+    let wait = denied.decision.retry_after.duration().unwrap();
+
+    let at_once = store.decide_now("alice", 1, Mode::Record).unwrap().unwrap();
+    assert!(!at_once.decision.allowed);
+    assert_eq!(at_once.decision.remaining, 0);
+    assert_eq!(at_once.per_rate.len(), 2);
+    let again = at_once.decision.retry_after.duration().unwrap();
+    assert!(
+        again <= wait && again > wait - Duration::from_secs(60),
+        "{again:?} after {wait:?}"
+    );
+    let RuleStore::Redis(redis) = &store else {
+        unreachable!("a Redis rule")
+    };
+    let hits = redis.connection().deny_cache_hits();
+    assert_eq!(hits, 1, "the answer at once is a deny-cache hit");
+
+    // A larger cost is denied too; a smaller one, or another key, is Redis's.
+    assert!(store.decide_now("alice", 2, Mode::Peek).is_some());
+    assert!(store.decide_now("alice", 0, Mode::Record).is_none());
+    assert!(store.decide_now("bob", 1, Mode::Record).is_none());
+    let bob = store.decide("bob", 1, Mode::Record).await.unwrap();
+    assert_eq!(bob.decision.remaining, 2);
+}
+
+#[tokio::test]
+async fn redis_without_a_deny_cache_never_answers_at_once() {
+    let (_server, store) = redis_store(0).await;
+    for _ in 0..4 {
+        let _ = store.decide("alice", 1, Mode::Record).await.unwrap();
+    }
+    let denied = store.decide("alice", 1, Mode::Record).await.unwrap();
+    assert!(!denied.decision.allowed);
+    assert!(store.decide_now("alice", 1, Mode::Record).is_none());
 }

@@ -68,10 +68,11 @@ pub trait Store: Send + Sync + 'static {
     /// Decides as [`decide`](Store::decide) does, without waiting, if this
     /// store can: `Some` with the very verdict (or error) `decide` would
     /// have given, the request recorded the same way; `None` when it cannot
-    /// decide without waiting (a network store), and then nothing happened:
-    /// ask [`decide`](Store::decide). A caller that can answer at once (the
-    /// HTTP layer, for an in-memory store) skips a future this way. The
-    /// default is `None`.
+    /// decide without waiting (a network store, unless it holds the answer
+    /// locally, as the Redis store's deny cache does), and then nothing
+    /// happened: ask [`decide`](Store::decide). A caller that can answer at
+    /// once (the HTTP layer) skips a future this way. The default is
+    /// `None`.
     ///
     /// ```
     /// use limits::{Algorithm, KeyedLimiter, Mode, Rule, Store};
