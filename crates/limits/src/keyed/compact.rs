@@ -25,10 +25,13 @@
 //! window's count in 4 when L < 2^32. [`Packed`] holds those 12 bytes
 //! beside the key's 4 bytes of marks (alignment 1): a `u64` key's slot is
 //! 24 bytes. Any other rule keeps the 16-byte state
-//! (`keyed/tables.rs` chooses at construction). Each call unpacks the
-//! state, runs the algorithm's own `decide_one`, `admit_one` or `is_idle`
-//! on it and packs it back (two loads and two stores, no arithmetic): every
-//! decision is the wide table's.
+//! (`keyed/tables.rs` chooses at construction). The sliding window's three
+//! words pack likewise, in widths its rule sets (`keyed/compact_window.rs`:
+//! a [`Packs`] is a packing, not an algorithm, so that one algorithm can
+//! have two). Each call unpacks the state, runs the algorithm's own
+//! `decide_one`, `admit_one` or `is_idle` on it and packs it back (for the
+//! buckets, two loads and two stores, no arithmetic): every decision is the
+//! wide table's.
 
 use super::kind::Kind;
 use super::slot::{Held, Marks};
@@ -40,27 +43,73 @@ use crate::rule::{Admission, AdmitOne, DecideOne};
 use crate::state_kinds::Inline;
 use crate::{Decision, KeyState, Mode, Rule};
 
-/// An algorithm whose state a compact table keeps in 12 bytes, for the
-/// rules that bound it there.
-pub(crate) trait Packs: Inline + DecideOne + AdmitOne {
-    /// Whether every state of `rule` (this algorithm's, of one rate), decided
-    /// or loaded, fits in 12 bytes (see the module).
-    fn fits(rule: &Rule) -> bool;
+/// How a compact table keeps one algorithm's state in 12 bytes, for the
+/// rules that bound it there: a value the rule sets (a unit for a fixed
+/// packing, the field widths of the sliding window's), one type per
+/// packing, so that each table's code is compiled for its own.
+pub(crate) trait Packs: Copy + std::fmt::Debug {
+    /// The algorithm whose states this packs.
+    type Engine: Inline + DecideOne + AdmitOne;
 
-    /// Whether [`RateAlgorithm::is_idle`] may change the state (the fixed
-    /// window's moves it to the time's window), so that it is stored back.
+    /// The packing for `rule` (its one rate), if every state of the rule,
+    /// decided or loaded, fits in 12 bytes this way (see the module).
+    fn new(rule: &Rule) -> Option<Self>;
+
+    /// Whether [`RateAlgorithm::is_idle`] may change the state (the
+    /// windows move it to the time's window), so that it is stored back.
     const IDLE_MOVES: bool;
 
     /// Whether `state` fits in 12 bytes.
-    fn fits_state(state: &Self::State) -> bool;
+    fn fits_state(self, state: &State<Self>) -> bool;
 
     /// `state` as its low 64 bits and the next 32 (it fits: the rule's
     /// bound says so).
-    fn pack(state: &Self::State) -> (u64, u32);
+    fn pack(self, state: &State<Self>) -> (u64, u32);
 
     /// The state packed as `(low, high)`.
-    fn unpack(low: u64, high: u32) -> Self::State;
+    fn unpack(self, low: u64, high: u32) -> State<Self>;
+
+    /// The state `held` holds.
+    #[inline(always)]
+    fn load(self, held: &Packed) -> State<Self> {
+        self.unpack(u64::from_le_bytes(held.low), u32::from_le_bytes(held.high))
+    }
+
+    /// Holds `state` (which fits) in `held`.
+    #[inline(always)]
+    fn store(self, held: &mut Packed, state: &State<Self>) {
+        let (low, high) = self.pack(state);
+        held.low = low.to_le_bytes();
+        held.high = high.to_le_bytes();
+    }
+
+    /// [`RateAlgorithm::is_idle`] on the state `held` holds, storing back
+    /// what it moved.
+    #[inline(always)]
+    fn is_idle(self, engine: &Self::Engine, held: &mut Packed, now: u64) -> bool {
+        let mut state = self.load(held);
+        let idle = RateAlgorithm::is_idle(engine, &mut state, now);
+        if Self::IDLE_MOVES {
+            self.store(held, &state);
+        }
+        idle
+    }
 }
+
+/// The state a packing packs.
+pub(crate) type State<P> = <<P as Packs>::Engine as RateAlgorithm>::State;
+
+/// The token bucket's full time, when it fits in 96 bits.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TokenPacking;
+
+/// The leaky bucket's queue end, when it fits in 96 bits.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LeakyPacking;
+
+/// The fixed window's index and a count below 2^32.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FixedPacking;
 
 /// The largest scaled time 12 bytes hold.
 const MOST_SCALED: u128 = (1 << 96) - 1;
@@ -93,78 +142,82 @@ fn unpack_scaled(low: u64, high: u32) -> ScaledTime {
     ScaledTime([u64::from(high), low])
 }
 
-impl Packs for TokenBucket {
+impl Packs for TokenPacking {
+    type Engine = TokenBucket;
+
     const IDLE_MOVES: bool = false;
 
-    fn fits(rule: &Rule) -> bool {
-        scaled_fits(rule, |limit| limit)
+    fn new(rule: &Rule) -> Option<Self> {
+        scaled_fits(rule, |limit| limit).then_some(TokenPacking)
     }
 
-    fn fits_state(state: &TokenBucketState) -> bool {
+    fn fits_state(self, state: &TokenBucketState) -> bool {
         state.full_at.get() <= MOST_SCALED
     }
 
     #[inline(always)]
-    fn pack(state: &TokenBucketState) -> (u64, u32) {
+    fn pack(self, state: &TokenBucketState) -> (u64, u32) {
         pack_scaled(state.full_at)
     }
 
     #[inline(always)]
-    fn unpack(low: u64, high: u32) -> TokenBucketState {
+    fn unpack(self, low: u64, high: u32) -> TokenBucketState {
         TokenBucketState {
             full_at: unpack_scaled(low, high),
         }
     }
 }
 
-impl Packs for LeakyBucket {
+impl Packs for LeakyPacking {
+    type Engine = LeakyBucket;
+
     const IDLE_MOVES: bool = false;
 
-    fn fits(rule: &Rule) -> bool {
+    fn new(rule: &Rule) -> Option<Self> {
         // The engine's burst (`Rule`'s, or the limit; at most `MAX_LIMIT`).
         let burst = |limit: u64| rule.burst().unwrap_or(limit).min(crate::MAX_LIMIT);
-        scaled_fits(rule, |limit| burst(limit) + 1)
+        scaled_fits(rule, |limit| burst(limit) + 1).then_some(LeakyPacking)
     }
 
-    fn fits_state(state: &LeakyBucketState) -> bool {
+    fn fits_state(self, state: &LeakyBucketState) -> bool {
         state.next_slot.get() <= MOST_SCALED
     }
 
     #[inline(always)]
-    fn pack(state: &LeakyBucketState) -> (u64, u32) {
+    fn pack(self, state: &LeakyBucketState) -> (u64, u32) {
         pack_scaled(state.next_slot)
     }
 
     #[inline(always)]
-    fn unpack(low: u64, high: u32) -> LeakyBucketState {
+    fn unpack(self, low: u64, high: u32) -> LeakyBucketState {
         LeakyBucketState {
             next_slot: unpack_scaled(low, high),
         }
     }
 }
 
-impl Packs for FixedWindow {
+impl Packs for FixedPacking {
+    type Engine = FixedWindow;
+
     const IDLE_MOVES: bool = true;
 
-    fn fits(rule: &Rule) -> bool {
-        rule.rates()
-            .as_slice()
-            .first()
-            .is_some_and(|rate| rate.limit() <= u64::from(u32::MAX))
+    fn new(rule: &Rule) -> Option<Self> {
+        let rate = rule.rates().as_slice().first()?;
+        (rate.limit() <= u64::from(u32::MAX)).then_some(FixedPacking)
     }
 
-    fn fits_state(state: &FixedWindowState) -> bool {
+    fn fits_state(self, state: &FixedWindowState) -> bool {
         state.count <= u64::from(u32::MAX)
     }
 
     #[inline(always)]
-    fn pack(state: &FixedWindowState) -> (u64, u32) {
-        debug_assert!(Self::fits_state(state), "a count past 32 bits");
+    fn pack(self, state: &FixedWindowState) -> (u64, u32) {
+        debug_assert!(self.fits_state(state), "a count past 32 bits");
         (state.index, state.count as u32)
     }
 
     #[inline(always)]
-    fn unpack(index: u64, count: u32) -> FixedWindowState {
+    fn unpack(self, index: u64, count: u32) -> FixedWindowState {
         FixedWindowState {
             index,
             count: u64::from(count),
@@ -175,13 +228,13 @@ impl Packs for FixedWindow {
 /// A single-rate rule of an algorithm that [`Packs`] its states, for which
 /// they all fit: its table holds [`Packed`] states.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Compact<A>(A);
+pub(crate) struct Compact<P: Packs>(P::Engine, P);
 
-impl<A: Packs> Compact<A> {
+impl<P: Packs> Compact<P> {
     /// `engine` (the one rate of `rule`) with a compact table, if every
-    /// state of `rule` fits ([`Packs::fits`]).
-    pub fn new(engine: A, rule: &Rule) -> Option<Compact<A>> {
-        A::fits(rule).then_some(Compact(engine))
+    /// state of `rule` fits ([`Packs::new`]).
+    pub fn new(engine: P::Engine, rule: &Rule) -> Option<Compact<P>> {
+        P::new(rule).map(|packing| Compact(engine, packing))
     }
 }
 
@@ -191,30 +244,28 @@ impl<A: Packs> Compact<A> {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Packed {
-    low: [u8; 8],
-    high: [u8; 4],
+    pub(super) low: [u8; 8],
+    pub(super) high: [u8; 4],
     marks: Marks,
 }
 
 impl Packed {
     /// The state held.
     #[inline(always)]
-    fn get<A: Packs>(&self) -> A::State {
-        A::unpack(u64::from_le_bytes(self.low), u32::from_le_bytes(self.high))
+    fn get<P: Packs>(&self, packing: P) -> State<P> {
+        packing.load(self)
     }
 
     /// Holds `state` (which fits).
     #[inline(always)]
-    fn put<A: Packs>(&mut self, state: &A::State) {
-        let (low, high) = A::pack(state);
-        self.low = low.to_le_bytes();
-        self.high = high.to_le_bytes();
+    fn put<P: Packs>(&mut self, packing: P, state: &State<P>) {
+        packing.store(self, state);
     }
 
     /// `state`, unmarked.
-    fn new<A: Packs>(state: &A::State) -> Packed {
+    fn new<P: Packs>(packing: P, state: &State<P>) -> Packed {
         let mut packed = Packed::default();
-        packed.put::<A>(state);
+        packed.put(packing, state);
         packed
     }
 }
@@ -227,7 +278,7 @@ impl Held for Packed {
 }
 
 /// The algorithm's own functions, on the state unpacked and packed back.
-impl<A: Packs> Kind for Compact<A> {
+impl<P: Packs> Kind for Compact<P> {
     type Held = Packed;
 
     #[inline(always)]
@@ -245,50 +296,48 @@ impl<A: Packs> Kind for Compact<A> {
         mode: Mode,
         mut each: impl FnMut(Decision),
     ) -> Decision {
-        let mut state = held.get::<A>();
+        let mut state = held.get(self.1);
         let decision = self.0.decide_one(&mut state, now, cost, mode);
-        held.put::<A>(&state);
+        held.put(self.1, &state);
         each(decision);
         decision
     }
 
     #[inline(always)]
     fn admit(&self, held: &mut Packed, now: u64, cost: u64) -> Admission {
-        let mut state = held.get::<A>();
+        let mut state = held.get(self.1);
         let admission = self.0.admit_one(&mut state, now, cost);
-        held.put::<A>(&state);
+        held.put(self.1, &state);
         admission
     }
 
     #[inline(always)]
     fn is_idle(&self, held: &mut Packed, now: u64) -> bool {
-        let mut state = held.get::<A>();
-        let idle = RateAlgorithm::is_idle(&self.0, &mut state, now);
-        if A::IDLE_MOVES {
-            held.put::<A>(&state);
-        }
-        idle
+        self.1.is_idle(&self.0, held, now)
     }
 
     fn used_permille(&self, rule: &Rule, held: &mut Packed, now: u64) -> u16 {
-        let mut state = A::into_key_state(held.get::<A>());
+        let mut state = P::Engine::into_key_state(held.get(self.1));
         let used = rule.used_permille(&mut state, now);
-        held.put::<A>(&A::from_key_state(state).unwrap_or_default());
+        held.put(
+            self.1,
+            &P::Engine::from_key_state(state).unwrap_or_default(),
+        );
         used
     }
 
     fn heap_bytes(&self, held: &Packed) -> usize {
-        <A as RateAlgorithm>::heap_bytes(&held.get::<A>())
+        <P::Engine as RateAlgorithm>::heap_bytes(&held.get(self.1))
     }
 
     fn encode(&self, rule: &Rule, held: &Packed) -> Vec<u64> {
-        rule.encode_state(&A::into_key_state(held.get::<A>()))
+        rule.encode_state(&P::Engine::into_key_state(held.get(self.1)))
     }
 
     fn load(&self, state: KeyState) -> Option<Packed> {
         // Always fits: the rule's decoder bounds what it loads as `fits`
         // assumed (`tests/compact_slots.rs` holds it to that).
-        let state = A::from_key_state(state).filter(A::fits_state)?;
-        Some(Packed::new::<A>(&state))
+        let state = P::Engine::from_key_state(state).filter(|s| self.1.fits_state(s))?;
+        Some(Packed::new(self.1, &state))
     }
 }

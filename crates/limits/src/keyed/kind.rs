@@ -8,7 +8,7 @@
 //! holds its algorithm's state alone, beside the key's marks
 //! ([`Marked`]: a `u64` key's slot is 32 bytes for the token bucket, fixed
 //! window and leaky bucket, 40 for the sliding window and log; 24 for the
-//! first three when the rule bounds their state to 12 bytes, the packed
+//! first four when the rule bounds their state to 12 bytes, the packed
 //! kind of `keyed/compact.rs`), and a rule of several rates keeps its
 //! [`KeyState`] (the marks in its padding). The
 //! limiter matches its table's kind once per call (`keyed/tables.rs`); below

@@ -21,6 +21,7 @@
 
 mod allow;
 mod compact;
+mod compact_window;
 mod decide;
 mod kind;
 mod saved;

@@ -6,9 +6,10 @@
 //! whether it was denied, and the low 24 bits of its hash, 4 bytes), in a
 //! [`Marked`] state: a `u64` key's slot is 32 bytes for a 16-byte state (the
 //! token bucket, fixed window, leaky bucket), 40 for a 24-byte one (the
-//! sliding window, sliding log); a 16-byte state that the rule bounds to
-//! 12 (most token buckets, leaky buckets and fixed windows) is packed beside
-//! the marks in 16 bytes, a 24-byte slot (`keyed/compact.rs`). A rule of several rates keeps a whole
+//! sliding window, sliding log); a state that the rule bounds to 12 bytes
+//! (most token buckets, leaky buckets, fixed windows and sliding windows)
+//! is packed beside the marks in 16 bytes, a 24-byte slot
+//! (`keyed/compact.rs`). A rule of several rates keeps a whole
 //! [`KeyState`], whose tag is one byte and whose fields start 8 bytes in:
 //! the marks live in the seven bytes between, which every key pays for
 //! anyway (40 bytes for a `u64` key).

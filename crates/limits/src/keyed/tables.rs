@@ -6,11 +6,13 @@
 //! ([`with_table!`]), running a copy of its code compiled for that kind:
 //! the one dispatch replaces the rule's match of its algorithm against the
 //! state's kind that each decision made before. A token bucket, leaky
-//! bucket or fixed window whose states the rule bounds to 12 bytes gets a
-//! compact table (`keyed/compact.rs`: a 24-byte slot for a `u64` key), any
-//! other the 16-byte state's.
+//! bucket, fixed window or sliding window whose states the rule bounds to
+//! 12 bytes gets a compact table (`keyed/compact.rs`,
+//! `keyed/compact_window.rs`: a 24-byte slot for a `u64` key), any other
+//! its whole state's.
 
-use super::compact::{Compact, Packed};
+use super::compact::{Compact, FixedPacking, LeakyPacking, Packed, TokenPacking};
+use super::compact_window::{NarrowWindow, WideWindow};
 use super::shard::Shard;
 use super::slot::{Held, Marked};
 use super::Padded;
@@ -29,8 +31,9 @@ pub(crate) type Shards<K, H> = Box<[Padded<Mutex<Shard<K, H>>>]>;
 /// The shards of one algorithm's single-rate rule, with that algorithm.
 type Typed<K, A> = (A, Shards<K, Marked<<A as RateAlgorithm>::State>>);
 
-/// The shards of a single-rate rule whose states are packed in 12 bytes.
-type Packing<K, A> = (Compact<A>, Shards<K, Packed>);
+/// The shards of a single-rate rule whose states are packed in 12 bytes,
+/// as `P` packs them.
+type Packing<K, P> = (Compact<P>, Shards<K, Packed>);
 
 /// The shards, of the kind the rule keeps per key.
 pub(crate) enum Tables<K> {
@@ -39,11 +42,15 @@ pub(crate) enum Tables<K> {
     Log(Typed<K, SlidingLog>),
     Token(Typed<K, TokenBucket>),
     /// A token bucket whose full times fit in 96 bits.
-    PackedToken(Packing<K, TokenBucket>),
+    PackedToken(Packing<K, TokenPacking>),
     /// A fixed window whose counts fit in 32 bits.
-    PackedFixed(Packing<K, FixedWindow>),
+    PackedFixed(Packing<K, FixedPacking>),
     /// A leaky bucket whose queue ends fit in 96 bits.
-    PackedLeaky(Packing<K, LeakyBucket>),
+    PackedLeaky(Packing<K, LeakyPacking>),
+    /// A sliding window whose counts fit in 16 bits.
+    NarrowWindow(Packing<K, NarrowWindow>),
+    /// Another sliding window whose index and two counts fit in 96 bits.
+    WideWindow(Packing<K, WideWindow>),
     Window(Typed<K, SlidingWindow>),
     Leaky(Typed<K, LeakyBucket>),
     /// A rule of several rates: its whole state per key.
@@ -71,7 +78,15 @@ impl<K: Hash> Tables<K> {
                 Some(compact) => Tables::PackedToken((compact, shards(n, h))),
                 None => Tables::Token((e[0], shards(n, h))),
             },
-            Engines::Window(e) if e.len() == 1 => Tables::Window((e[0], shards(n, h))),
+            Engines::Window(e) if e.len() == 1 => {
+                if let Some(compact) = Compact::new(e[0], rule) {
+                    Tables::NarrowWindow((compact, shards(n, h)))
+                } else if let Some(compact) = Compact::new(e[0], rule) {
+                    Tables::WideWindow((compact, shards(n, h)))
+                } else {
+                    Tables::Window((e[0], shards(n, h)))
+                }
+            }
             Engines::Leaky(e) if e.len() == 1 => match Compact::new(e[0], rule) {
                 Some(compact) => Tables::PackedLeaky((compact, shards(n, h))),
                 None => Tables::Leaky((e[0], shards(n, h))),
@@ -120,6 +135,14 @@ macro_rules! with_table {
                 $body
             }
             Tables::PackedLeaky((engine, $shards)) => {
+                let $kind = engine;
+                $body
+            }
+            Tables::NarrowWindow((engine, $shards)) => {
+                let $kind = engine;
+                $body
+            }
+            Tables::WideWindow((engine, $shards)) => {
                 let $kind = engine;
                 $body
             }

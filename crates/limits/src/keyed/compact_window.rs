@@ -1,0 +1,175 @@
+//! The sliding window's state (a window index and two counts, 24 bytes) in
+//! 12 bytes, when the rule bounds it there (issue 9): a `u64` key's slot of
+//! 24 bytes in place of 40, exactly.
+//!
+//! Both counts stay at most the limit L: a request is counted only if the
+//! current count and its cost fit under L (`decide_one`, `admit_one`), the
+//! previous count is a current one rolled over, and the decoder loads
+//! neither above L. The index is at most `u64::MAX / W`: `advance` sets it
+//! to `now / W`, the roll moves it one window on only once `now` is there,
+//! and the decoder loads only windows that start within time. So with `b`
+//! the bits of L and `n` those of `u64::MAX / W`, every state of the rule
+//! fits in `n + 2b` bits. Two packings, each a table of its own:
+//!
+//! - [`NarrowWindow`], for L below 2^16 (any window): the index whole in the
+//!   low 64 bits, the counts in 16 bits each above it. No shift but by 16:
+//!   the sweep unpacks and packs two more states per check, so this is what
+//!   most rules pay;
+//! - [`WideWindow`], for any other rule with `n + 2b <= 96` (a window of 1
+//!   s with L below 2^30, 1 ms below 2^25, 1 minute below 2^33): the
+//!   current count in bits `[0, b)`, the previous in `[b, 2b)`, the index
+//!   in the top `n`, `[96 - n, 96)`; each field one or two shifts and a
+//!   mask away (no shift of 64 or more, no branch).
+
+use super::compact::{Packed, Packs};
+use crate::algorithms::RateAlgorithm;
+use crate::algorithms::{SlidingWindow, SlidingWindowState};
+use crate::Rule;
+
+/// The bits of `x`: 0 for 0.
+fn bits(x: u64) -> u32 {
+    u64::BITS - x.leading_zeros()
+}
+
+/// The rule's one rate as `(bits of L, bits of u64::MAX / W)`.
+fn widths(rule: &Rule) -> Option<(u32, u32)> {
+    let rate = rule.rates().as_slice().first()?;
+    Some((bits(rate.limit()), bits(u64::MAX / rate.window_nanos())))
+}
+
+/// A sliding window of L below 2^16: the index in the low 64 bits, the
+/// previous count in the next 16, the current in the 16 after.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NarrowWindow;
+
+impl Packs for NarrowWindow {
+    type Engine = SlidingWindow;
+
+    const IDLE_MOVES: bool = true;
+
+    fn new(rule: &Rule) -> Option<NarrowWindow> {
+        let (count_bits, _) = widths(rule)?;
+        (count_bits <= 16).then_some(NarrowWindow)
+    }
+
+    fn fits_state(self, state: &SlidingWindowState) -> bool {
+        state.previous <= u64::from(u16::MAX) && state.current <= u64::from(u16::MAX)
+    }
+
+    #[inline(always)]
+    fn pack(self, state: &SlidingWindowState) -> (u64, u32) {
+        debug_assert!(self.fits_state(state), "a count past 16 bits");
+        (state.index, (state.previous | state.current << 16) as u32)
+    }
+
+    #[inline(always)]
+    fn unpack(self, index: u64, counts: u32) -> SlidingWindowState {
+        SlidingWindowState {
+            index,
+            previous: u64::from(counts & 0xffff),
+            current: u64::from(counts >> 16),
+        }
+    }
+
+    /// As `unpack`, each count read as the 16 bits it is.
+    #[inline(always)]
+    fn load(self, held: &Packed) -> SlidingWindowState {
+        let [a, b, c, d] = held.high;
+        SlidingWindowState {
+            index: u64::from_le_bytes(held.low),
+            previous: u64::from(u16::from_le_bytes([a, b])),
+            current: u64::from(u16::from_le_bytes([c, d])),
+        }
+    }
+
+    /// As `pack`, each count written as the 16 bits it is.
+    #[inline(always)]
+    fn store(self, held: &mut Packed, state: &SlidingWindowState) {
+        debug_assert!(self.fits_state(state), "a count past 16 bits");
+        let [a, b] = (state.previous as u16).to_le_bytes();
+        let [c, d] = (state.current as u16).to_le_bytes();
+        held.low = state.index.to_le_bytes();
+        held.high = [a, b, c, d];
+    }
+
+    #[inline(always)]
+    fn is_idle(self, engine: &SlidingWindow, held: &mut Packed, now: u64) -> bool {
+        roll_idle(self, engine, held, now)
+    }
+}
+
+/// [`RateAlgorithm::is_idle`] on a packed window, storing the state back
+/// only if the roll moved it (the sweep tests two keys per check; the
+/// wide table's roll writes nothing for a key still in its window either).
+#[inline(always)]
+fn roll_idle<P: Packs<Engine = SlidingWindow>>(
+    packing: P,
+    engine: &SlidingWindow,
+    held: &mut Packed,
+    now: u64,
+) -> bool {
+    let mut state = packing.load(held);
+    let index = state.index;
+    let idle = RateAlgorithm::is_idle(engine, &mut state, now);
+    // The roll moves the index whenever it moves anything.
+    if state.index != index {
+        packing.store(held, &state);
+    }
+    idle
+}
+
+/// Where a wider rule's sliding-window fields lie in 96 bits.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WideWindow {
+    /// `b`, the bits of the limit: the counts' width (at most 48).
+    count_bits: u32,
+    /// `2^b - 1`.
+    mask: u64,
+    /// `64 - n`: the index's shift within the top 64 of the 96 bits.
+    index_shift: u32,
+}
+
+impl Packs for WideWindow {
+    type Engine = SlidingWindow;
+
+    const IDLE_MOVES: bool = true;
+
+    fn new(rule: &Rule) -> Option<WideWindow> {
+        let (count_bits, index_bits) = widths(rule)?;
+        (index_bits + 2 * count_bits <= 96).then(|| WideWindow {
+            count_bits,
+            mask: (1u64 << count_bits) - 1,
+            index_shift: u64::BITS - index_bits,
+        })
+    }
+
+    fn fits_state(self, state: &SlidingWindowState) -> bool {
+        state.index <= u64::MAX >> self.index_shift
+            && state.previous <= self.mask
+            && state.current <= self.mask
+    }
+
+    #[inline(always)]
+    fn pack(self, state: &SlidingWindowState) -> (u64, u32) {
+        debug_assert!(self.fits_state(state), "a state past its layout");
+        let top = state.index << (self.index_shift & 63);
+        let x = u128::from(state.current)
+            | u128::from(state.previous) << (self.count_bits & 63)
+            | u128::from(top) << 32;
+        (x as u64, (x >> 64) as u32)
+    }
+
+    #[inline(always)]
+    fn unpack(self, low: u64, high: u32) -> SlidingWindowState {
+        let x = u128::from(low) | u128::from(high) << 64;
+        SlidingWindowState {
+            index: ((x >> 32) as u64) >> (self.index_shift & 63),
+            previous: (x >> (self.count_bits & 63)) as u64 & self.mask,
+            current: low & self.mask,
+        }
+    }
+    #[inline(always)]
+    fn is_idle(self, engine: &SlidingWindow, held: &mut Packed, now: u64) -> bool {
+        roll_idle(self, engine, held, now)
+    }
+}
