@@ -151,8 +151,8 @@ fn each_algorithm_s_slot_is_sized_for_its_own_state() {
     // `tests/compact_sliding_window.rs` pins the wider bounds).
     assert_eq!(per_key(Algorithm::SlidingWindow, "10/hour"), 24.0);
     // The log's ring pointer, head and length (24): 40, plus its ring of
-    // 4 entries, 32 bytes of heap, for its one request.
-    assert_eq!(per_key(Algorithm::SlidingLog, "10/hour"), 40.0 + 32.0);
+    // 3 entries, 24 bytes of heap, for its one request.
+    assert_eq!(per_key(Algorithm::SlidingLog, "10/hour"), 40.0 + 24.0);
     // Several rates: a whole `KeyState` (32, the marks in its padding) and
     // its states behind one pointer (their `ManyStates`, 24, and two 16-byte
     // token buckets).

@@ -43,12 +43,21 @@ impl SlidingLog {
         }
     }
 
-    /// Makes room in `log` for `needed` entries: doubling, but never past
-    /// L entries. Out of line: most records fit.
+    /// Makes room in `log` for `needed` entries: at least doubling, to
+    /// `2^k + 1` of them (3, 9, 17, 33, ...), but never past L entries.
+    /// `8 (2^k + 1)` bytes and malloc's 8-byte header fill a 16-byte-aligned
+    /// chunk exactly (a ring of 4 took a chunk of 48 bytes, for 32 of
+    /// entries; one of 3 takes 32), and a log grows as often as it did
+    /// (at 4 and 10 entries, where it grew at 5 and 9). Out of line: most
+    /// records fit.
     #[cold]
     #[inline(never)]
     fn grow(&self, log: &mut SlidingLogState, needed: usize) {
-        let target = needed.max(log.capacity() * 2).max(4);
+        let target = needed
+            .max(log.capacity() * 2)
+            .saturating_sub(1)
+            .checked_next_power_of_two()
+            .map_or(needed, |p| p.max(2) + 1);
         let target = target.min(self.limit as usize).max(needed);
         log.resize(target);
     }
