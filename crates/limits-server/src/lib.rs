@@ -44,7 +44,7 @@ mod tasks;
 /// The Redis store's connection, for [`StoreOptions::redis`].
 pub use limits_redis::{RedisConnection, RedisOptions};
 pub use listener::Bounds;
-pub use proxy::{Forwarding, Proxy, ProxyErrors};
+pub use proxy::{Forwarding, Proxy, ProxyBody, ProxyErrors};
 pub use rules::{check_cost, fingerprint, keep_state, same_shape, CostError, ServerRule};
 pub use server::{Backend, Server};
 pub use server_config::{LayerOptions, RulesSource, ServerConfig};

@@ -22,6 +22,7 @@
 //!
 //! Plain HTTP/1.1 to the upstream only: there is no TLS in this build.
 
+mod body;
 mod forwarding;
 mod pool;
 mod service;
@@ -30,7 +31,7 @@ mod tests;
 mod upstream;
 
 use axum::body::Body;
-use forwarding::{add_forwarding, original_host, strip_hop_by_hop};
+use forwarding::{add_forwarding, original_host, strip_hop_by_hop, ClientAddr};
 use http::header::{self, HeaderValue};
 use http::uri::Uri;
 use http::{Request, Response, StatusCode, Version};
@@ -41,6 +42,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use upstream::{chain, client_body_failed, describe, parse_upstream, UpstreamError};
 
+pub use body::ProxyBody;
 pub use service::Forwarding;
 
 /// A reverse proxy to one plain-HTTP upstream. Cheap to clone: clones share
@@ -110,6 +112,17 @@ impl Proxy {
     /// `CONNECT` (a tunnel, which no rule could see into) is refused with
     /// 405. Never panics; always returns a response.
     pub async fn forward(&self, req: Request<Body>, client: Option<IpAddr>) -> Response<Body> {
+        let client = client.and_then(ClientAddr::new);
+        self.exchange(req, client.as_ref()).await.map(Body::new)
+    }
+
+    /// [`Proxy::forward`] for a client whose address is written already,
+    /// answering the body the listener serves unboxed.
+    async fn exchange(
+        &self,
+        req: Request<Body>,
+        client: Option<&ClientAddr>,
+    ) -> Response<ProxyBody> {
         let inner = &*self.inner;
         let (mut parts, body) = req.into_parts();
         if parts.method == http::Method::CONNECT {
@@ -138,7 +151,7 @@ impl Proxy {
             Ok(Ok(response)) => {
                 let (mut parts, body) = response.into_parts();
                 strip_hop_by_hop(&mut parts.headers);
-                Response::from_parts(parts, Body::new(body))
+                Response::from_parts(parts, ProxyBody::upstream(body))
             }
             Ok(Err(e)) => self.failed(&e),
             Err(_elapsed) => {
@@ -156,7 +169,7 @@ impl Proxy {
 
     /// The answer to a request that failed before its response headers: the
     /// client's 400 when its own body broke, else a 502 naming the upstream.
-    fn failed(&self, e: &UpstreamError) -> Response<Body> {
+    fn failed(&self, e: &UpstreamError) -> Response<ProxyBody> {
         let inner = &*self.inner;
         if client_body_failed(e) {
             inner.bad_request_body.fetch_add(1, Ordering::Relaxed);
@@ -209,7 +222,7 @@ impl Proxy {
 }
 
 /// 405 for `CONNECT`: a tunnel is nothing a rule could see into.
-fn connect_refused() -> Response<Body> {
+fn connect_refused() -> Response<ProxyBody> {
     let mut r = problem(
         StatusCode::METHOD_NOT_ALLOWED,
         "CONNECT is not proxied: this is a reverse proxy, not a tunnel",
@@ -221,7 +234,7 @@ fn connect_refused() -> Response<Body> {
     r
 }
 
-/// An RFC 9457 problem response with an axum body.
-fn problem(status: StatusCode, detail: &str) -> Response<Body> {
-    limits_http::problem(status, detail).map(Body::new)
+/// An RFC 9457 problem response, the proxy's own.
+fn problem(status: StatusCode, detail: &str) -> Response<ProxyBody> {
+    limits_http::problem(status, detail).map(ProxyBody::own)
 }

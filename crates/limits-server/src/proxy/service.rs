@@ -1,9 +1,11 @@
 //! The proxy as a tower service for one connection: the client's address
 //! is known when the connection is accepted, so the service carries it and
 //! no request needs it as an extension (which would cost three allocations
-//! per request: the extension map, its table and the value).
+//! per request: the extension map, its table and the value), and its
+//! `X-Forwarded-For` entry is written once, not per request.
 
-use super::Proxy;
+use super::forwarding::ClientAddr;
+use super::{Proxy, ProxyBody};
 use axum::body::Body;
 use http::{Request, Response};
 use std::convert::Infallible;
@@ -13,7 +15,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// [`Proxy::forward`] as a [`tower::Service`], for the requests of one
-/// client: made by [`Proxy::for_client`].
+/// client: made by [`Proxy::for_client`]. Its responses carry a
+/// [`ProxyBody`] (the upstream's body as it streams, or the proxy's own
+/// problem), not boxed into axum's `Body`.
 ///
 /// ```
 /// use limits_server::Proxy;
@@ -33,7 +37,7 @@ use std::task::{Context, Poll};
 #[derive(Clone)]
 pub struct Forwarding {
     proxy: Proxy,
-    client: Option<IpAddr>,
+    client: Option<ClientAddr>,
 }
 
 impl Proxy {
@@ -42,15 +46,15 @@ impl Proxy {
     pub fn for_client(&self, client: Option<IpAddr>) -> Forwarding {
         Forwarding {
             proxy: self.clone(),
-            client,
+            client: client.and_then(ClientAddr::new),
         }
     }
 }
 
 impl tower::Service<Request<Body>> for Forwarding {
-    type Response = Response<Body>;
+    type Response = Response<ProxyBody>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<ProxyBody>, Infallible>> + Send>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
@@ -58,7 +62,7 @@ impl tower::Service<Request<Body>> for Forwarding {
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         let proxy = self.proxy.clone();
-        let client = self.client;
-        Box::pin(async move { Ok(proxy.forward(request, client).await) })
+        let client = self.client.clone();
+        Box::pin(async move { Ok(proxy.exchange(request, client.as_ref()).await) })
     }
 }

@@ -2,6 +2,7 @@
 
 mod failures;
 mod pool;
+mod rewrites;
 mod streaming;
 
 use super::*;
