@@ -8,7 +8,7 @@ use crate::decide::{members, Counted, Refusal};
 use crate::headers;
 use crate::layer::InForce;
 use crate::problem::{problem_members, PROBLEM_JSON};
-use crate::service::precomputed;
+use crate::service::known;
 use crate::service::LimitedBody;
 use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_TYPE};
@@ -74,8 +74,8 @@ fn too_many<S: Store, K>(
         }
     };
     let members = members(&in_force.policy, statuses);
-    let policy = precomputed(in_force, statuses);
-    headers::write_members(r.headers_mut(), members, legacy, Some(wait), policy);
+    let known = known(in_force, statuses);
+    headers::write_members(r.headers_mut(), members, legacy, Some(wait), known);
     r
 }
 
