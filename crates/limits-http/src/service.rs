@@ -129,11 +129,12 @@ where
         let in_force = self.policy.in_force();
         let legacy = in_force.policy.options.legacy_headers;
         let (mut parts, body) = req.into_parts();
-        let refusal = |in_force: &InForce<S, K>, refusal| {
-            ResponseFuture::ready(ours(responses::refusal(in_force, refusal, legacy)))
+        let refusal = |in_force: &InForce<S, K>, refusal, parts: Parts| {
+            let answer = responses::refusal(in_force, refusal, legacy, parts.headers);
+            ResponseFuture::ready(ours(answer))
         };
         let matched = match prepare(&in_force.policy, &mut parts, self.peer) {
-            Prepared::Refuse(e) => return refusal(&in_force, Refusal::Path(e)),
+            Prepared::Refuse(e) => return refusal(&in_force, Refusal::Path(e), parts),
             Prepared::Unmatched => {
                 return ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), None)
             }
@@ -143,7 +144,7 @@ where
             Resume::start()
         } else {
             match decide_now(&in_force.policy, &matched, &parts) {
-                Step::Refused(r) => return refusal(&in_force, r),
+                Step::Refused(r) => return refusal(&in_force, r, parts),
                 Step::Passed(passed) if passed.delay.is_zero() => {
                     let future = inner.call(Request::from_parts(parts, body));
                     let statuses = passed.statuses;
@@ -184,7 +185,10 @@ where
     let legacy = in_force.policy.options.legacy_headers;
     let admitted = match decide_rest(&in_force.policy, &matched, &parts, body, resume).await {
         Ok(admitted) => admitted,
-        Err(refusal) => return Ok(ours(responses::refusal(&in_force, refusal, legacy))),
+        Err(refusal) => {
+            let answer = responses::refusal(&in_force, refusal, legacy, parts.headers);
+            return Ok(ours(answer));
+        }
     };
     let Admitted { body, passed, held } = admitted;
     if !passed.delay.is_zero() {
