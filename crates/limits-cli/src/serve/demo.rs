@@ -177,3 +177,7 @@ mod tests;
 #[cfg(test)]
 #[path = "demo_static_tests.rs"]
 mod static_tests;
+
+#[cfg(test)]
+#[path = "demo_map_tests.rs"]
+mod map_tests;
