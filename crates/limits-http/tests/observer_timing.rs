@@ -10,7 +10,6 @@ use common::{app, request, rule, send, store};
 use http::Request;
 use limits::{Algorithm, KeyedLimiter, ManualClock, Mode, Rule, Store, StoreError, Verdict};
 use limits_http::{Observer, Outcome, PeerAddr, Policy};
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -40,16 +39,9 @@ impl Store for Waits {
         self.0.rule()
     }
 
-    fn decide(
-        &self,
-        key: &str,
-        cost: u64,
-        mode: Mode,
-    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
-        async move {
-            tokio::task::yield_now().await;
-            Store::decide(&self.0, key, cost, mode).await
-        }
+    async fn decide(&self, key: &str, cost: u64, mode: Mode) -> Result<Verdict, StoreError> {
+        tokio::task::yield_now().await;
+        Store::decide(&self.0, key, cost, mode).await
     }
 }
 
