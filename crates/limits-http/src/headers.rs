@@ -77,7 +77,7 @@ pub fn write(
                 decision: d,
             })
     });
-    write_members(headers, members, legacy, denied, None);
+    write_members(headers, members, legacy, denied, Known::NOTHING);
 }
 
 /// A list member's name: given whole, or a rule's name and the rate's
@@ -111,25 +111,48 @@ pub(crate) fn policy_value<'a>(rates: impl Iterator<Item = Rate<'a>>) -> Option<
     buf.value()
 }
 
+/// What the caller of [`write_members`] knows of its members already.
+#[derive(Clone, Copy)]
+pub(crate) struct Known<'a> {
+    /// The RateLimit-Policy value of the members ([`policy_value`]).
+    pub policy: Option<&'a HeaderValue>,
+    /// Every member's name is visible ASCII: each of their rules has a
+    /// RateLimit-Policy value ([`policy_value`] is `Some`), which holds the
+    /// same names. A value of those names, digits and punctuation is then
+    /// visible ASCII too, and only `HeaderValue`'s own check is made.
+    pub visible_names: bool,
+}
+
+impl Known<'_> {
+    /// Nothing known: every value is checked as it is written.
+    pub(crate) const NOTHING: Known<'static> = Known {
+        policy: None,
+        visible_names: false,
+    };
+}
+
 /// What [`write`] writes, for members however they are held: each value is
 /// formatted once into a buffer on the stack and copied into its header.
-/// `policy` is the RateLimit-Policy value of `members` when it is known
-/// already ([`policy_value`]).
 pub(crate) fn write_members<'a>(
     headers: &mut HeaderMap,
     members: impl Iterator<Item = Member<'a>> + Clone,
     legacy: bool,
     denied: Option<RetryAfter>,
-    policy: Option<&HeaderValue>,
+    known: Known<'_>,
 ) {
     let mut buf = Buf::default();
-    match policy {
+    let names = if known.visible_names {
+        Check::Known
+    } else {
+        Check::Ours
+    };
+    match known.policy {
         Some(value) => {
             headers.insert(RATELIMIT_POLICY, value.clone());
         }
         None => {
             buf.policy(members.clone().map(|m| m.rate));
-            buf.insert(headers, RATELIMIT_POLICY);
+            buf.insert(headers, RATELIMIT_POLICY, names);
         }
     }
     for (i, m) in members.clone().enumerate() {
@@ -144,20 +167,33 @@ pub(crate) fn write_members<'a>(
         buf.0.extend_from_slice(b";t=");
         buf.number(refill);
     }
-    buf.insert(headers, RATELIMIT);
+    buf.insert(headers, RATELIMIT, names);
+    // Digits only, from here on.
     if let Some(RetryAfter::After(wait)) = denied {
         buf.number(ceil_secs(wait));
-        buf.insert(headers, RETRY_AFTER);
+        buf.insert(headers, RETRY_AFTER, Check::Known);
     }
     if legacy {
         // The tightest rate: the one with the least remaining.
         if let Some(m) = members.min_by_key(|m| m.decision.remaining) {
             buf.number(m.rate.limit);
-            buf.insert(headers, HeaderName::from_static("x-ratelimit-limit"));
+            buf.insert(
+                headers,
+                HeaderName::from_static("x-ratelimit-limit"),
+                Check::Known,
+            );
             buf.number(m.decision.remaining.min(m.rate.limit));
-            buf.insert(headers, HeaderName::from_static("x-ratelimit-remaining"));
+            buf.insert(
+                headers,
+                HeaderName::from_static("x-ratelimit-remaining"),
+                Check::Known,
+            );
             buf.number(ceil_secs(m.decision.reset_after));
-            buf.insert(headers, HeaderName::from_static("x-ratelimit-reset"));
+            buf.insert(
+                headers,
+                HeaderName::from_static("x-ratelimit-reset"),
+                Check::Known,
+            );
         }
     }
 }
@@ -190,6 +226,17 @@ impl Decimal {
     pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.digits[self.start..]
     }
+}
+
+/// Whose check a value written into a [`Buf`] needs before it is sent.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Ours (visible ASCII, as `HeaderValue::from_str` requires), then
+    /// `HeaderValue`'s: a name of unknown bytes is in it.
+    Ours,
+    /// `HeaderValue`'s alone: every piece is known to be visible ASCII
+    /// (digits, punctuation, names of [`Known::visible_names`]).
+    Known,
 }
 
 /// A header value being written: on the stack unless it is long.
@@ -238,18 +285,29 @@ impl Buf {
 
     /// Sets `name` to the value written (if it is one), and empties the
     /// buffer.
-    fn insert(&mut self, headers: &mut HeaderMap, name: HeaderName) {
-        if let Some(v) = self.value() {
+    fn insert(&mut self, headers: &mut HeaderMap, name: HeaderName, check: Check) {
+        let value = match check {
+            Check::Ours => self.value(),
+            Check::Known => {
+                debug_assert!(self.visible(), "a value of known pieces is visible ASCII");
+                HeaderValue::from_bytes(&self.0).ok()
+            }
+        };
+        if let Some(v) = value {
             headers.insert(name, v);
         }
         self.0.clear();
     }
 
-    /// The value written, if it is visible ASCII (as `HeaderValue::from_str`
-    /// requires).
+    /// Whether the value written is visible ASCII (as
+    /// `HeaderValue::from_str` requires).
+    fn visible(&self) -> bool {
+        self.0.iter().all(|&b| (32..127).contains(&b) || b == b'\t')
+    }
+
+    /// The value written, if it is visible ASCII.
     fn value(&self) -> Option<HeaderValue> {
-        let visible = self.0.iter().all(|&b| (32..127).contains(&b) || b == b'\t');
-        visible
+        self.visible()
             .then(|| HeaderValue::from_bytes(&self.0).ok())
             .flatten()
     }

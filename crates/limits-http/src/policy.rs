@@ -85,8 +85,28 @@ pub enum Outcome {
 
 /// Receives every decision, e.g. to count it in metrics.
 pub trait Observer: Send + Sync + 'static {
-    /// `rule` decided `outcome` in `latency`.
+    /// `rule` decided `outcome` in `latency`: a decision its store was
+    /// asked for and awaited (one over the network, such as Redis).
     fn decided(&self, rule: &str, outcome: Outcome, latency: Duration);
+
+    /// `rule` decided `outcome` at once: its store answered without waiting
+    /// ([`Store::decide_now`](limits::Store::decide_now), an in-memory
+    /// store). Such a decision is not timed: reading the clock twice would
+    /// cost about as much as the decision. By default, [`decided`](Self::decided)
+    /// with a zero latency.
+    ///
+    /// ```
+    /// use limits_http::{Observer, Outcome};
+    /// use std::time::Duration;
+    ///
+    /// let observer = |_rule: &str, _outcome: Outcome, latency: Duration| {
+    ///     assert_eq!(latency, Duration::ZERO);
+    /// };
+    /// observer.decided_at_once("api", Outcome::Allowed);
+    /// ```
+    fn decided_at_once(&self, rule: &str, outcome: Outcome) {
+        self.decided(rule, outcome, Duration::ZERO);
+    }
 
     /// A trusted proxy's forwarding header held an entry that is not an
     /// address (`for=unknown`, `_hidden`, garbage), so the request was keyed

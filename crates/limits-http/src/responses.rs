@@ -8,10 +8,10 @@ use crate::decide::{members, Counted, Refusal};
 use crate::headers;
 use crate::layer::InForce;
 use crate::problem::{problem_members, PROBLEM_JSON};
-use crate::service::precomputed;
+use crate::service::known;
 use crate::service::LimitedBody;
 use bytes::Bytes;
-use http::header::{HeaderValue, CONTENT_TYPE};
+use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use http::{Response, StatusCode};
 use http_body_util::{Either, Full};
 use limits::{RetryAfter, Store};
@@ -23,11 +23,15 @@ pub(crate) fn ours<B>(r: Response<Full<Bytes>>) -> Response<LimitedBody<B>> {
 }
 
 /// Our answer to a request the decision step refused; `legacy` adds the
-/// X-RateLimit headers to a 429.
+/// X-RateLimit headers to a 429. `headers` is the refused request's header
+/// map: a 429 (the answer given most) writes its headers into it, emptied,
+/// instead of allocating a map while the request's is freed (hyper hands the
+/// next request of the connection the map of this response).
 pub(crate) fn refusal<S: Store, K>(
     in_force: &InForce<S, K>,
     refusal: Refusal,
     legacy: bool,
+    headers: HeaderMap,
 ) -> Response<Full<Bytes>> {
     match refusal {
         Refusal::Path(e) => problem_members(StatusCode::BAD_REQUEST, e, NO_MEMBERS),
@@ -42,7 +46,7 @@ pub(crate) fn refusal<S: Store, K>(
             rule,
             statuses,
             retry_after,
-        } => too_many(in_force, rule, &statuses, legacy, retry_after),
+        } => too_many(in_force, rule, &statuses, legacy, retry_after, headers),
     }
 }
 
@@ -53,6 +57,7 @@ fn too_many<S: Store, K>(
     statuses: &[Counted],
     legacy: bool,
     wait: RetryAfter,
+    mut map: HeaderMap,
 ) -> Response<Full<Bytes>> {
     let status = StatusCode::TOO_MANY_REQUESTS;
     let mut r = match wait {
@@ -60,6 +65,9 @@ fn too_many<S: Store, K>(
             let body = in_force.too_many_body(rule, headers::ceil_secs(d));
             let mut r = Response::new(Full::new(body));
             *r.status_mut() = status;
+            // In order, as on a new map: a map's order is its insertion order.
+            map.clear();
+            *r.headers_mut() = map;
             let problem = HeaderValue::from_static(PROBLEM_JSON);
             r.headers_mut().insert(CONTENT_TYPE, problem);
             r
@@ -74,8 +82,8 @@ fn too_many<S: Store, K>(
         }
     };
     let members = members(&in_force.policy, statuses);
-    let policy = precomputed(in_force, statuses);
-    headers::write_members(r.headers_mut(), members, legacy, Some(wait), policy);
+    let known = known(in_force, statuses);
+    headers::write_members(r.headers_mut(), members, legacy, Some(wait), known);
     r
 }
 

@@ -7,14 +7,14 @@
 
 use crate::decide::{members, prepare, Admitted, Counted, Matched, Prepared, Refusal};
 use crate::future::{Headers, ResponseFuture};
-use crate::headers;
+use crate::headers::{self, Known};
 use crate::key::{KeyExtractor, KeySpec};
 use crate::layer::{InForce, PolicyHandle};
 use crate::responses::{self, ours};
 use crate::verdicts::{decide_now, decide_rest, Resume, Step};
 use bytes::Bytes;
 use http::request::Parts;
-use http::{HeaderValue, Request, Response};
+use http::{Request, Response};
 use http_body::Body;
 use http_body_util::{Either, Full};
 use limits::Store;
@@ -129,11 +129,12 @@ where
         let in_force = self.policy.in_force();
         let legacy = in_force.policy.options.legacy_headers;
         let (mut parts, body) = req.into_parts();
-        let refusal = |in_force: &InForce<S, K>, refusal| {
-            ResponseFuture::ready(ours(responses::refusal(in_force, refusal, legacy)))
+        let refusal = |in_force: &InForce<S, K>, refusal, parts: Parts| {
+            let answer = responses::refusal(in_force, refusal, legacy, parts.headers);
+            ResponseFuture::ready(ours(answer))
         };
         let matched = match prepare(&in_force.policy, &mut parts, self.peer) {
-            Prepared::Refuse(e) => return refusal(&in_force, Refusal::Path(e)),
+            Prepared::Refuse(e) => return refusal(&in_force, Refusal::Path(e), parts),
             Prepared::Unmatched => {
                 return ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), None)
             }
@@ -143,7 +144,7 @@ where
             Resume::start()
         } else {
             match decide_now(&in_force.policy, &matched, &parts) {
-                Step::Refused(r) => return refusal(&in_force, r),
+                Step::Refused(r) => return refusal(&in_force, r, parts),
                 Step::Passed(passed) if passed.delay.is_zero() => {
                     let future = inner.call(Request::from_parts(parts, body));
                     let statuses = passed.statuses;
@@ -184,7 +185,10 @@ where
     let legacy = in_force.policy.options.legacy_headers;
     let admitted = match decide_rest(&in_force.policy, &matched, &parts, body, resume).await {
         Ok(admitted) => admitted,
-        Err(refusal) => return Ok(ours(responses::refusal(&in_force, refusal, legacy))),
+        Err(refusal) => {
+            let answer = responses::refusal(&in_force, refusal, legacy, parts.headers);
+            return Ok(ours(answer));
+        }
     };
     let Admitted { body, passed, held } = admitted;
     if !passed.delay.is_zero() {
@@ -206,19 +210,32 @@ pub(crate) fn add_headers<S: Store, K, B>(
 ) -> Response<LimitedBody<B>> {
     let mut response = response.map(Either::Left);
     let members = members(&in_force.policy, statuses);
-    let policy = precomputed(in_force, statuses);
-    headers::write_members(response.headers_mut(), members, legacy, None, policy);
+    let known = known(in_force, statuses);
+    headers::write_members(response.headers_mut(), members, legacy, None, known);
     response
 }
 
-/// The RateLimit-Policy value of `statuses` if it is known already: that of
-/// their one rule.
-pub(crate) fn precomputed<'a, S: Store, K>(
+/// What is known already of the RateLimit values of `statuses`: the
+/// RateLimit-Policy value of their one rule, and whether every rule's name
+/// is visible ASCII (its own RateLimit-Policy value is a value).
+pub(crate) fn known<'a, S: Store, K>(
     in_force: &'a InForce<S, K>,
     statuses: &[Counted],
-) -> Option<&'a HeaderValue> {
+) -> Known<'a> {
     match statuses {
-        [one] => in_force.policy_value(one.rule),
-        _ => None,
+        [one] => {
+            let policy = in_force.policy_value(one.rule);
+            let visible_names = policy.is_some();
+            Known {
+                policy,
+                visible_names,
+            }
+        }
+        _ => Known {
+            policy: None,
+            visible_names: statuses
+                .iter()
+                .all(|c| in_force.policy_value(c.rule).is_some()),
+        },
     }
 }

@@ -8,8 +8,8 @@
 //! in-memory stores it decides the whole request at once, and the service
 //! needs no boxed future for it. When a store cannot answer at once, it
 //! stops at that rule and hands [`decide_rest`] (async) what it has, which
-//! goes on from there with [`Store::decide`]: each rule still decides
-//! exactly once, in order. `decide_rest` also reads the body first when a
+//! goes on from there (with [`Store::decide`] for a store that cannot
+//! answer at once): each rule still decides exactly once, in order. `decide_rest` also reads the body first when a
 //! key needs it (then `decide_now` is never tried).
 
 use crate::body::{read_bounded, BodyError, Reservation};
@@ -77,12 +77,11 @@ pub(crate) fn decide_now<S: Store, K: KeyExtractor>(
             Ok(key) => key,
             Err(refusal) => return Step::Refused(refusal),
         };
-        let started = Instant::now();
         let Some(verdict) = rule.store.decide_now(key.as_str(), rule.cost, Mode::Record) else {
             let key = Some(key);
             return Step::Wait(Resume { at, key, passed });
         };
-        if let Err(refusal) = fold(policy, index, &key, verdict, started, &mut passed) {
+        if let Err(refusal) = fold(policy, index, &key, verdict, None, &mut passed) {
             return Step::Refused(refusal);
         }
     }
@@ -118,11 +117,17 @@ where
             Some(key) => key,
             None => key(rule, parts, matched.client, bytes.as_deref())?,
         };
-        let started = Instant::now();
-        let verdict = rule
-            .store
-            .decide(key.as_str(), rule.cost, Mode::Record)
-            .await;
+        // A store that answers at once does so here too (after a body read,
+        // or after a rule whose store waited): untimed, as in `decide_now`.
+        let (verdict, started) = match rule.store.decide_now(key.as_str(), rule.cost, Mode::Record)
+        {
+            Some(verdict) => (verdict, None),
+            None => {
+                let started = Instant::now();
+                let verdict = rule.store.decide(key.as_str(), rule.cost, Mode::Record);
+                (verdict.await, Some(started))
+            }
+        };
         fold(policy, index, &key, verdict, started, &mut passed)?;
     }
     Ok(Admitted { body, passed, held })
@@ -146,27 +151,32 @@ fn key<S, K: KeyExtractor>(
     })
 }
 
-/// Folds the verdict of rule `index` on `key` (asked at `started`) into
-/// `passed`, telling the observer the outcome: `Err` with the refusal when
-/// it denies (or its store failed and the failure policy denies).
+/// Folds the verdict of rule `index` on `key` into `passed`, telling the
+/// observer the outcome (with the time since `started` when the store was
+/// awaited; a decision made at once is not timed): `Err` with the refusal
+/// when it denies (or its store failed and the failure policy denies).
 #[allow(clippy::result_large_err)] // as for `key`
 fn fold<S: Store, K>(
     policy: &Policy<S, K>,
     index: usize,
     key: &Key,
     verdict: Result<Verdict, StoreError>,
-    started: Instant,
+    started: Option<Instant>,
     passed: &mut Passed,
 ) -> Result<(), Refusal> {
-    let latency = started.elapsed();
+    let latency = started.map(|s| s.elapsed());
     let rule = &policy.rules[index];
     let name = rule.name.as_str();
     let options: &LayerOptions = &policy.options;
     let observer = &*policy.observer;
+    let tell = |outcome| match latency {
+        Some(latency) => observer.decided(name, outcome, latency),
+        None => observer.decided_at_once(name, outcome),
+    };
     let verdict = match verdict {
         Ok(v) => v,
         Err(e) => {
-            observer.decided(name, Outcome::StoreFailed, latency);
+            tell(Outcome::StoreFailed);
             // Counted by the observer; at debug level only, as a store
             // that is down fails every request: the store logs its outages.
             tracing::debug!(rule = %name, key = %key, error = %e, policy = ?options.on_store_error, "rate limit store failed");
@@ -182,18 +192,18 @@ fn fold<S: Store, K>(
         per_rate: verdict.per_rate,
     };
     if d.allowed {
-        observer.decided(name, Outcome::Allowed, latency);
+        tell(Outcome::Allowed);
         passed.statuses.push(counted);
         passed.delay = passed.delay.max(d.delay);
         return Ok(());
     }
     if options.dry_run {
-        observer.decided(name, Outcome::WouldLimit, latency);
+        tell(Outcome::WouldLimit);
         tracing::info!(rule = %name, key = %key, retry_after = %d.retry_after, "dry run: would limit");
         passed.statuses.push(counted);
         return Ok(());
     }
-    observer.decided(name, Outcome::Limited, latency);
+    tell(Outcome::Limited);
     tracing::debug!(rule = %name, key = %key, retry_after = %d.retry_after, "limited");
     let mut statuses = std::mem::take(&mut passed.statuses);
     statuses.push(counted);

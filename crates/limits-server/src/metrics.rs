@@ -1,5 +1,5 @@
 //! Prometheus metrics and the admin endpoint (`--admin ADDR`): decisions per
-//! rule, decision latency, keys tracked, evictions (and those of limited
+//! rule, decision latency (of a store over the network), keys tracked, evictions (and those of limited
 //! keys, which each let a limited client start afresh: a sign that
 //! `--max-keys` is too small), store, upstream and client errors,
 //! unreadable client addresses, the Redis store's calls, errors and outages;
@@ -72,7 +72,7 @@ impl Metrics {
         );
         registry.register(
             "decision_seconds",
-            "Time to decide one rule for one request",
+            "Time to decide one rule for one request, for the rules whose store is asked over the network (Redis); in-memory decisions are made at once and counted in limits_decisions, not timed",
             latency.clone(),
         );
         registry.register("keys", "Keys tracked per rule", keys.clone());
@@ -169,8 +169,9 @@ impl Metrics {
 }
 
 impl Metrics {
-    /// The `decisions` series of `rule` and `outcome`.
-    fn decision_counter(&self, rule: &str, outcome: Outcome) -> Counter {
+    /// Counts one decision in the `decisions` series of `rule` and
+    /// `outcome` (counted where it is held: no clone of the series).
+    fn count_decision(&self, rule: &str, outcome: Outcome) {
         let (slot, name) = match outcome {
             Outcome::Allowed => (0, "allowed"),
             Outcome::Limited => (1, "limited"),
@@ -187,7 +188,8 @@ impl Metrics {
         };
         let known = self.decided.read().unwrap_or_else(|e| e.into_inner());
         if let Some((_, series)) = known.iter().find(|(r, _)| r == rule) {
-            return series[slot].get_or_init(create).clone();
+            series[slot].get_or_init(create).inc();
+            return;
         }
         drop(known);
         let mut known = self.decided.write().unwrap_or_else(|e| e.into_inner());
@@ -198,19 +200,24 @@ impl Metrics {
                 known.len() - 1
             }
         };
-        known[index].1[slot].get_or_init(create).clone()
+        known[index].1[slot].get_or_init(create).inc();
     }
 }
 
 impl Observer for Metrics {
     fn decided(&self, rule: &str, outcome: Outcome, latency: Duration) {
-        self.decision_counter(rule, outcome).inc();
+        self.decided_at_once(rule, outcome);
+        self.latency.observe(latency.as_secs_f64());
+    }
+
+    /// Counted, not timed (see `decision_seconds`).
+    fn decided_at_once(&self, rule: &str, outcome: Outcome) {
+        self.count_decision(rule, outcome);
         if outcome == Outcome::StoreFailed {
             self.store_errors
                 .get_or_create(&RuleLabel { rule: rule.into() })
                 .inc();
         }
-        self.latency.observe(latency.as_secs_f64());
     }
 
     fn unreadable_client_address(&self) {

@@ -237,7 +237,8 @@ impl KeySpec {
         body: Option<&[u8]>,
     ) -> Result<KeyText, KeyError> {
         let client_text = || client.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
-        let content_type = parts.headers.get(CONTENT_TYPE);
+        // Looked up only for a body's key (an address key needs none).
+        let content_type = || parts.headers.get(CONTENT_TYPE);
         // The key is written as it is found, into one string: the parts'
         // tags and values escaped, joined by `|`.
         let mut key = KeyText::new();
@@ -267,12 +268,12 @@ impl KeySpec {
                     Some(q) => fields::pairs(q.as_bytes(), name),
                     None => Lookup::Absent,
                 },
-                KeyPart::Form(name) => match body.map(|b| body::text(content_type, b, false)) {
+                KeyPart::Form(name) => match body.map(|b| body::text(content_type(), b, false)) {
                     None => Lookup::Absent,
                     Some(Ok(text)) => fields::pairs(text.as_bytes(), name),
                     Some(Err(why)) => Lookup::Unreadable(why),
                 },
-                KeyPart::Json(path) => match body.map(|b| body::text(content_type, b, true)) {
+                KeyPart::Json(path) => match body.map(|b| body::text(content_type(), b, true)) {
                     None => Lookup::Absent,
                     Some(Ok(text)) => json::field(&text, path),
                     Some(Err(why)) => Lookup::Unreadable(why),

@@ -2,29 +2,49 @@
 //! [`Key`](super::Key) that carries it, up to [`INLINE`] bytes (an address
 //! key, `ip=` and an IPv6 address, is at most 42), on the heap beyond. The
 //! layer builds one key per rule per request and hands the store a `&str`:
-//! a `String` would cost one allocation per request for nothing.
+//! a `String` would cost one allocation per request for nothing. Inline, it
+//! is an `ArrayString`, a `str` by construction: handing it to the store
+//! costs no UTF-8 check.
 
-use smallvec::SmallVec;
+use arrayvec::ArrayString;
 use std::fmt;
 use std::net::Ipv4Addr;
 
 /// The bytes a key holds without allocating.
 pub(crate) const INLINE: usize = 64;
 
-/// UTF-8 text, inline up to [`INLINE`] bytes. Only `str` and `char` are
-/// ever written into it, so its bytes are always UTF-8.
-#[derive(Clone, Default)]
-pub(crate) struct KeyText(SmallVec<[u8; INLINE]>);
+/// Text, inline up to [`INLINE`] bytes, on the heap beyond.
+#[derive(Clone)]
+pub(crate) enum KeyText {
+    Inline(ArrayString<INLINE>),
+    Heap(String),
+}
+
+impl Default for KeyText {
+    fn default() -> KeyText {
+        KeyText::new()
+    }
+}
 
 impl KeyText {
     /// An empty text.
     pub(crate) fn new() -> KeyText {
-        KeyText(SmallVec::new())
+        KeyText::Inline(ArrayString::new())
     }
 
     /// Appends `s`.
     pub(crate) fn push_str(&mut self, s: &str) {
-        self.0.extend_from_slice(s.as_bytes());
+        match self {
+            KeyText::Inline(text) => {
+                if text.try_push_str(s).is_err() {
+                    let mut heap = String::with_capacity(text.len() + s.len());
+                    heap.push_str(text);
+                    heap.push_str(s);
+                    *self = KeyText::Heap(heap);
+                }
+            }
+            KeyText::Heap(text) => text.push_str(s),
+        }
     }
 
     /// Appends `ip` as its `Display` writes it (dotted decimal, no leading
@@ -33,26 +53,21 @@ impl KeyText {
     /// instructions per request of an address-keyed rule, BENCHMARKS.md
     /// "The floor").
     pub(crate) fn push_ipv4(&mut self, ip: Ipv4Addr) {
-        let mut text = [0u8; 15];
-        let mut n = 0;
+        // At most 15 characters, digits and dots.
+        let mut text = ArrayString::<15>::new();
         for (i, octet) in ip.octets().into_iter().enumerate() {
             if i > 0 {
-                text[n] = b'.';
-                n += 1;
+                text.push('.');
             }
             if octet >= 100 {
-                text[n] = b'0' + octet / 100;
-                n += 1;
+                text.push(char::from(b'0' + octet / 100));
             }
             if octet >= 10 {
-                text[n] = b'0' + octet / 10 % 10;
-                n += 1;
+                text.push(char::from(b'0' + octet / 10 % 10));
             }
-            text[n] = b'0' + octet % 10;
-            n += 1;
+            text.push(char::from(b'0' + octet % 10));
         }
-        // ASCII digits and dots only.
-        self.0.extend_from_slice(&text[..n]);
+        self.push_str(&text);
     }
 
     /// Appends `c`.
@@ -62,24 +77,26 @@ impl KeyText {
 
     /// The text.
     pub(crate) fn as_str(&self) -> &str {
-        // Written from `str` and `char` only (see `push_str`).
-        std::str::from_utf8(&self.0).expect("a key is written from UTF-8 text only")
+        match self {
+            KeyText::Inline(text) => text,
+            KeyText::Heap(text) => text,
+        }
     }
 
     /// Its length in bytes.
     pub(crate) fn len(&self) -> usize {
-        self.0.len()
+        self.as_str().len()
     }
 
     /// Whether it is empty.
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.as_str().is_empty()
     }
 
     /// Whether it is on the heap (longer than [`INLINE`] bytes).
     #[cfg(test)]
     pub(crate) fn spilled(&self) -> bool {
-        self.0.spilled()
+        matches!(self, KeyText::Heap(_))
     }
 }
 
@@ -92,8 +109,11 @@ impl fmt::Write for KeyText {
 
 impl From<KeyText> for String {
     fn from(text: KeyText) -> String {
-        // The heap buffer is reused when there is one.
-        String::from_utf8(text.0.into_vec()).expect("a key is written from UTF-8 text only")
+        match text {
+            KeyText::Inline(text) => text.as_str().to_owned(),
+            // The heap buffer is reused.
+            KeyText::Heap(text) => text,
+        }
     }
 }
 
