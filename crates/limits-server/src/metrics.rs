@@ -72,7 +72,7 @@ impl Metrics {
         );
         registry.register(
             "decision_seconds",
-            "Time to decide one rule for one request, for the rules whose store is asked over the network (Redis); in-memory decisions are made at once and counted in limits_decisions, not timed",
+            "Time to decide one rule for one request, for the decisions awaited from a network store (Redis); decisions made at once (in memory, or a denial from Redis's deny cache) are counted in limits_decisions, not timed",
             latency.clone(),
         );
         registry.register("keys", "Keys tracked per rule", keys.clone());

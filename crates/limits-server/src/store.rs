@@ -81,8 +81,8 @@ impl Store for RuleStore {
     }
 
     /// What the store held answers: at once in memory (the limiter's own
-    /// answer); `None` from Redis, which is asked over the network with
-    /// [`decide`](Store::decide).
+    /// answer); from Redis only a denial its deny cache holds, else `None`:
+    /// Redis is asked over the network with [`decide`](Store::decide).
     ///
     /// ```
     /// use limits::{Algorithm, Mode, Rule, Store};
