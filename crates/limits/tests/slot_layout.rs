@@ -150,9 +150,9 @@ fn each_algorithm_s_slot_is_sized_for_its_own_state() {
     // Likewise a sliding window's index and two counts (below 2^16 here;
     // `tests/compact_sliding_window.rs` pins the wider bounds).
     assert_eq!(per_key(Algorithm::SlidingWindow, "10/hour"), 24.0);
-    // The log's ring pointer, head and length (24): 40, plus its ring of
-    // 3 entries, 24 bytes of heap, for its one request.
-    assert_eq!(per_key(Algorithm::SlidingLog, "10/hour"), 40.0 + 24.0);
+    // The log's ring pointer, head and length (24), or its one entry
+    // inline: 40, and no heap for its one request.
+    assert_eq!(per_key(Algorithm::SlidingLog, "10/hour"), 40.0);
     // Several rates: a whole `KeyState` (32, the marks in its padding) and
     // its states behind one pointer (their `ManyStates`, 24, and two 16-byte
     // token buckets).

@@ -12,6 +12,7 @@
 mod fixed_window;
 mod leaky_bucket;
 mod log_buffer;
+mod log_state;
 mod none;
 mod sliding_log;
 mod sliding_window;

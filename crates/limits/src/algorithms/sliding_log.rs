@@ -5,9 +5,10 @@
 //! Memory is bounded by L entries of 8 bytes: a denied request records
 //! nothing, and the buffer never grows beyond L.
 
-pub use super::log_buffer::SlidingLogState;
-use super::{sat64, wait, RateAlgorithm};
-use crate::rule::{DecideOne, Mode};
+use super::log_buffer::Log;
+pub use super::log_state::SlidingLogState;
+use super::{sat64, RateAlgorithm};
+use crate::rule::{Admission, AdmitOne, DecideOne, Mode};
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
@@ -47,12 +48,12 @@ impl SlidingLog {
     /// `2^k + 1` of them (3, 9, 17, 33, ...), but never past L entries.
     /// `8 (2^k + 1)` bytes and malloc's 8-byte header fill a 16-byte-aligned
     /// chunk exactly (a ring of 4 took a chunk of 48 bytes, for 32 of
-    /// entries; one of 3 takes 32), and a log grows as often as it did
-    /// (at 4 and 10 entries, where it grew at 5 and 9). Out of line: most
-    /// records fit.
+    /// entries; one of 3 takes 32). A first entry is held inline (capacity
+    /// 1, no allocation), so the second moves it to a ring of 3, the fourth
+    /// to 9, the tenth to 33. Out of line: most records fit.
     #[cold]
     #[inline(never)]
-    fn grow(&self, log: &mut SlidingLogState, needed: usize) {
+    fn grow<L: Log>(&self, log: &mut L, needed: usize) {
         let target = needed
             .max(log.capacity() * 2)
             .saturating_sub(1)
@@ -61,31 +62,31 @@ impl SlidingLog {
         let target = target.min(self.limit as usize).max(needed);
         log.resize(target);
     }
-}
 
-impl RateAlgorithm for SlidingLog {
-    type State = SlidingLogState;
-
-    /// Inlined (into `check`, `allow` and the sweep): a call was about 10
-    /// instructions of each.
+    /// `advance` on either shape: drops the expired entries, and gives
+    /// memory back when a ring has shrunk to a quarter of it.
     #[inline(always)]
-    fn advance(&self, log: &mut SlidingLogState, now: u64) -> u64 {
+    fn advance_log<L: Log>(&self, log: &mut L, now: u64) -> u64 {
         let now = log.back().map_or(now, |newest| now.max(newest));
         if let Some(horizon) = now.checked_sub(self.window) {
             while log.front().is_some_and(|e| e <= horizon) {
                 log.pop_front();
             }
         }
-        // Give memory back when the log has shrunk to a quarter of it.
         if log.capacity() > 16 && log.len() < log.capacity() / 4 {
             log.resize(log.len() * 2);
         }
         now
     }
 
-    fn check(&self, log: &SlidingLogState, now: u64, cost: u64) -> Result<(), RetryAfter> {
+    /// `check` on either shape, the wait as plain nanoseconds (`None` for
+    /// never): a `RetryAfter` is built once the shapes' paths have met
+    /// ([`retry`]), where the caller's tests of it fold away (built in each
+    /// path, `allow` computed the wait's `Duration` it then dropped).
+    #[inline(always)]
+    fn check_log<L: Log>(&self, log: &L, now: u64, cost: u64) -> Result<(), Option<u64>> {
         if cost > self.limit {
-            return Err(RetryAfter::Never);
+            return Err(None);
         }
         let count = log.len() as u64;
         if count + cost <= self.limit {
@@ -93,16 +94,48 @@ impl RateAlgorithm for SlidingLog {
         }
         // 1 <= k <= count, because cost <= limit < count + cost.
         let k = (count + cost - self.limit) as usize;
-        wait(self.until_expired(log.get(k - 1).unwrap_or(0), now))
+        let entry = log.get(k - 1).unwrap_or(0);
+        Err(Some(sat64(self.until_expired(entry, now))))
     }
 
+    /// `record` on either shape.
     #[inline(always)]
-    fn record(&self, log: &mut SlidingLogState, now: u64, cost: u64) {
+    fn record_log<L: Log>(&self, log: &mut L, now: u64, cost: u64) {
         let needed = log.len() + cost as usize;
         if needed > log.capacity() {
             self.grow(log, needed);
         }
         log.push_n(now, cost as usize);
+    }
+}
+
+impl RateAlgorithm for SlidingLog {
+    type State = SlidingLogState;
+
+    /// Inlined (into `check`, `allow` and the sweep): a call was about 10
+    /// instructions of each. The shape is chosen once.
+    #[inline(always)]
+    fn advance(&self, log: &mut SlidingLogState, now: u64) -> u64 {
+        match log.ring_mut() {
+            Some(ring) => self.advance_log(ring, now),
+            None => self.advance_log(log, now),
+        }
+    }
+
+    fn check(&self, log: &SlidingLogState, now: u64, cost: u64) -> Result<(), RetryAfter> {
+        let verdict = match log.ring() {
+            Some(ring) => self.check_log(ring, now, cost),
+            None => self.check_log(log, now, cost),
+        };
+        verdict.map_err(retry)
+    }
+
+    #[inline(always)]
+    fn record(&self, log: &mut SlidingLogState, now: u64, cost: u64) {
+        match log.ring_mut() {
+            Some(ring) => self.record_log(ring, now, cost),
+            None => self.record_log(log, now, cost),
+        }
     }
 
     fn remaining(&self, log: &SlidingLogState, _: u64) -> u64 {
@@ -119,7 +152,7 @@ impl RateAlgorithm for SlidingLog {
     }
 
     fn heap_bytes(log: &SlidingLogState) -> usize {
-        log.capacity() * std::mem::size_of::<u64>()
+        log.heap_bytes()
     }
 
     /// Idle iff the newest entry has expired: `advance` then `reset_after`
@@ -142,15 +175,49 @@ impl RateAlgorithm for SlidingLog {
 /// `remaining + 1`, for which the oldest entry must go), without a second
 /// `check` (`tests/other_limiters_decide.rs`).
 impl DecideOne for SlidingLog {
+    /// The shape chosen once, then each shape's straight-line pass.
     #[inline(always)]
     fn decide_one(&self, log: &mut SlidingLogState, now: u64, cost: u64, mode: Mode) -> Decision {
-        let t = self.advance(log, now);
+        match log.ring_mut() {
+            Some(ring) => self.decide_log(ring, now, cost, mode),
+            None => self.decide_log(log, now, cost, mode),
+        }
+    }
+}
+
+/// The verdict alone (`Rule::allow`): the default steps (advance, check,
+/// record, the idle test) on the shape chosen once.
+impl AdmitOne for SlidingLog {
+    #[inline(always)]
+    fn admit_one(&self, log: &mut SlidingLogState, now: u64, cost: u64) -> Admission {
+        let (verdict, idle) = match log.ring_mut() {
+            Some(ring) => self.admit_log(ring, now, cost),
+            None => self.admit_log(log, now, cost),
+        };
+        Admission {
+            verdict: verdict.map(|()| Duration::ZERO).map_err(retry),
+            idle,
+        }
+    }
+}
+
+/// A wait of `check_log`'s as a `RetryAfter`.
+#[inline(always)]
+fn retry(wait: Option<u64>) -> RetryAfter {
+    wait.map_or(RetryAfter::Never, RetryAfter::from_nanos)
+}
+
+impl SlidingLog {
+    /// [`DecideOne::decide_one`] on either shape.
+    #[inline(always)]
+    fn decide_log<L: Log>(&self, log: &mut L, now: u64, cost: u64, mode: Mode) -> Decision {
+        let t = self.advance_log(log, now);
         let mut decision = Decision::allow(0);
         if cost.wrapping_sub(1) < self.limit {
             let count = log.len() as u64;
             if count + cost <= self.limit {
                 if mode == Mode::Record {
-                    self.record(log, t, cost);
+                    self.record_log(log, t, cost);
                 }
             } else {
                 // 1 <= k <= count, as in `check`.
@@ -171,5 +238,30 @@ impl DecideOne for SlidingLog {
             decision.refill_after = Duration::from_nanos(refill);
         }
         decision
+    }
+
+    /// [`AdmitOne::admit_one`] on either shape: the verdict as
+    /// `check_log`'s, and whether the log is idle after.
+    #[inline(always)]
+    fn admit_log<L: Log>(
+        &self,
+        log: &mut L,
+        now: u64,
+        cost: u64,
+    ) -> (Result<(), Option<u64>>, bool) {
+        let t = self.advance_log(log, now);
+        let verdict = if cost == 0 {
+            Ok(())
+        } else {
+            let verdict = self.check_log(log, t, cost);
+            if verdict.is_ok() {
+                self.record_log(log, t, cost);
+            }
+            verdict
+        };
+        let idle = log
+            .back()
+            .is_none_or(|newest| self.until_expired(newest, t) == 0);
+        (verdict, idle)
     }
 }

@@ -11,7 +11,9 @@
 //! exception is a single rate of the token bucket, fixed window, sliding
 //! window or leaky bucket, whose check, record and idle test are fused into
 //! one pass that gives the same numbers ([`AdmitOne`],
-//! `tests/token_bucket_admit.rs`, `tests/other_limiters_admit.rs`).
+//! `tests/token_bucket_admit.rs`, `tests/other_limiters_admit.rs`); the
+//! sliding log keeps the steps but chooses its state's shape once for them
+//! (`tests/log_inline_entry.rs`).
 
 use super::Rule;
 // The engine types the dispatch macro names, resolved here.
@@ -138,7 +140,6 @@ pub(crate) trait AdmitOne: RateAlgorithm + Sized {
 }
 
 impl AdmitOne for NoLimit {}
-impl AdmitOne for SlidingLog {}
 
 /// The all-or-nothing verdict over one algorithm's rates: the steps of
 /// `decide_rates` in the same order, without the derived fields.
