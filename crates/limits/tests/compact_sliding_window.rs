@@ -11,10 +11,13 @@
 //! nanoseconds), and from loaded states at the decoder's bound (the last
 //! index, both counts at L).
 
-use limits::{Algorithm, KeyState, KeyedLimiter, ManualClock, Mode, Options, Rate, Rule};
+use limits::{Algorithm, Rate, Rule};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::time::Duration;
+
+mod keyed_trace;
+use keyed_trace::{expected_export, limiter, ops, run, start, Op};
 
 /// The bits of `x`.
 fn bits(x: u64) -> u32 {
@@ -63,100 +66,6 @@ fn rule() -> impl Strategy<Value = Rule> {
             let rate = Rate::new(l, Duration::from_nanos(w)).unwrap();
             Rule::new(Algorithm::SlidingWindow, rate.into())
         })
-}
-
-fn start() -> impl Strategy<Value = u64> {
-    prop_oneof![0..=1000u64, any::<u64>(), u64::MAX - (1 << 40)..=u64::MAX]
-}
-
-/// One request: key, time step, cost and call, as raw numbers the trace
-/// scales to the rule.
-type Op = (u64, (u8, u64), (u8, u64), u8);
-
-fn ops() -> impl Strategy<Value = Vec<Op>> {
-    let op = (
-        0..4u64,
-        (0..4u8, any::<u64>()),
-        (0..5u8, any::<u64>()),
-        0..4u8,
-    );
-    prop::collection::vec(op, 1..60)
-}
-
-/// Runs `ops` from `now` on `keyed` (clock included) against `model`, the
-/// rule's own decisions on a state per key; returns the last time.
-fn run(
-    rule: &Rule,
-    keyed: &KeyedLimiter<u64, ManualClock>,
-    model: &mut HashMap<u64, KeyState>,
-    mut now: u64,
-    ops: &[Op],
-) -> Result<u64, TestCaseError> {
-    let rate = rule.rates().as_slice()[0];
-    let (l, w) = (rate.limit(), rate.window_nanos());
-    for &(key, (step_kind, step), (cost_kind, cost), call) in ops {
-        let step = match step_kind {
-            0 => 0,
-            1 => step % (w / l + 2),
-            2 => step % (w.saturating_mul(3).saturating_add(1)),
-            _ => step % 1000,
-        };
-        now = now.saturating_add(step);
-        let cost = match cost_kind {
-            0 => 0,
-            1 => 1,
-            2 => l,
-            3 => l + 1,
-            _ => cost % (l + 2),
-        };
-        let state = model.entry(key).or_insert_with(|| rule.new_state());
-        let what = format!("key {key} at {now} cost {cost} call {call}");
-        match call {
-            0 => {
-                let want = rule.decide(state, now, cost, Mode::Record, |_| {});
-                prop_assert_eq!(keyed.check_at(&key, now, cost), want, "{}", what);
-            }
-            1 => {
-                let want = rule.decide(state, now, cost, Mode::Peek, |_| {});
-                prop_assert_eq!(keyed.peek_at(&key, now, cost), want, "{}", what);
-            }
-            2 => {
-                let want = rule.allow(state, now, cost);
-                prop_assert_eq!(keyed.allow_at(&key, now, cost), want, "{}", what);
-            }
-            _ => {
-                keyed.clock().set(now);
-                let want = rule.decide(state, now, cost, Mode::Record, |_| {});
-                prop_assert_eq!(keyed.check(&key, cost), want, "{}", what);
-            }
-        }
-    }
-    Ok(now)
-}
-
-fn limiter(rule: &Rule, now: u64, shards: usize) -> KeyedLimiter<u64, ManualClock> {
-    let options = Options {
-        max_keys: None,
-        shards,
-    };
-    KeyedLimiter::with_options(rule.clone(), ManualClock::new(now), options)
-}
-
-/// What `export` at `now` must say: every key of `model` not idle, as the
-/// rule encodes its state.
-fn expected_export(
-    rule: &Rule,
-    model: &mut HashMap<u64, KeyState>,
-    now: u64,
-) -> Vec<(u64, Vec<u64>)> {
-    let mut out: Vec<_> = model
-        .iter_mut()
-        .filter_map(|(&key, state)| {
-            (!rule.is_idle(state, now)).then(|| (key, rule.encode_state(state)))
-        })
-        .collect();
-    out.sort();
-    out
 }
 
 /// A `u64` key's slot under `rule`: 4096 keys' bytes in one shard, less a
@@ -231,7 +140,7 @@ proptest! {
     ) {
         let keyed = limiter(&rule, from, shards);
         let mut model = HashMap::new();
-        let now = run(&rule, &keyed, &mut model, from, &first)?;
+        let now = run(&rule, &keyed, &mut model, from, &first, 3)?;
 
         keyed.clock().set(now);
         let mut exported = keyed.export();
@@ -240,7 +149,7 @@ proptest! {
         prop_assert_eq!(&exported, &want);
         let loaded = limiter(&rule, now, shards);
         prop_assert_eq!(loaded.import(exported), want.len());
-        let end = run(&rule, &loaded, &mut model, now, &second)?;
+        let end = run(&rule, &loaded, &mut model, now, &second, 3)?;
         loaded.clock().set(end);
         let mut again = loaded.export();
         again.sort();
@@ -286,7 +195,7 @@ proptest! {
         prop_assert_eq!(keyed.import([(7, most)]), usize::from(!idle));
         let mut model = HashMap::from([(7, state)]);
         let trace: Vec<Op> = trace.into_iter().map(|(_, step, cost, call)| (7, step, cost, call)).collect();
-        let end = run(&rule, &keyed, &mut model, at, &trace)?;
+        let end = run(&rule, &keyed, &mut model, at, &trace, 3)?;
         keyed.clock().set(end);
         let mut exported = keyed.export();
         exported.sort();
