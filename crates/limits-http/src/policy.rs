@@ -90,8 +90,8 @@ pub trait Observer: Send + Sync + 'static {
     fn decided(&self, rule: &str, outcome: Outcome, latency: Duration);
 
     /// `rule` decided `outcome` at once: its store answered without waiting
-    /// ([`Store::decide_now`](limits::Store::decide_now), an in-memory
-    /// store). Such a decision is not timed: reading the clock twice would
+    /// ([`Store::decide_now`](limits::Store::decide_now): an in-memory
+    /// store, or a denial a Redis store's deny cache holds). Such a decision is not timed: reading the clock twice would
     /// cost about as much as the decision. By default, [`decided`](Self::decided)
     /// with a zero latency.
     ///
