@@ -9,8 +9,9 @@
 //! needs no boxed future for it. When a store cannot answer at once, it
 //! stops at that rule and hands [`decide_rest`] (async) what it has, which
 //! goes on from there (with [`Store::decide`] for a store that cannot
-//! answer at once): each rule still decides exactly once, in order. `decide_rest` also reads the body first when a
-//! key needs it (then `decide_now` is never tried).
+//! answer at once): each rule still decides exactly once, in order.
+//! `decide_rest` also reads the body first when a key needs it (then
+//! [`decide_now`], the first loop, is never run).
 
 use crate::body::{read_bounded, BodyError, Reservation};
 use crate::decide::{Admitted, Counted, Matched, Passed, Refusal};
