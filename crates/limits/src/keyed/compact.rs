@@ -5,7 +5,7 @@
 //! limit (`t × L`, a `u128`), the fixed window's a window index and a count
 //! (two `u64`s): 16 bytes, 8-aligned, so with the key's marks a `u64` key's
 //! slot is 32 bytes. For most rules far fewer bits are ever used, and the
-//! bound is known from the rule alone ([`Packs::fits`]):
+//! bound is known from the rule alone ([`Packs::new`]):
 //!
 //! - token bucket: a request passes only if `full_at ≤ now × L + (L − cost)
 //!   × W`, and then sets `full_at = max(full_at, now × L) + cost × W ≤ now ×

@@ -5,9 +5,10 @@
 //! distinct keys in two ways:
 //!
 //! - a key whose state can no longer affect any decision (its log has expired,
-//!   its bucket is full again) is dropped losslessly: every operation moves a
-//!   shard's sweep cursor over one or two slots and drops what is idle, without
-//!   needing traffic on those keys; [`KeyedLimiter::sweep`] drops them all;
+//!   its bucket is full again) is dropped losslessly: every operation that
+//!   adds a key, and every eighth other one, moves a shard's sweep cursor over
+//!   one or two slots and drops what is idle, without needing traffic on those
+//!   keys; [`KeyedLimiter::sweep`] drops them all;
 //! - with [`Options::max_keys`], a full shard evicts a key. Eviction is the one
 //!   case that forgets state, and a forgotten key comes back with a fresh
 //!   limit, so the victim is the key whose forgetting costs least: among a few
@@ -46,19 +47,33 @@ use tables::{with_table, Tables};
 /// first slot it keeps, so it looks at one slot, or two when the first was
 /// idle and dropped (issue 9: the second look cost about 36 instructions of
 /// a token-bucket check, and the keys a busy table sweeps are mostly busy).
-/// What this guarantees, per shard (`tests/sweep_guarantee.rs`):
+/// An operation on an existing key sweeps only one time in
+/// [`SWEEP_EVERY`]. What this guarantees, per shard
+/// (`tests/sweep_guarantee.rs`):
 ///
-/// - every operation moves the cursor over at least one slot (dropping it
-///   or passing it), and over two when it adds a key;
-/// - so a full turn of the cursor (every slot looked at) takes at most as
-///   many operations as the shard held keys when the turn began: a shard of
-///   N keys forgets a key that went idle within about N operations on it
-///   (a turn more if a removal moved its slot behind the cursor), and
-///   twice as fast while it finds idle keys (two per operation);
+/// - an operation that adds a key moves the cursor over two slots; of the
+///   operations on existing keys, every [`SWEEP_EVERY`]-th, and the next
+///   after any sweep that dropped a key, over at least one (dropping it or
+///   passing it);
+/// - so a full turn of the cursor (every slot looked at) takes at most
+///   [`SWEEP_EVERY`] times as many operations as the shard held keys when
+///   the turn began: a shard of N keys forgets a key that went idle within
+///   about 8N operations on it (a turn more if a removal moved its slot
+///   behind the cursor), and drops two per operation while it finds idle
+///   keys;
 /// - adding keys cannot outrun the sweep: a turn adds at most as many keys
 ///   as the shard held when it began, and every key still held at the end
 ///   of a turn was in use when the cursor passed it.
 pub(crate) const SWEEP_PER_OPERATION: usize = 2;
+
+/// How often an operation on an existing key sweeps: every `SWEEP_EVERY`-th
+/// such operation per shard, and the next one whenever a sweep dropped a
+/// key (see [`SWEEP_PER_OPERATION`] for what this guarantees). Issue 9: the
+/// sweep's look at a slot other than the key's own was 13-40 instructions
+/// and a third of an L1 miss per check, and with two threads a line the
+/// other core had just written, on most checks; one look in eight keeps
+/// the bound on idle keys a small multiple of the shard's size.
+pub(crate) const SWEEP_EVERY: u32 = 8;
 
 /// How a [`KeyedLimiter`] is laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -45,6 +45,7 @@
 
 use super::kind::Kind;
 use super::slot::{Held, Slot, HINT_BITS};
+use super::SWEEP_EVERY;
 use crate::Rule;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
@@ -71,6 +72,9 @@ pub(crate) struct Shard<K, H> {
     cursor: usize,
     /// The latest clock reading this shard decided at: see [`Shard::at_least_latest`].
     latest: u64,
+    /// Operations on existing keys since the sweep last looked (it looks
+    /// every `SWEEP_EVERY`-th: see the keyed module).
+    quiet: u32,
 }
 
 /// The slot a full shard gives up for a new key.
@@ -93,6 +97,7 @@ impl<K: Hash, H: Held> Shard<K, H> {
             hand: 0,
             cursor: 0,
             latest: 0,
+            quiet: 0,
         }
     }
 
@@ -218,9 +223,11 @@ impl<K: Hash, H: Held> Shard<K, H> {
     }
 
     /// Moves the sweep's cursor over up to `budget` slots, dropping those that
-    /// can no longer affect a decision; with `stop_at_busy`, it stops after
-    /// the first slot it keeps (see `SWEEP_PER_OPERATION` in the keyed
-    /// module for what that guarantees).
+    /// can no longer affect a decision; with `stop_at_busy` (an operation on
+    /// an existing key), only every `SWEEP_EVERY`-th time, or the next time
+    /// after it dropped one, and it stops after the first slot it keeps
+    /// (see `SWEEP_PER_OPERATION` in the keyed module for what that
+    /// guarantees).
     #[inline(always)]
     pub fn sweep(
         &mut self,
@@ -229,6 +236,13 @@ impl<K: Hash, H: Held> Shard<K, H> {
         budget: usize,
         stop_at_busy: bool,
     ) -> usize {
+        if stop_at_busy {
+            self.quiet += 1;
+            if self.quiet < SWEEP_EVERY {
+                return 0;
+            }
+        }
+        self.quiet = 0;
         let mut dropped = 0;
         for _ in 0..budget.min(self.slots.len()) {
             let at = self.cursor;
@@ -244,6 +258,11 @@ impl<K: Hash, H: Held> Shard<K, H> {
             if self.slots.is_empty() {
                 break;
             }
+        }
+        if dropped > 0 {
+            // Idle keys come in runs (a burst of clients gone quiet): the
+            // next operation looks again.
+            self.quiet = SWEEP_EVERY - 1;
         }
         dropped
     }
