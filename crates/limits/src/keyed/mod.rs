@@ -13,7 +13,7 @@
 //!   case that forgets state, and a forgotten key comes back with a fresh
 //!   limit, so the victim is the key whose forgetting costs least: among a few
 //!   keys under the CLOCK hand, the one with the most quota left, never a key
-//!   at its limit (or denied) while another candidate is not (see the shard
+//!   at its limit (or denied) while another candidate is not (see the evict
 //!   module). A flood of one-off keys thus evicts its own keys, not clients
 //!   that keep coming, and cannot buy a limited client an amnesty. Evictions
 //!   are counted, [`KeyedLimiter::evictions`], and those of limited keys apart,
@@ -24,6 +24,7 @@ mod allow;
 mod compact;
 mod compact_window;
 mod decide;
+mod evict;
 mod kind;
 mod saved;
 mod shard;
@@ -31,10 +32,11 @@ pub(crate) mod slot;
 mod tables;
 
 use crate::{Clock, Rule, SystemClock};
+use evict::Room;
 use foldhash::fast::RandomState;
 use kind::Kind;
 use parking_lot::{Mutex, MutexGuard};
-use shard::{Room, Shard};
+use shard::Shard;
 pub(crate) use slot::Marks;
 use slot::{Held, Slot};
 use std::hash::Hash;
@@ -200,7 +202,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     }
 
     /// Tracks a new key; a full shard gives up the key that costs least to
-    /// forget (see the shard module), and the eviction is counted.
+    /// forget (see the evict module), and the eviction is counted.
     fn insert<H: Held>(
         &self,
         shard: &mut Shard<K, H>,

@@ -14,35 +14,9 @@
 //! misses; to refile every entry (the table growing or shrinking) it hashes
 //! the keys.
 //!
-//! # Choosing a victim: forget the least
-//!
-//! Evicting a key forgets what it has used, and the key comes back with a
-//! fresh limit: an eviction is an amnesty worth the key's used quota. Plain
-//! CLOCK (evict the first key not used since the hand last passed) weighs
-//! every key alike, so a client at its limit could be pushed out by a flood of
-//! one-off keys and come back forgiven, again and again. So a full shard
-//! weighs [`CANDIDATES`] keys under the hand and evicts the one whose
-//! forgetting costs least ([`forgetting_cost`]):
-//!
-//! 1. a key that no longer matters (idle) is taken at once, losslessly;
-//! 2. a *limited* key (some rate has nothing left, or it was denied since its
-//!    state was last back to full) is never taken while any candidate is not
-//!    limited: when all of them are, the hand looks further, up to
-//!    [`MAX_SCAN`] keys, before it gives in (and that eviction is counted
-//!    apart, as a limited eviction);
-//! 3. otherwise the least used share of its limit
-//!    ([`Rule::used_permille`]) goes first, so that a client that keeps
-//!    coming outweighs keys that came once or twice; among equals, one not
-//!    used since the hand last passed (the CLOCK second chance).
-//!
-//! The new key takes the victim's slot, which the hand has just passed: it is
-//! weighed again only after a full turn, time to show whether it returns. The
-//! hand moves only when a key is added to a full shard (the sweep has its own
-//! cursor), so that turn lasts about `slots / CANDIDATES` insertions. The
-//! cost per insertion stays bounded (at most [`MAX_SCAN`] states looked at,
-//! usually [`CANDIDATES`]), and the memory per key does not grow: the
-//! flags live in the state's padding (see the slot module).
+//! How a full shard picks the key to give up is the evict module's.
 
+use super::evict::Room;
 use super::kind::Kind;
 use super::slot::{Held, Slot, HINT_BITS};
 use super::SWEEP_EVERY;
@@ -52,22 +26,13 @@ use hashbrown::HashTable;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
-/// Keys a full shard weighs before it evicts one.
-pub(crate) const CANDIDATES: usize = 4;
-
-/// The most keys a full shard looks at for one that is not limited.
-pub(crate) const MAX_SCAN: usize = 64;
-
-/// Costs at or above this are those of limited keys.
-const LIMITED: u32 = 1 << 16;
-
 pub(crate) struct Shard<K, H> {
     /// The limiter's hasher, to hash a slot's key again.
     hasher: RandomState,
     table: HashTable<u32>,
     pub slots: Vec<Slot<K, H>>,
     /// Where eviction weighs keys next.
-    hand: usize,
+    pub(super) hand: usize,
     /// Where the amortized sweep looks for idle keys next.
     cursor: usize,
     /// The latest clock reading this shard decided at: see [`Shard::at_least_latest`].
@@ -75,16 +40,6 @@ pub(crate) struct Shard<K, H> {
     /// Operations on existing keys since the sweep last looked (it looks
     /// every `SWEEP_EVERY`-th: see the keyed module).
     quiet: u32,
-}
-
-/// The slot a full shard gives up for a new key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Room {
-    /// Its key no longer mattered: dropped losslessly.
-    Idle(usize),
-    /// Its key was evicted, forgetting its state; `limited` if that key was
-    /// at its limit (or had been denied).
-    Evicted { at: usize, limited: bool },
 }
 
 impl<K: Hash, H: Held> Shard<K, H> {
@@ -267,35 +222,6 @@ impl<K: Hash, H: Held> Shard<K, H> {
         dropped
     }
 
-    /// Picks the slot to give up for a new key (see the module docs): the
-    /// first idle key under the hand, or else the candidate whose forgetting
-    /// costs least. The hand moves past every key it looked at, clearing
-    /// their second chance. `None` only for an empty shard.
-    pub fn make_room(&mut self, kind: &impl Kind<Held = H>, rule: &Rule, now: u64) -> Option<Room> {
-        let len = self.slots.len();
-        let mut best: Option<(u32, usize)> = None;
-        for looked in 0..MAX_SCAN.min(len) {
-            if looked >= CANDIDATES && best.is_some_and(|(cost, _)| cost < LIMITED) {
-                break;
-            }
-            let at = self.hand;
-            self.hand = next(at, len);
-            let slot = &mut self.slots[at];
-            if kind.is_idle(&mut slot.state, now) {
-                return Some(Room::Idle(at));
-            }
-            let cost = forgetting_cost(kind, rule, slot, now);
-            slot.marks().set_referenced(false);
-            if best.is_none_or(|(least, _)| cost < least) {
-                best = Some((cost, at));
-            }
-        }
-        best.map(|(cost, at)| Room::Evicted {
-            at,
-            limited: cost >= LIMITED,
-        })
-    }
-
     /// Drops every idle key.
     pub fn sweep_all(&mut self, kind: &impl Kind<Held = H>, now: u64) -> usize {
         let mut dropped = 0;
@@ -319,24 +245,6 @@ impl<K: Hash, H: Held> Shard<K, H> {
                 .map(|s| kind.heap_bytes(&s.state))
                 .sum::<usize>()
     }
-}
-
-/// What evicting `slot` would forgive, as a number to minimize: limited keys
-/// above all others ([`LIMITED`]), then the share of the limit used, then a
-/// key that was denied, then one used since the hand last passed.
-fn forgetting_cost<K, H: Held>(
-    kind: &impl Kind<Held = H>,
-    rule: &Rule,
-    slot: &mut Slot<K, H>,
-    now: u64,
-) -> u32 {
-    let used = u32::from(kind.used_permille(rule, &mut slot.state, now));
-    let marks = *slot.marks();
-    let limited = marks.denied() || used >= 1000;
-    (if limited { LIMITED } else { 0 })
-        | (used << 2)
-        | (u32::from(marks.denied()) << 1)
-        | u32::from(marks.referenced())
 }
 
 /// The hash the shard's table files `key` under ([`hint_table_hash`] of its
@@ -365,7 +273,7 @@ fn hint_table_hash(low: u32) -> u64 {
 }
 
 /// The slot after `at` of `len`, wrapping: no division on the hot path.
-fn next(at: usize, len: usize) -> usize {
+pub(super) fn next(at: usize, len: usize) -> usize {
     if at + 1 >= len {
         0
     } else {
