@@ -258,7 +258,7 @@ impl Rule {
 }
 
 /// Whether every rate's state is idle at `now`; one rate without the
-/// iterators (the sweep asks this of two keys per operation).
+/// iterators (the sweep asks this of one or two keys at a time).
 fn all_idle<A: RateAlgorithm>(engines: &[A], states: &mut [A::State], now: u64) -> bool {
     match (engines, states) {
         ([a], [s]) => a.is_idle(s, now),

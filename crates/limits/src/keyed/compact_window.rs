@@ -13,8 +13,8 @@
 //!
 //! - [`NarrowWindow`], for L below 2^16 (any window): the index whole in the
 //!   low 64 bits, the counts in 16 bits each above it. No shift but by 16:
-//!   the sweep unpacks and packs two more states per check, so this is what
-//!   most rules pay;
+//!   every check unpacks and packs a state (the sweep, now and then, one or
+//!   two more), so this is what most rules pay;
 //! - [`WideWindow`], for any other rule with `n + 2b <= 96` (a window of 1
 //!   s with L below 2^30, 1 ms below 2^25, 1 minute below 2^33): the
 //!   current count in bits `[0, b)`, the previous in `[b, 2b)`, the index
@@ -99,8 +99,8 @@ impl Packs for NarrowWindow {
 }
 
 /// [`RateAlgorithm::is_idle`] on a packed window, storing the state back
-/// only if the roll moved it (the sweep tests two keys per check; the
-/// wide table's roll writes nothing for a key still in its window either).
+/// only if the roll moved it (the sweep tests keys that are mostly still in
+/// their window; the wide table's roll writes nothing for them either).
 #[inline(always)]
 fn roll_idle<P: Packs<Engine = SlidingWindow>>(
     packing: P,
