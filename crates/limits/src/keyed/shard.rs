@@ -26,20 +26,27 @@ use hashbrown::HashTable;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
+/// The fields in their written order (`repr(C)`): those that every
+/// operation writes first, so that with the mutex's lock byte before them
+/// they share one cache line, and the table, which an operation on an
+/// existing key only reads, on the next line. A check from another core
+/// then takes one line over, not two; the table's line stays shared
+/// between the cores (`tests::written_fields_share_the_lock_line`).
+#[repr(C)]
 pub(crate) struct Shard<K, H> {
-    /// The limiter's hasher, to hash a slot's key again.
-    hasher: RandomState,
-    table: HashTable<u32>,
-    pub slots: Vec<Slot<K, H>>,
-    /// Where eviction weighs keys next.
-    pub(super) hand: usize,
-    /// Where the amortized sweep looks for idle keys next.
-    cursor: usize,
     /// The latest clock reading this shard decided at: see [`Shard::at_least_latest`].
     latest: u64,
     /// Operations on existing keys since the sweep last looked (it looks
     /// every `SWEEP_EVERY`-th: see the keyed module).
     quiet: u32,
+    /// Where the amortized sweep looks for idle keys next.
+    cursor: usize,
+    /// Where eviction weighs keys next.
+    pub(super) hand: usize,
+    pub slots: Vec<Slot<K, H>>,
+    table: HashTable<u32>,
+    /// The limiter's hasher, to hash a slot's key again.
+    hasher: RandomState,
 }
 
 impl<K: Hash, H: Held> Shard<K, H> {
@@ -278,5 +285,42 @@ pub(super) fn next(at: usize, len: usize) -> usize {
         0
     } else {
         at + 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::slot::Marked;
+    use super::super::Padded;
+    use super::*;
+    use crate::algorithms::TokenBucketState;
+    use parking_lot::Mutex;
+
+    /// What every operation writes (the lock byte, `latest`, `quiet`, and
+    /// the cursor and hand when it sweeps) is in the shard's first cache
+    /// line; the table, which finding an existing key only reads, is past it.
+    #[test]
+    fn written_fields_share_the_lock_line() {
+        type S = Shard<u64, Marked<TokenBucketState>>;
+        let padded = Padded(Mutex::new(S::new(RandomState::default())));
+        let base = &padded as *const _ as usize;
+        let shard = padded.0.lock();
+        let at = |field: usize| &*shard as *const S as usize + field - base;
+        // The mutex is its lock byte and the shard: the byte comes first.
+        assert!(at(0) > 0);
+        assert_eq!(
+            std::mem::size_of::<Mutex<S>>(),
+            at(0) + std::mem::size_of::<S>()
+        );
+        let written = [
+            std::mem::offset_of!(S, latest) + 8,
+            std::mem::offset_of!(S, quiet) + 4,
+            std::mem::offset_of!(S, cursor) + 8,
+            std::mem::offset_of!(S, hand) + 8,
+        ];
+        for end in written {
+            assert!(at(end) <= 64, "a written field ends at {}", at(end));
+        }
+        assert!(at(std::mem::offset_of!(S, table)) >= 64);
     }
 }
