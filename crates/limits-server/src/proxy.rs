@@ -28,6 +28,7 @@ mod pool;
 mod service;
 #[cfg(test)]
 mod tests;
+mod timer;
 mod upstream;
 
 use axum::body::Body;
@@ -37,9 +38,11 @@ use http::uri::Uri;
 use http::{Request, Response, StatusCode, Version};
 use pool::Pool;
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::time::{Instant, Sleep};
 use upstream::{chain, client_body_failed, describe, parse_upstream, UpstreamError};
 
 pub use body::ProxyBody;
@@ -113,15 +116,23 @@ impl Proxy {
     /// 405. Never panics; always returns a response.
     pub async fn forward(&self, req: Request<Body>, client: Option<IpAddr>) -> Response<Body> {
         let client = client.and_then(ClientAddr::new);
-        self.exchange(req, client.as_ref()).await.map(Body::new)
+        // A timer of its own, registered on its first poll and dropped with
+        // it, as `tokio::time::timeout` would; `exchange` sets its deadline.
+        let timer = std::pin::pin!(tokio::time::sleep_until(Instant::now()));
+        self.exchange(req, client.as_ref(), timer)
+            .await
+            .map(Body::new)
     }
 
     /// [`Proxy::forward`] for a client whose address is written already,
-    /// answering the body the listener serves unboxed.
+    /// answering the body the listener serves unboxed. `timer` is set to
+    /// the upstream timeout when the request is sent: a connection's
+    /// requests can share one (see [`timer`]).
     async fn exchange(
         &self,
         req: Request<Body>,
         client: Option<&ClientAddr>,
+        timer: Pin<&mut Sleep>,
     ) -> Response<ProxyBody> {
         let inner = &*self.inner;
         let (mut parts, body) = req.into_parts();
@@ -146,15 +157,16 @@ impl Proxy {
         parts.version = Version::HTTP_11;
         let request = Request::from_parts(parts, body);
 
-        let answer = tokio::time::timeout(inner.timeout, inner.pool.send(request)).await;
+        let send = std::pin::pin!(inner.pool.send(request));
+        let answer = timer::within(timer, inner.timeout, send).await;
         match answer {
-            Ok(Ok(response)) => {
+            Some(Ok(response)) => {
                 let (mut parts, body) = response.into_parts();
                 strip_hop_by_hop(&mut parts.headers);
                 Response::from_parts(parts, ProxyBody::upstream(body))
             }
-            Ok(Err(e)) => self.failed(&e),
-            Err(_elapsed) => {
+            Some(Err(e)) => self.failed(&e),
+            None => {
                 inner.gateway_timeout.fetch_add(1, Ordering::Relaxed);
                 let waited = inner.timeout;
                 tracing::warn!(upstream = %inner.name, timeout = ?waited, "gateway timeout");

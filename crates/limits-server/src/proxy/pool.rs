@@ -84,7 +84,11 @@ impl Pool {
         loop {
             let (mut sender, reused) = match self.take_idle() {
                 Some(sender) => (sender, true),
-                None => (self.connect().await?, false),
+                // Boxed: opening a connection is rare, and its future
+                // (resolving, connecting, the handshake) is the largest part
+                // of this one, which every request's future carries and
+                // moves a few times unboxed (see `Forwarding`).
+                None => (Box::pin(self.connect()).await?, false),
             };
             match sender.try_send_request(request).await {
                 Ok(response) => return Ok(response.map(|body| Returning::new(body, sender, self))),

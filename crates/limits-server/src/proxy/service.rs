@@ -5,13 +5,13 @@
 //! `X-Forwarded-For` entry is written once, not per request.
 
 use super::forwarding::ClientAddr;
+use super::timer::SharedTimer;
 use super::{Proxy, ProxyBody};
 use axum::body::Body;
 use http::{Request, Response};
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::IpAddr;
-use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// [`Proxy::forward`] as a [`tower::Service`], for the requests of one
@@ -34,35 +34,80 @@ use std::task::{Context, Poll};
 /// assert_eq!(response.status(), 502);
 /// # }
 /// ```
-#[derive(Clone)]
-pub struct Forwarding {
+///
+/// `F` is the future of one forwarded request, unboxed: an `async` block's
+/// type, which has no name, so the type is written as
+/// `Forwarding<impl Future<...>>` where it must be.
+pub struct Forwarding<F> {
     proxy: Proxy,
     client: Option<ClientAddr>,
+    timer: SharedTimer,
+    /// Starts one request's exchange: [`forward_one`], whose future is `F`.
+    start: fn(Proxy, Option<ClientAddr>, SharedTimer, Request<Body>) -> F,
 }
 
-impl Proxy {
-    /// A service forwarding requests from `client` (its address goes into
-    /// `X-Forwarded-For`; `None` when unknown): one per connection.
-    pub fn for_client(&self, client: Option<IpAddr>) -> Forwarding {
+impl<F> Clone for Forwarding<F> {
+    fn clone(&self) -> Self {
         Forwarding {
-            proxy: self.clone(),
-            client: client.and_then(ClientAddr::new),
+            proxy: self.proxy.clone(),
+            client: self.client.clone(),
+            timer: self.timer.clone(),
+            start: self.start,
         }
     }
 }
 
-impl tower::Service<Request<Body>> for Forwarding {
+/// What one forwarded request's future answers.
+type Answer = Result<Response<ProxyBody>, Infallible>;
+
+impl Proxy {
+    /// A service forwarding requests from `client` (its address goes into
+    /// `X-Forwarded-For`; `None` when unknown): one per connection, whose
+    /// requests share one upstream timeout timer.
+    pub fn for_client(
+        &self,
+        client: Option<IpAddr>,
+    ) -> Forwarding<impl Future<Output = Answer> + Send + 'static> {
+        Forwarding {
+            proxy: self.clone(),
+            client: client.and_then(ClientAddr::new),
+            timer: SharedTimer::default(),
+            start: forward_one,
+        }
+    }
+}
+
+/// One request's exchange on the connection's timer, which it takes for
+/// the time of the wait and gives back.
+async fn forward_one(
+    proxy: Proxy,
+    client: Option<ClientAddr>,
+    timer: SharedTimer,
+    request: Request<Body>,
+) -> Answer {
+    let mut lent = timer.take();
+    let response = proxy
+        .exchange(request, client.as_ref(), lent.as_mut())
+        .await;
+    timer.give_back(lent);
+    Ok(response)
+}
+
+impl<F> tower::Service<Request<Body>> for Forwarding<F>
+where
+    F: Future<Output = Answer>,
+{
     type Response = Response<ProxyBody>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<ProxyBody>, Infallible>> + Send>>;
+    type Future = F;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request<Body>) -> Self::Future {
+    fn call(&mut self, request: Request<Body>) -> F {
         let proxy = self.proxy.clone();
         let client = self.client.clone();
-        Box::pin(async move { Ok(proxy.exchange(request, client.as_ref()).await) })
+        (self.start)(proxy, client, self.timer.clone(), request)
     }
 }

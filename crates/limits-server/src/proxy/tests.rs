@@ -4,6 +4,7 @@ mod failures;
 mod pool;
 mod rewrites;
 mod streaming;
+mod timeouts;
 
 use super::*;
 use axum::extract::Request as AxumRequest;
