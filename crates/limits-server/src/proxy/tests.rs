@@ -3,6 +3,7 @@
 mod failures;
 mod pool;
 mod rewrites;
+mod hop_names;
 mod streaming;
 mod timeouts;
 
