@@ -25,6 +25,7 @@
 mod body;
 mod forwarding;
 mod pool;
+mod sending;
 mod service;
 #[cfg(test)]
 mod tests;
@@ -36,13 +37,11 @@ use forwarding::{add_forwarding, original_host, strip_hop_by_hop, ClientAddr};
 use http::header::{self, HeaderValue};
 use http::uri::Uri;
 use http::{Request, Response, StatusCode, Version};
-use pool::Pool;
+use pool::{Pool, Returning};
 use std::net::IpAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::{Instant, Sleep};
 use upstream::{chain, client_body_failed, describe, parse_upstream, UpstreamError};
 
 pub use body::ProxyBody;
@@ -115,29 +114,20 @@ impl Proxy {
     /// `CONNECT` (a tunnel, which no rule could see into) is refused with
     /// 405. Never panics; always returns a response.
     pub async fn forward(&self, req: Request<Body>, client: Option<IpAddr>) -> Response<Body> {
-        let client = client.and_then(ClientAddr::new);
-        // A timer of its own, registered on its first poll and dropped with
-        // it, as `tokio::time::timeout` would; `exchange` sets its deadline.
-        let timer = std::pin::pin!(tokio::time::sleep_until(Instant::now()));
-        self.exchange(req, client.as_ref(), timer)
-            .await
-            .map(Body::new)
+        let mut service = self.for_client(client);
+        let Ok(response) = tower::Service::call(&mut service, req).await;
+        response.map(Body::new)
     }
 
-    /// [`Proxy::forward`] for a client whose address is written already,
-    /// answering the body the listener serves unboxed. `timer` is set to
-    /// the upstream timeout when the request is sent: a connection's
-    /// requests can share one (see [`timer`]).
-    async fn exchange(
-        &self,
-        req: Request<Body>,
-        client: Option<&ClientAddr>,
-        timer: Pin<&mut Sleep>,
-    ) -> Response<ProxyBody> {
+    /// The request as the upstream is to get it (hop-by-hop headers
+    /// dropped, forwarding ones set, `Host` the upstream's, the target in
+    /// origin form, HTTP/1.1), or the proxy's own answer when it is not to
+    /// be forwarded.
+    fn prepare(&self, req: Request<Body>, client: Option<&ClientAddr>) -> Prepared {
         let inner = &*self.inner;
         let (mut parts, body) = req.into_parts();
         if parts.method == http::Method::CONNECT {
-            return connect_refused();
+            return Prepared::Answer(connect_refused());
         }
         let uri = match self.upstream_uri(&parts.uri) {
             Ok(uri) => uri,
@@ -145,7 +135,7 @@ impl Proxy {
                 tracing::warn!(upstream = %inner.name, uri = %parts.uri, error = %e,
                     "cannot build the upstream URI");
                 let detail = format!("request target {} cannot be forwarded", parts.uri);
-                return problem(StatusCode::BAD_REQUEST, &detail);
+                return Prepared::Answer(problem(StatusCode::BAD_REQUEST, &detail));
             }
         };
         let original_host = original_host(&parts.headers, &parts.uri);
@@ -155,10 +145,17 @@ impl Proxy {
         parts.uri = uri;
         // The upstream leg is always HTTP/1.1, whatever the caller spoke.
         parts.version = Version::HTTP_11;
-        let request = Request::from_parts(parts, body);
+        Prepared::Forward(Request::from_parts(parts, body))
+    }
 
-        let send = std::pin::pin!(inner.pool.send(request));
-        let answer = timer::within(timer, inner.timeout, send).await;
+    /// The caller's answer to what the upstream did: its response, without
+    /// hop-by-hop headers; a 502 (or the client's 400) for a failure before
+    /// the response headers; a 504 for `None`, no headers within the timeout.
+    fn answer(
+        &self,
+        answer: Option<Result<Response<Returning>, UpstreamError>>,
+    ) -> Response<ProxyBody> {
+        let inner = &*self.inner;
         match answer {
             Some(Ok(response)) => {
                 let (mut parts, body) = response.into_parts();
@@ -231,6 +228,13 @@ impl Proxy {
         }
         Uri::builder().path_and_query(joined).build()
     }
+}
+
+/// What becomes of a request: forwarded as rewritten, or answered by the
+/// proxy itself.
+enum Prepared {
+    Forward(Request<Body>),
+    Answer(Response<ProxyBody>),
 }
 
 /// 405 for `CONNECT`: a tunnel is nothing a rule could see into.

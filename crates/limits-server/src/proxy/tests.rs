@@ -1,9 +1,9 @@
 //! The proxy against real upstreams on 127.0.0.1: no mocks.
 
 mod failures;
+mod hop_names;
 mod pool;
 mod rewrites;
-mod hop_names;
 mod streaming;
 mod timeouts;
 

@@ -11,35 +11,19 @@
 //! when the wheel reaches the older deadline it finds the entry not due and
 //! files it again under the new one, once per timeout period at most, not
 //! per request. The deadline is exactly as `timeout`'s: the timeout from
-//! when the request is sent, and the answer is the same `None` when it
-//! passes first.
+//! when the request is sent, the exchange polled before the timer, and the
+//! same 504 when it passes first.
 
-use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::Poll;
+use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::{Instant, Sleep};
 
-/// `send`'s output, or `None` if `timeout` passes first, counted from now;
-/// `timer` is set to that deadline, and may be a timer used before.
-/// Like `tokio::time::timeout`, `send` is polled before the timer, so an
-/// answer ready at the deadline wins. `send` comes pinned by the caller:
-/// every request's future holds this one, and a future taken by value would
-/// be held twice in it (as the argument and as the pinned local).
-pub(super) async fn within<F: Future>(
-    mut timer: Pin<&mut Sleep>,
-    timeout: Duration,
-    mut send: Pin<&mut F>,
-) -> Option<F::Output> {
-    timer.as_mut().reset(deadline(timeout));
-    poll_fn(|cx| {
-        if let Poll::Ready(answer) = send.as_mut().poll(cx) {
-            return Poll::Ready(Some(answer));
-        }
-        timer.as_mut().poll(cx).map(|()| None)
-    })
-    .await
+/// Sets `timer` to go off `timeout` from now; it may be a timer used
+/// before. Its owner polls it after the exchange it bounds, as
+/// `tokio::time::timeout` does, so an answer ready at the deadline wins.
+pub(super) fn set(timer: Pin<&mut Sleep>, timeout: Duration) {
+    timer.reset(deadline(timeout));
 }
 
 /// Now plus `timeout`, or a deadline about 30 years away if that does not
@@ -57,11 +41,11 @@ fn deadline(timeout: Duration) -> Instant {
 /// the next request makes a new one; so does a request that finds the timer
 /// lent out, which hyper's one-request-at-a-time HTTP/1 connection never
 /// lets happen.
-#[derive(Clone, Default)]
-pub(super) struct SharedTimer(Arc<Mutex<Option<Pin<Box<Sleep>>>>>);
+#[derive(Default)]
+pub(super) struct SharedTimer(Mutex<Option<Pin<Box<Sleep>>>>);
 
 impl SharedTimer {
-    /// The connection's timer, or a new one (set by [`within`]).
+    /// The connection's timer, or a new one (to be [`set`]).
     pub(super) fn take(&self) -> Pin<Box<Sleep>> {
         let lent = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
         lent.unwrap_or_else(|| Box::pin(tokio::time::sleep_until(Instant::now())))
