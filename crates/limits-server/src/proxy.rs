@@ -25,9 +25,11 @@
 mod body;
 mod forwarding;
 mod pool;
+mod sending;
 mod service;
 #[cfg(test)]
 mod tests;
+mod timer;
 mod upstream;
 
 use axum::body::Body;
@@ -35,7 +37,7 @@ use forwarding::{add_forwarding, original_host, strip_hop_by_hop, ClientAddr};
 use http::header::{self, HeaderValue};
 use http::uri::Uri;
 use http::{Request, Response, StatusCode, Version};
-use pool::Pool;
+use pool::{Pool, Returning};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -112,21 +114,20 @@ impl Proxy {
     /// `CONNECT` (a tunnel, which no rule could see into) is refused with
     /// 405. Never panics; always returns a response.
     pub async fn forward(&self, req: Request<Body>, client: Option<IpAddr>) -> Response<Body> {
-        let client = client.and_then(ClientAddr::new);
-        self.exchange(req, client.as_ref()).await.map(Body::new)
+        let mut service = self.for_client(client);
+        let Ok(response) = tower::Service::call(&mut service, req).await;
+        response.map(Body::new)
     }
 
-    /// [`Proxy::forward`] for a client whose address is written already,
-    /// answering the body the listener serves unboxed.
-    async fn exchange(
-        &self,
-        req: Request<Body>,
-        client: Option<&ClientAddr>,
-    ) -> Response<ProxyBody> {
+    /// The request as the upstream is to get it (hop-by-hop headers
+    /// dropped, forwarding ones set, `Host` the upstream's, the target in
+    /// origin form, HTTP/1.1), or the proxy's own answer when it is not to
+    /// be forwarded.
+    fn prepare(&self, req: Request<Body>, client: Option<&ClientAddr>) -> Prepared {
         let inner = &*self.inner;
         let (mut parts, body) = req.into_parts();
         if parts.method == http::Method::CONNECT {
-            return connect_refused();
+            return Prepared::Answer(connect_refused());
         }
         let uri = match self.upstream_uri(&parts.uri) {
             Ok(uri) => uri,
@@ -134,7 +135,7 @@ impl Proxy {
                 tracing::warn!(upstream = %inner.name, uri = %parts.uri, error = %e,
                     "cannot build the upstream URI");
                 let detail = format!("request target {} cannot be forwarded", parts.uri);
-                return problem(StatusCode::BAD_REQUEST, &detail);
+                return Prepared::Answer(problem(StatusCode::BAD_REQUEST, &detail));
             }
         };
         let original_host = original_host(&parts.headers, &parts.uri);
@@ -144,17 +145,25 @@ impl Proxy {
         parts.uri = uri;
         // The upstream leg is always HTTP/1.1, whatever the caller spoke.
         parts.version = Version::HTTP_11;
-        let request = Request::from_parts(parts, body);
+        Prepared::Forward(Request::from_parts(parts, body))
+    }
 
-        let answer = tokio::time::timeout(inner.timeout, inner.pool.send(request)).await;
+    /// The caller's answer to what the upstream did: its response, without
+    /// hop-by-hop headers; a 502 (or the client's 400) for a failure before
+    /// the response headers; a 504 for `None`, no headers within the timeout.
+    fn answer(
+        &self,
+        answer: Option<Result<Response<Returning>, UpstreamError>>,
+    ) -> Response<ProxyBody> {
+        let inner = &*self.inner;
         match answer {
-            Ok(Ok(response)) => {
+            Some(Ok(response)) => {
                 let (mut parts, body) = response.into_parts();
                 strip_hop_by_hop(&mut parts.headers);
                 Response::from_parts(parts, ProxyBody::upstream(body))
             }
-            Ok(Err(e)) => self.failed(&e),
-            Err(_elapsed) => {
+            Some(Err(e)) => self.failed(&e),
+            None => {
                 inner.gateway_timeout.fetch_add(1, Ordering::Relaxed);
                 let waited = inner.timeout;
                 tracing::warn!(upstream = %inner.name, timeout = ?waited, "gateway timeout");
@@ -219,6 +228,13 @@ impl Proxy {
         }
         Uri::builder().path_and_query(joined).build()
     }
+}
+
+/// What becomes of a request: forwarded as rewritten, or answered by the
+/// proxy itself.
+enum Prepared {
+    Forward(Request<Body>),
+    Answer(Response<ProxyBody>),
 }
 
 /// 405 for `CONNECT`: a tunnel is nothing a rule could see into.

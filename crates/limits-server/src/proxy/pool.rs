@@ -40,7 +40,7 @@ const REAP_EVERY: Duration = Duration::from_secs(5);
 /// The most idle connections kept; more are closed as they come back.
 const MOST_IDLE: usize = 1024;
 
-type Sender = SendRequest<Body>;
+pub(super) type Sender = SendRequest<Body>;
 
 /// The idle connections to one upstream, and how to open more.
 pub(super) struct Pool {
@@ -77,8 +77,9 @@ impl Pool {
     /// connection that closed before the request was written to it (the
     /// upstream hung up while it was idle) is dropped and the request goes
     /// to the next one: hyper hands the request back unsent in that case.
+    /// The slow path of [`Pool::start`](super::sending), boxed there.
     pub(super) async fn send(
-        self: &Arc<Self>,
+        self: Arc<Self>,
         mut request: Request<Body>,
     ) -> Result<Response<Returning>, UpstreamError> {
         loop {
@@ -87,7 +88,10 @@ impl Pool {
                 None => (self.connect().await?, false),
             };
             match sender.try_send_request(request).await {
-                Ok(response) => return Ok(response.map(|body| Returning::new(body, sender, self))),
+                Ok(response) => {
+                    let sender = Some(sender);
+                    return Ok(response.map(|body| Returning::new(body, sender, &self)));
+                }
                 Err(mut e) => match e.take_message() {
                     Some(unsent) if reused => request = unsent,
                     _ => return Err(UpstreamError::Http(e.into_error())),
@@ -97,7 +101,7 @@ impl Pool {
     }
 
     /// The most recently used idle connection that is still ready.
-    fn take_idle(&self) -> Option<Sender> {
+    pub(super) fn take_idle(&self) -> Option<Sender> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         while let Some(Idle { sender, .. }) = idle.pop_back() {
             if sender.is_ready() {
@@ -212,10 +216,12 @@ pub(super) struct Returning {
 }
 
 impl Returning {
-    fn new(body: Incoming, sender: Sender, pool: &Arc<Pool>) -> Returning {
+    /// `body`, which gives `sender` back to `pool` when it ends (if there
+    /// is a sender to give back).
+    pub(super) fn new(body: Incoming, sender: Option<Sender>, pool: &Arc<Pool>) -> Returning {
         let mut returning = Returning {
             body,
-            back: Some((sender, pool.clone())),
+            back: sender.map(|sender| (sender, pool.clone())),
         };
         // An empty body (204, HEAD, Content-Length: 0) may never be polled.
         if returning.body.is_end_stream() {

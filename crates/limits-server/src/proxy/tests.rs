@@ -1,9 +1,11 @@
 //! The proxy against real upstreams on 127.0.0.1: no mocks.
 
 mod failures;
+mod hop_names;
 mod pool;
 mod rewrites;
 mod streaming;
+mod timeouts;
 
 use super::*;
 use axum::extract::Request as AxumRequest;

@@ -10,7 +10,7 @@ use http::header::{HeaderMap, HeaderName};
 use tower::ServiceExt;
 
 /// The stripping as it was: `Connection`'s tokens, then each fixed name.
-fn strip_reference(headers: &mut HeaderMap) {
+pub(super) fn strip_reference(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -36,7 +36,7 @@ fn strip_reference(headers: &mut HeaderMap) {
     }
 }
 
-fn map(pairs: &[(&str, &[u8])]) -> HeaderMap {
+pub(super) fn map(pairs: &[(&str, &[u8])]) -> HeaderMap {
     let mut headers = HeaderMap::new();
     for (name, value) in pairs {
         let name = HeaderName::from_bytes(name.as_bytes()).expect("name");
@@ -45,7 +45,7 @@ fn map(pairs: &[(&str, &[u8])]) -> HeaderMap {
     headers
 }
 
-fn listed(headers: &HeaderMap) -> Vec<(String, Vec<u8>)> {
+pub(super) fn listed(headers: &HeaderMap) -> Vec<(String, Vec<u8>)> {
     let pairs = headers.iter();
     pairs
         .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
