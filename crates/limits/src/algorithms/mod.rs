@@ -20,6 +20,7 @@ mod token_bucket;
 mod whole_period;
 
 pub use fixed_window::{FixedWindow, FixedWindowState};
+pub(crate) use log_buffer::Log;
 pub use leaky_bucket::{LeakyBucket, LeakyBucketState};
 pub use none::NoLimit;
 pub use sliding_log::{SlidingLog, SlidingLogState};

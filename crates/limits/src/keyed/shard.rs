@@ -26,7 +26,7 @@ use hashbrown::HashTable;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 
-pub(crate) struct Shard<K, H> {
+pub(crate) struct Shard<K, H: Held> {
     /// The limiter's hasher, to hash a slot's key again.
     hasher: RandomState,
     table: HashTable<u32>,
@@ -40,6 +40,8 @@ pub(crate) struct Shard<K, H> {
     /// Operations on existing keys since the sweep last looked (it looks
     /// every `SWEEP_EVERY`-th: see the keyed module).
     quiet: u32,
+    /// What the keys' states keep in common (the sliding log's arena).
+    pub store: H::Store,
 }
 
 impl<K: Hash, H: Held> Shard<K, H> {
@@ -53,6 +55,7 @@ impl<K: Hash, H: Held> Shard<K, H> {
             cursor: 0,
             latest: 0,
             quiet: 0,
+            store: H::Store::default(),
         }
     }
 
@@ -133,6 +136,7 @@ impl<K: Hash, H: Held> Shard<K, H> {
         let at = match room {
             Some(Room::Idle(at) | Room::Evicted { at, .. }) => {
                 self.unfile(at);
+                self.slots[at].state.release(&mut self.store);
                 self.slots[at] = slot;
                 at
             }
@@ -148,14 +152,16 @@ impl<K: Hash, H: Held> Shard<K, H> {
         room
     }
 
-    /// Removes slot `idx`; the last slot moves into its place.
-    pub fn remove(&mut self, idx: usize) -> Slot<K, H> {
+    /// Removes slot `idx`, its state's store given back; the last slot
+    /// moves into its place.
+    pub fn remove(&mut self, idx: usize) {
         self.unfile(idx);
+        self.slots[idx].state.release(&mut self.store);
         let last = self.slots.len() - 1;
         if idx != last {
             self.refile(last, idx);
         }
-        let slot = self.slots.swap_remove(idx);
+        self.slots.swap_remove(idx);
         if self.hand >= self.slots.len() {
             self.hand = 0;
         }
@@ -163,7 +169,6 @@ impl<K: Hash, H: Held> Shard<K, H> {
             self.cursor = 0;
         }
         self.shrink_if_sparse();
-        slot
     }
 
     /// Gives memory back after a flood of keys has drained away.
@@ -201,7 +206,7 @@ impl<K: Hash, H: Held> Shard<K, H> {
         let mut dropped = 0;
         for _ in 0..budget.min(self.slots.len()) {
             let at = self.cursor;
-            if kind.is_idle(&mut self.slots[at].state, now) {
+            if kind.is_idle(&mut self.slots[at].state, &mut self.store, now) {
                 self.remove(at);
                 dropped += 1;
             } else {
@@ -226,7 +231,7 @@ impl<K: Hash, H: Held> Shard<K, H> {
     pub fn sweep_all(&mut self, kind: &impl Kind<Held = H>, now: u64) -> usize {
         let mut dropped = 0;
         for at in (0..self.slots.len()).rev() {
-            if kind.is_idle(&mut self.slots[at].state, now) {
+            if kind.is_idle(&mut self.slots[at].state, &mut self.store, now) {
                 self.remove(at);
                 dropped += 1;
             }
@@ -234,8 +239,8 @@ impl<K: Hash, H: Held> Shard<K, H> {
         dropped
     }
 
-    /// Bytes held: the table, the slots (with their inline keys) and the
-    /// states' heap memory.
+    /// Bytes held: the table, the slots (with their inline keys), the
+    /// states' heap memory and the shard's store.
     pub fn bytes(&self, kind: &impl Kind<Held = H>) -> usize {
         self.table.allocation_size()
             + self.slots.capacity() * std::mem::size_of::<Slot<K, H>>()
@@ -244,6 +249,7 @@ impl<K: Hash, H: Held> Shard<K, H> {
                 .iter()
                 .map(|s| kind.heap_bytes(&s.state))
                 .sum::<usize>()
+            + H::store_bytes(&self.store)
     }
 }
 

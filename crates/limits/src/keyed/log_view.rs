@@ -1,0 +1,156 @@
+//! A sliding log held by the arena's table (`keyed/compact_log.rs`) as the
+//! algorithm reads and writes it: its [`Handle`] unpacked beside the
+//! shard's [`Arena`], through the same [`Log`] trait as a
+//! [`SlidingLogState`](crate::algorithms::SlidingLogState), so that every
+//! decision runs the algorithm's own code (issue 9).
+//!
+//! As for the state, a decision chooses the shape once: a ring's view
+//! (`View<true>`) runs straight-line ring code (a ring stays a ring, at
+//! least 2 entries, until its key is dropped), the inline shape's view
+//! (`View<false>`) chooses at each read, since its second entry moves it to
+//! a ring. Ring sizes are powers of two: the ring's index wraps by a mask.
+
+use super::log_arena::Arena;
+use crate::algorithms::Log;
+
+/// A log's place: one entry inline (class 0), or a ring of `2^class`
+/// entries at offset `word` of the arena, `len` of them from `head`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Handle {
+    /// The entry (inline) or the ring's offset.
+    pub word: u64,
+    /// The oldest entry's index in the ring (0 inline).
+    pub head: u32,
+    /// Entries held.
+    pub len: u32,
+    /// 0 inline, else the ring's size is `2^class`.
+    pub class: u32,
+}
+
+impl Handle {
+    /// The arena index of the `i`-th oldest entry of a ring.
+    #[inline(always)]
+    pub fn index(&self, i: usize) -> usize {
+        let mask = (1usize << self.class) - 1;
+        self.word as usize + ((self.head as usize + i) & mask)
+    }
+
+    /// The `i`-th oldest entry (`i < len`).
+    #[inline(always)]
+    pub fn entry(&self, arena: &Arena, i: usize) -> u64 {
+        if self.class == 0 {
+            self.word
+        } else {
+            arena.entries[self.index(i)]
+        }
+    }
+}
+
+/// A log as the algorithm sees it: `RING` if it is known to be a ring.
+pub(crate) struct View<'a, const RING: bool> {
+    pub arena: &'a mut Arena,
+    pub h: Handle,
+}
+
+impl<const RING: bool> View<'_, RING> {
+    /// Whether the log is a ring now.
+    #[inline(always)]
+    fn ring(&self) -> bool {
+        RING || self.h.class != 0
+    }
+}
+
+impl<const RING: bool> Log for View<'_, RING> {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.h.len as usize
+    }
+
+    #[inline(always)]
+    fn capacity(&self) -> usize {
+        if self.ring() {
+            1 << self.h.class
+        } else {
+            1
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, i: usize) -> Option<u64> {
+        if i >= self.len() {
+            None
+        } else if self.ring() {
+            Some(self.arena.entries[self.h.index(i)])
+        } else {
+            Some(self.h.word)
+        }
+    }
+
+    #[inline(always)]
+    fn front(&self) -> Option<u64> {
+        self.get(0)
+    }
+
+    #[inline(always)]
+    fn back(&self) -> Option<u64> {
+        self.len().checked_sub(1).and_then(|i| self.get(i))
+    }
+
+    #[inline(always)]
+    fn pop_front(&mut self) {
+        if self.h.len > 0 {
+            if self.ring() {
+                self.h.head = (self.h.head + 1) & ((1 << self.h.class) - 1);
+            }
+            self.h.len -= 1;
+        }
+    }
+
+    #[inline(always)]
+    fn push_n(&mut self, t: u64, n: usize) {
+        if self.ring() {
+            for _ in 0..n {
+                let at = self.h.index(self.len());
+                self.arena.entries[at] = t;
+                self.h.len += 1;
+            }
+        } else if n > 0 {
+            // Room for one: `n` is 1, into an empty log.
+            self.h.word = t;
+            self.h.len = 1;
+        }
+    }
+
+    /// A ring of the power of two at least `capacity` (and the length),
+    /// 2 entries at least; an inline log of at most one stays inline.
+    fn resize(&mut self, capacity: usize) {
+        let capacity = capacity.max(self.len());
+        if !self.ring() && capacity <= 1 {
+            return;
+        }
+        let class = capacity.max(2).next_power_of_two().trailing_zeros();
+        if self.ring() && class == self.h.class {
+            return;
+        }
+        let at = self.arena.alloc(class);
+        for i in 0..self.len() {
+            let entry = self.h.entry(self.arena, i);
+            self.arena.entries[at as usize + i] = entry;
+        }
+        if self.ring() {
+            self.arena.release(self.h.word as u32, self.h.class);
+        }
+        self.h = Handle {
+            word: u64::from(at),
+            head: 0,
+            len: self.h.len,
+            class,
+        };
+    }
+
+    /// The power of two at least `needed`: a ring grows to at least twice
+    /// its size, and its block is its entries alone.
+    fn room_for(&self, needed: usize, _limit: u64) -> usize {
+        needed.next_power_of_two()
+    }
+}
