@@ -33,7 +33,12 @@ fn limiter(rule: &Rule, now: u64, max_keys: Option<usize>) -> KeyedLimiter<u64, 
 /// then import into a new limiter).
 #[derive(Clone, Debug)]
 enum Step {
-    Call { key: u64, wait: u64, cost: u64, call: u8 },
+    Call {
+        key: u64,
+        wait: u64,
+        cost: u64,
+        call: u8,
+    },
     Sweep,
     Reload,
 }
@@ -230,7 +235,10 @@ fn logs_growing_one_after_the_other_reuse_what_they_freed() {
     assert!(one <= keys as usize * 24 * 2 + 8192 * 5 + 128, "{one}");
     let eight = bytes_at(8) - one;
     let arena = keys as usize * 64;
-    assert!(eight >= arena && eight <= arena * 11 / 10, "{eight} for {arena}");
+    assert!(
+        eight >= arena && eight <= arena * 11 / 10,
+        "{eight} for {arena}"
+    );
 }
 
 #[test]
@@ -244,7 +252,10 @@ fn the_slot_is_24_bytes_and_a_rule_past_the_handle_keeps_the_wide_one() {
         }
         keyed.memory().bytes as f64
     };
-    let token = bytes(Rule::new(Algorithm::TokenBucket, "10/hour".parse().unwrap()));
+    let token = bytes(Rule::new(
+        Algorithm::TokenBucket,
+        "10/hour".parse().unwrap(),
+    ));
     let per_key = |limit: u64| 24.0 + (bytes(log(limit, 1_000)) - token) / 4096.0;
     assert_eq!(per_key(10), 24.0);
     assert_eq!(per_key((1 << 27) - 1), 24.0);

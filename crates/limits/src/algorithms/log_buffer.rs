@@ -34,6 +34,13 @@ pub(crate) trait Log {
     /// length), oldest first.
     fn resize(&mut self, capacity: usize);
 
+    /// Whether the log holds less than a quarter of a room of more than 16
+    /// entries: `advance` then gives memory back.
+    #[inline(always)]
+    fn sparse(&self) -> bool {
+        self.capacity() > 16 && self.len() < self.capacity() / 4
+    }
+
     /// The capacity to grow to for `needed` entries (more than the
     /// capacity) under a limit of `limit`: by default at least double, to
     /// `2^k + 1` entries, never past L (`SlidingLog::grow` says why); a log

@@ -20,8 +20,8 @@ mod token_bucket;
 mod whole_period;
 
 pub use fixed_window::{FixedWindow, FixedWindowState};
-pub(crate) use log_buffer::Log;
 pub use leaky_bucket::{LeakyBucket, LeakyBucketState};
+pub(crate) use log_buffer::Log;
 pub use none::NoLimit;
 pub use sliding_log::{SlidingLog, SlidingLogState};
 pub use sliding_window::{SlidingWindow, SlidingWindowState};

@@ -68,7 +68,7 @@ impl SlidingLog {
                 log.pop_front();
             }
         }
-        if log.capacity() > 16 && log.len() < log.capacity() / 4 {
+        if log.sparse() {
             log.resize(log.len() * 2);
         }
         now
@@ -204,7 +204,13 @@ fn retry(wait: Option<u64>) -> RetryAfter {
 impl SlidingLog {
     /// [`DecideOne::decide_one`] on either shape.
     #[inline(always)]
-    pub(crate) fn decide_log<L: Log>(&self, log: &mut L, now: u64, cost: u64, mode: Mode) -> Decision {
+    pub(crate) fn decide_log<L: Log>(
+        &self,
+        log: &mut L,
+        now: u64,
+        cost: u64,
+        mode: Mode,
+    ) -> Decision {
         let t = self.advance_log(log, now);
         let mut decision = Decision::allow(0);
         if cost.wrapping_sub(1) < self.limit {

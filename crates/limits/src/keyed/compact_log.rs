@@ -50,12 +50,14 @@ impl CompactLog {
 }
 
 /// A log's handle in 12 bytes and the key's marks: 16 bytes, alignment 1.
-/// `low` is the inline entry, or the ring's offset and (above it) head;
-/// `high` the length and (above it) the class.
+/// `at` and `head` are the ring's offset and head, or the inline entry's
+/// low and high halves; `high` the length and (above it) the class. Each
+/// field is read and written whole, with no branch on the shape.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct LogHeld {
-    low: [u8; 8],
+    at: [u8; 4],
+    head: [u8; 4],
     high: [u8; 4],
     marks: Marks,
 }
@@ -64,31 +66,20 @@ impl LogHeld {
     /// The handle held.
     #[inline(always)]
     fn handle(&self) -> Handle {
-        let low = u64::from_le_bytes(self.low);
         let high = u32::from_le_bytes(self.high);
-        let class = high >> LEN_BITS;
-        let (word, head) = if class == 0 {
-            (low, 0)
-        } else {
-            (low & u64::from(u32::MAX), (low >> 32) as u32)
-        };
-        Handle {
-            word,
-            head,
-            len: high & LEN_MASK,
-            class,
-        }
+        Handle::new(
+            u32::from_le_bytes(self.at),
+            u32::from_le_bytes(self.head),
+            high & LEN_MASK,
+            high >> LEN_BITS,
+        )
     }
 
     /// Holds `h` (whose length fits: at most L).
     #[inline(always)]
     fn set(&mut self, h: Handle) {
-        let low = if h.class == 0 {
-            h.word
-        } else {
-            h.word | (u64::from(h.head) << 32)
-        };
-        self.low = low.to_le_bytes();
+        self.at = h.at.to_le_bytes();
+        self.head = h.head.to_le_bytes();
         self.high = (h.len | (h.class << LEN_BITS)).to_le_bytes();
     }
 }
@@ -106,14 +97,9 @@ impl Held for LogHeld {
     fn release(&mut self, arena: &mut Arena) {
         let h = self.handle();
         if h.class != 0 {
-            arena.release(h.word as u32, h.class);
+            arena.release(h.at, h.class);
         }
-        self.set(Handle {
-            word: 0,
-            head: 0,
-            len: 0,
-            class: 0,
-        });
+        self.set(Handle::inline(0, 0));
     }
 
     fn store_bytes(arena: &Arena) -> usize {
@@ -175,7 +161,8 @@ impl Kind for CompactLog {
 
     #[inline(always)]
     fn admit(&self, held: &mut LogHeld, arena: &mut Arena, now: u64, cost: u64) -> Admission {
-        let (verdict, idle) = with_view!(held, arena, |view| self.0.admit_log(&mut view, now, cost));
+        let (verdict, idle) =
+            with_view!(held, arena, |view| self.0.admit_log(&mut view, now, cost));
         Admission {
             verdict: verdict.map(|()| Duration::ZERO).map_err(retry),
             idle,
@@ -210,12 +197,7 @@ impl Kind for CompactLog {
         let len = u32::try_from(log.len()).ok().filter(|&n| n <= LEN_MASK)?;
         let mut held = LogHeld::default();
         if len <= 1 {
-            held.set(Handle {
-                word: log.front().unwrap_or(0),
-                head: 0,
-                len,
-                class: 0,
-            });
+            held.set(Handle::inline(log.front().unwrap_or(0), len));
             return Some(held);
         }
         let class = log.len().next_power_of_two().trailing_zeros();
@@ -223,12 +205,7 @@ impl Kind for CompactLog {
         for (i, entry) in log.iter().enumerate() {
             arena.entries[at as usize + i] = entry;
         }
-        held.set(Handle {
-            word: u64::from(at),
-            head: 0,
-            len,
-            class,
-        });
+        held.set(Handle::new(at, 0, len, class));
         Some(held)
     }
 }

@@ -41,8 +41,13 @@ pub(crate) trait Kind {
     ) -> Decision;
 
     /// `Rule::admit` (the verdict of [`Rule::allow`]) on a key's state.
-    fn admit(&self, held: &mut Self::Held, store: &mut Store<Self>, now: u64, cost: u64)
-        -> Admission;
+    fn admit(
+        &self,
+        held: &mut Self::Held,
+        store: &mut Store<Self>,
+        now: u64,
+        cost: u64,
+    ) -> Admission;
 
     /// [`Rule::is_idle`] of a key's state.
     fn is_idle(&self, held: &mut Self::Held, store: &mut Store<Self>, now: u64) -> bool;

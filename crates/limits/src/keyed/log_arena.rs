@@ -33,6 +33,9 @@ pub(crate) struct Arena {
     pub(crate) entries: Vec<u64>,
     /// Per class, the first free block's offset (or [`NONE`]).
     heads: [u32; MOST_CLASS as usize + 1],
+    /// Bit `c` set when class `c` has a free block: the smallest free
+    /// class at least `c` in one instruction, not a walk of the lists.
+    nonempty: u32,
     /// Per class, a bit per aligned block: set when it is free.
     free: [Vec<u64>; MOST_CLASS as usize + 1],
 }
@@ -42,6 +45,7 @@ impl Default for Arena {
         Arena {
             entries: Vec::new(),
             heads: [NONE; MOST_CLASS as usize + 1],
+            nonempty: 0,
             free: Default::default(),
         }
     }
@@ -51,19 +55,23 @@ impl Arena {
     /// A block of `2^class` entries (`1 <= class <= MOST_CLASS`): its
     /// offset. Its entries are whatever they were.
     pub(crate) fn alloc(&mut self, class: u32) -> u32 {
-        for c in class..=MOST_CLASS {
-            let at = self.heads[c as usize];
-            if at != NONE {
-                self.unlink(c, at);
-                // Split down to the class asked for: the upper halves free.
-                for lower in (class..c).rev() {
-                    self.push(lower, at + (1 << lower));
-                }
-                return at;
-            }
+        let free = self.nonempty >> class;
+        if free == 0 {
+            return self.bump(class);
         }
-        // None free: a block at the end, aligned to its size; the gap
-        // before it (smaller blocks) is freed.
+        let c = class + free.trailing_zeros();
+        let at = self.heads[c as usize];
+        self.unlink(c, at);
+        // Split down to the class asked for: the upper halves free.
+        for lower in (class..c).rev() {
+            self.push(lower, at + (1 << lower));
+        }
+        at
+    }
+
+    /// A new block of `2^class` entries at the end, aligned to its size;
+    /// the gap before it (smaller blocks) is freed.
+    fn bump(&mut self, class: u32) -> u32 {
         let size = 1usize << class;
         let end = self.entries.len();
         let start = end.next_multiple_of(size);
@@ -179,6 +187,7 @@ impl Arena {
         }
         self.set_links(at, (NONE, next));
         self.heads[class as usize] = at;
+        self.nonempty |= 1 << class;
         self.mark(class, at, true);
     }
 
@@ -187,6 +196,9 @@ impl Arena {
         let (previous, next) = self.links(at);
         if previous == NONE {
             self.heads[class as usize] = next;
+            if next == NONE {
+                self.nonempty &= !(1 << class);
+            }
         } else {
             let (before, _) = self.links(previous);
             self.set_links(previous, (before, next));

@@ -13,33 +13,60 @@
 use super::log_arena::Arena;
 use crate::algorithms::Log;
 
-/// A log's place: one entry inline (class 0), or a ring of `2^class`
-/// entries at offset `word` of the arena, `len` of them from `head`.
+/// A log's place: one entry inline (class 0: its low half in `at`, its
+/// high half in `head`), or a ring of `2^class` entries at offset `at` of
+/// the arena, `len` of them from `head`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Handle {
-    /// The entry (inline) or the ring's offset.
-    pub word: u64,
-    /// The oldest entry's index in the ring (0 inline).
+    /// The ring's offset (or the inline entry's low half).
+    pub at: u32,
+    /// The oldest entry's index in the ring (or the inline entry's high
+    /// half).
     pub head: u32,
     /// Entries held.
     pub len: u32,
     /// 0 inline, else the ring's size is `2^class`.
     pub class: u32,
+    /// The ring's size less one (0 inline): the index wraps by it.
+    pub mask: u32,
 }
 
 impl Handle {
+    /// A handle of class `class` (its mask computed once).
+    #[inline(always)]
+    pub fn new(at: u32, head: u32, len: u32, class: u32) -> Handle {
+        Handle {
+            at,
+            head,
+            len,
+            class,
+            mask: (1 << class) - 1,
+        }
+    }
+
+    /// An inline handle of `len` (0 or 1) entries: `entry`.
+    #[inline(always)]
+    pub fn inline(entry: u64, len: u32) -> Handle {
+        Handle::new(entry as u32, (entry >> 32) as u32, len, 0)
+    }
+
+    /// The inline entry.
+    #[inline(always)]
+    pub fn word(&self) -> u64 {
+        u64::from(self.at) | (u64::from(self.head) << 32)
+    }
+
     /// The arena index of the `i`-th oldest entry of a ring.
     #[inline(always)]
     pub fn index(&self, i: usize) -> usize {
-        let mask = (1usize << self.class) - 1;
-        self.word as usize + ((self.head as usize + i) & mask)
+        self.at as usize + ((self.head as usize + i) & self.mask as usize)
     }
 
     /// The `i`-th oldest entry (`i < len`).
     #[inline(always)]
     pub fn entry(&self, arena: &Arena, i: usize) -> u64 {
         if self.class == 0 {
-            self.word
+            self.word()
         } else {
             arena.entries[self.index(i)]
         }
@@ -56,7 +83,7 @@ impl<const RING: bool> View<'_, RING> {
     /// Whether the log is a ring now.
     #[inline(always)]
     fn ring(&self) -> bool {
-        RING || self.h.class != 0
+        RING || self.h.mask != 0
     }
 }
 
@@ -68,11 +95,7 @@ impl<const RING: bool> Log for View<'_, RING> {
 
     #[inline(always)]
     fn capacity(&self) -> usize {
-        if self.ring() {
-            1 << self.h.class
-        } else {
-            1
-        }
+        self.h.mask as usize + 1
     }
 
     #[inline(always)]
@@ -82,13 +105,20 @@ impl<const RING: bool> Log for View<'_, RING> {
         } else if self.ring() {
             Some(self.arena.entries[self.h.index(i)])
         } else {
-            Some(self.h.word)
+            Some(self.h.word())
         }
     }
 
+    /// At the head, no wrapping to compute (the head is inside the ring).
     #[inline(always)]
     fn front(&self) -> Option<u64> {
-        self.get(0)
+        if self.h.len == 0 {
+            None
+        } else if self.ring() {
+            Some(self.arena.entries[self.h.at as usize + self.h.head as usize])
+        } else {
+            Some(self.h.word())
+        }
     }
 
     #[inline(always)]
@@ -100,7 +130,7 @@ impl<const RING: bool> Log for View<'_, RING> {
     fn pop_front(&mut self) {
         if self.h.len > 0 {
             if self.ring() {
-                self.h.head = (self.h.head + 1) & ((1 << self.h.class) - 1);
+                self.h.head = (self.h.head + 1) & self.h.mask;
             }
             self.h.len -= 1;
         }
@@ -116,8 +146,7 @@ impl<const RING: bool> Log for View<'_, RING> {
             }
         } else if n > 0 {
             // Room for one: `n` is 1, into an empty log.
-            self.h.word = t;
-            self.h.len = 1;
+            self.h = Handle::inline(t, 1);
         }
     }
 
@@ -133,19 +162,27 @@ impl<const RING: bool> Log for View<'_, RING> {
             return;
         }
         let at = self.arena.alloc(class);
-        for i in 0..self.len() {
-            let entry = self.h.entry(self.arena, i);
-            self.arena.entries[at as usize + i] = entry;
-        }
+        let len = self.len();
         if self.ring() {
-            self.arena.release(self.h.word as u32, self.h.class);
+            // At most two runs: from the head to the ring's end, then from
+            // its start.
+            let (base, head) = (self.h.at as usize, self.h.head as usize);
+            let first = len.min(self.capacity() - head);
+            let entries = &mut self.arena.entries;
+            entries.copy_within(base + head..base + head + first, at as usize);
+            entries.copy_within(base..base + len - first, at as usize + first);
+            self.arena.release(self.h.at, self.h.class);
+        } else if len == 1 {
+            self.arena.entries[at as usize] = self.h.word();
         }
-        self.h = Handle {
-            word: u64::from(at),
-            head: 0,
-            len: self.h.len,
-            class,
-        };
+        self.h = Handle::new(at, 0, self.h.len, class);
+    }
+
+    /// [`Log::sparse`] on the mask: a quarter of `mask + 1` (a power of
+    /// two past 16) is more than `len` iff `4 len <= mask`.
+    #[inline(always)]
+    fn sparse(&self) -> bool {
+        self.h.mask > 15 && self.h.len * 4 <= self.h.mask
     }
 
     /// The power of two at least `needed`: a ring grows to at least twice
