@@ -91,6 +91,30 @@ impl Arena {
         start as u32
     }
 
+    /// Grows the block of class `from` at `at` to class `to` where it is,
+    /// if each half it needs is a free buddy or past the end of the arena
+    /// (and `at` is aligned to the larger size): no copy, and no second
+    /// block held while the first is moved (a table of keys growing one
+    /// after the other then packs its blocks end to end). Whether it did.
+    pub(crate) fn grow_in_place(&mut self, at: u32, from: u32, to: u32) -> bool {
+        let len = self.entries.len();
+        let end = at as usize + (1 << to);
+        if at & ((1 << to) - 1) != 0 || end as u64 > 1 << 32 {
+            return false;
+        }
+        // The buddies below the end must all be free before any is taken.
+        let buddies = (from..to).map(|c| (c, at + (1 << c)));
+        let mut inside = buddies.take_while(|&(_, buddy)| (buddy as usize) < len);
+        if !inside.clone().all(|(c, buddy)| self.is_free(c, buddy)) {
+            return false;
+        }
+        inside.by_ref().for_each(|(c, buddy)| self.unlink(c, buddy));
+        if end > len {
+            self.entries.resize(end, 0);
+        }
+        true
+    }
+
     /// Gives back the block of `2^class` entries at `at`.
     pub(crate) fn release(&mut self, at: u32, class: u32) {
         let (mut at, mut class) = (at, class);
@@ -243,5 +267,17 @@ mod tests {
         assert_eq!(arena.alloc(1), 2);
         assert_eq!(arena.alloc(2), 4);
         assert_eq!(arena.entries.len(), 16);
+        // In place: into a free buddy or past the end, not into a used one.
+        assert!(!arena.grow_in_place(8, 3, 4), "8 is not aligned to 16");
+        assert!(!arena.grow_in_place(0, 1, 2), "2 is in use");
+        arena.release(2, 1);
+        assert!(arena.grow_in_place(0, 1, 2));
+        assert!(!arena.grow_in_place(0, 2, 3), "4 is in use");
+        arena.release(4, 2);
+        arena.release(8, 3);
+        assert_eq!(arena.entries.len(), 4);
+        assert!(arena.grow_in_place(0, 2, 4));
+        assert_eq!(arena.entries.len(), 16);
+        assert_eq!(arena.alloc(1), 16);
     }
 }

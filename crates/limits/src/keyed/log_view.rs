@@ -161,8 +161,22 @@ impl<const RING: bool> Log for View<'_, RING> {
         if self.ring() && class == self.h.class {
             return;
         }
-        let at = self.arena.alloc(class);
         let len = self.len();
+        if self.ring() && class > self.h.class {
+            let (at, old) = (self.h.at, self.h.class);
+            if self.arena.grow_in_place(at, old, class) {
+                // The entries that wrapped to the ring's start move past its
+                // old end: from the head on, they are in order.
+                let wrapped = (self.h.head as usize + len).saturating_sub(1 << old);
+                let at = at as usize;
+                self.arena
+                    .entries
+                    .copy_within(at..at + wrapped, at + (1 << old));
+                self.h = Handle::new(self.h.at, self.h.head, self.h.len, class);
+                return;
+            }
+        }
+        let at = self.arena.alloc(class);
         if self.ring() {
             // At most two runs: from the head to the ring's end, then from
             // its start.
