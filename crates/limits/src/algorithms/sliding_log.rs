@@ -50,7 +50,9 @@ impl SlidingLog {
     /// chunk exactly (a ring of 4 took a chunk of 48 bytes, for 32 of
     /// entries; one of 3 takes 32). A first entry is held inline (capacity
     /// 1, no allocation), so the second moves it to a ring of 3, the fourth
-    /// to 9, the tenth to 33. Out of line: most records fit.
+    /// to 9, the tenth to 33 (the log's [`Log::room_for`]: the keyed
+    /// arena's rings are powers of two, `keyed/log_view.rs`). Out of line:
+    /// most records fit.
     #[cold]
     #[inline(never)]
     fn grow<L: Log>(&self, log: &mut L, needed: usize) {

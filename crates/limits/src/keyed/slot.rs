@@ -9,7 +9,8 @@
 //! sliding window, sliding log); a state that the rule bounds to 12 bytes
 //! (most token buckets, leaky buckets, fixed windows and sliding windows)
 //! is packed beside the marks in 16 bytes, a 24-byte slot
-//! (`keyed/compact.rs`). A rule of several rates keeps a whole
+//! (`keyed/compact.rs`), and so is a sliding log's one entry or the handle
+//! of its ring in the shard's arena (`keyed/compact_log.rs`). A rule of several rates keeps a whole
 //! [`KeyState`], whose tag is one byte and whose fields start 8 bytes in:
 //! the marks live in the seven bytes between, which every key pays for
 //! anyway (40 bytes for a `u64` key).

@@ -8,8 +8,9 @@
 //! state's kind that each decision made before. A token bucket, leaky
 //! bucket, fixed window or sliding window whose states the rule bounds to
 //! 12 bytes gets a compact table (`keyed/compact.rs`,
-//! `keyed/compact_window.rs`: a 24-byte slot for a `u64` key), any other
-//! its whole state's.
+//! `keyed/compact_window.rs`: a 24-byte slot for a `u64` key), and so does
+//! a sliding log whose L fits its handle (`keyed/compact_log.rs`: the
+//! entries in the shard's arena); any other its whole state's.
 
 use super::compact::{Compact, FixedPacking, LeakyPacking, Packed, TokenPacking};
 use super::compact_log::{CompactLog, LogHeld};
