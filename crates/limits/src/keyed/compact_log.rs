@@ -212,3 +212,47 @@ impl Kind for CompactLog {
 
 // A `u64` key's slot: the key, the handle and the marks.
 const _: () = assert!(std::mem::size_of::<super::slot::Slot<u64, LogHeld>>() == 24);
+
+#[cfg(test)]
+mod tests {
+    use super::{CompactLog, Kind, LogHeld};
+    use crate::algorithms::SlidingLog;
+    use crate::keyed::log_arena::Arena;
+    use crate::{Algorithm, Mode, Rate, Rule};
+    use std::time::Duration;
+
+    /// The eviction's weight of a key (`used_permille`) and its idle test
+    /// are the rule's on the same log, for logs inline and in rings of
+    /// every size up to L, at times before, inside and past the window.
+    #[test]
+    fn used_share_and_idle_are_the_rule_s() {
+        for limit in [1u64, 2, 3, 7, 16, 33] {
+            let rate = Rate::new(limit, Duration::from_nanos(1_000)).unwrap();
+            let rule = Rule::new(Algorithm::SlidingLog, rate.into());
+            let compact = CompactLog::new(SlidingLog::new(rate), &rule).unwrap();
+            // The log of `n` entries, in a table's arena and as the rule's.
+            let make = |n: u64| {
+                let (mut arena, mut held) = (Arena::default(), LogHeld::default());
+                let mut state = rule.new_state();
+                for i in 0..n {
+                    let t = 100 + i * 37;
+                    compact.decide(&mut held, &mut arena, t, 1, Mode::Record, |_| {});
+                    rule.decide(&mut state, t, 1, Mode::Record, |_| {});
+                }
+                (arena, held, state)
+            };
+            for n in 0..=limit {
+                for now in [0, 150, 900, 1_099, 1_100 + n * 37, 5_000] {
+                    let (mut arena, mut held, mut state) = make(n);
+                    let idle = rule.is_idle(&mut state.clone(), now);
+                    assert_eq!(compact.is_idle(&mut held, &mut arena, now), idle);
+                    let want = rule.used_permille(&mut state, now);
+                    let got = compact.used_permille(&rule, &mut held, &mut arena, now);
+                    assert_eq!(got, want, "L {limit}, {n} entries, at {now}");
+                    let words = compact.encode(&rule, &held, &arena);
+                    assert_eq!(rule.encode_state(&state), words);
+                }
+            }
+        }
+    }
+}
