@@ -53,8 +53,9 @@ impl CompactLog {
 /// `at` and `head` are the ring's offset and head, or the inline entry's
 /// low and high halves; `high` the length and (above it) the class. Each
 /// field is read and written whole, with no branch on the shape.
+/// Not `Clone`: two copies of a handle would give its ring back twice.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct LogHeld {
     at: [u8; 4],
     head: [u8; 4],
