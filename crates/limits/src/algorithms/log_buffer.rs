@@ -33,6 +33,27 @@ pub(crate) trait Log {
     /// Moves the entries into room for exactly `capacity` (at least the
     /// length), oldest first.
     fn resize(&mut self, capacity: usize);
+
+    /// Whether the log holds less than a quarter of a room of more than 16
+    /// entries: `advance` then gives memory back.
+    #[inline(always)]
+    fn sparse(&self) -> bool {
+        self.capacity() > 16 && self.len() < self.capacity() / 4
+    }
+
+    /// The capacity to grow to for `needed` entries (more than the
+    /// capacity) under a limit of `limit`: by default at least double, to
+    /// `2^k + 1` entries, never past L (`SlidingLog::grow` says why); a log
+    /// whose sizes are powers of two (the keyed arena's,
+    /// `keyed/log_arena.rs`) says its own.
+    fn room_for(&self, needed: usize, limit: u64) -> usize {
+        let target = needed
+            .max(self.capacity() * 2)
+            .saturating_sub(1)
+            .checked_next_power_of_two()
+            .map_or(needed, |p| p.max(2) + 1);
+        target.min(limit as usize).max(needed)
+    }
 }
 
 /// A ring of `len` entries from `head` on, wrapping.

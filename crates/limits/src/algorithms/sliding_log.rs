@@ -50,16 +50,13 @@ impl SlidingLog {
     /// chunk exactly (a ring of 4 took a chunk of 48 bytes, for 32 of
     /// entries; one of 3 takes 32). A first entry is held inline (capacity
     /// 1, no allocation), so the second moves it to a ring of 3, the fourth
-    /// to 9, the tenth to 33. Out of line: most records fit.
+    /// to 9, the tenth to 33 (the log's [`Log::room_for`]: the keyed
+    /// arena's rings are powers of two, `keyed/log_view.rs`). Out of line:
+    /// most records fit.
     #[cold]
     #[inline(never)]
     fn grow<L: Log>(&self, log: &mut L, needed: usize) {
-        let target = needed
-            .max(log.capacity() * 2)
-            .saturating_sub(1)
-            .checked_next_power_of_two()
-            .map_or(needed, |p| p.max(2) + 1);
-        let target = target.min(self.limit as usize).max(needed);
+        let target = log.room_for(needed, self.limit);
         log.resize(target);
     }
 
@@ -73,7 +70,7 @@ impl SlidingLog {
                 log.pop_front();
             }
         }
-        if log.capacity() > 16 && log.len() < log.capacity() / 4 {
+        if log.sparse() {
             log.resize(log.len() * 2);
         }
         now
@@ -162,8 +159,7 @@ impl RateAlgorithm for SlidingLog {
     /// entry, not the oldest too, and writes nothing: the keyed limiter's
     /// sweep calls it for keys it is not deciding (issue 9).
     fn is_idle(&self, log: &mut SlidingLogState, now: u64) -> bool {
-        log.back()
-            .is_none_or(|newest| self.until_expired(newest, now) == 0)
+        self.is_idle_log(log, now)
     }
 }
 
@@ -210,7 +206,13 @@ fn retry(wait: Option<u64>) -> RetryAfter {
 impl SlidingLog {
     /// [`DecideOne::decide_one`] on either shape.
     #[inline(always)]
-    fn decide_log<L: Log>(&self, log: &mut L, now: u64, cost: u64, mode: Mode) -> Decision {
+    pub(crate) fn decide_log<L: Log>(
+        &self,
+        log: &mut L,
+        now: u64,
+        cost: u64,
+        mode: Mode,
+    ) -> Decision {
         let t = self.advance_log(log, now);
         let mut decision = Decision::allow(0);
         if cost.wrapping_sub(1) < self.limit {
@@ -243,7 +245,7 @@ impl SlidingLog {
     /// [`AdmitOne::admit_one`] on either shape: the verdict as
     /// `check_log`'s, and whether the log is idle after.
     #[inline(always)]
-    fn admit_log<L: Log>(
+    pub(crate) fn admit_log<L: Log>(
         &self,
         log: &mut L,
         now: u64,
@@ -263,5 +265,39 @@ impl SlidingLog {
             .back()
             .is_none_or(|newest| self.until_expired(newest, t) == 0);
         (verdict, idle)
+    }
+}
+
+/// What the keyed arena's table (`keyed/compact_log.rs`) asks of a log it
+/// holds in its own way: the same steps as on a [`SlidingLogState`].
+impl SlidingLog {
+    /// [`RateAlgorithm::is_idle`] on either shape: the newest entry has
+    /// expired (or there is none).
+    #[inline(always)]
+    pub(crate) fn is_idle_log<L: Log>(&self, log: &L, now: u64) -> bool {
+        log.back()
+            .is_none_or(|newest| self.until_expired(newest, now) == 0)
+    }
+
+    /// `Rule::used_permille` of a single-rate sliding log, on either shape:
+    /// its steps (advance; nothing used if the reset is zero; else the
+    /// share of L held) on this algorithm's own functions.
+    pub(crate) fn used_permille_log<L: Log>(&self, log: &mut L, now: u64) -> u16 {
+        let t = self.advance_log(log, now);
+        let reset = log
+            .back()
+            .map_or(0, |newest| sat64(self.until_expired(newest, t)));
+        if reset == 0 {
+            return 0;
+        }
+        let capacity = self.limit.max(1);
+        let left = (self.limit - log.len() as u64).min(capacity);
+        let share = u128::from(capacity - left) * 1000 / u128::from(capacity);
+        u16::try_from(share).unwrap_or(1000)
+    }
+
+    /// The limit, L.
+    pub(crate) fn limit(&self) -> u64 {
+        self.limit
     }
 }

@@ -88,7 +88,8 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        let mut shard = self.shard(shards, hash);
+        let mut guard = self.shard(shards, hash);
+        let shard = &mut *guard;
         let now = match now {
             Some(now) => now,
             None => shard.at_least_latest(self.clock.now()),
@@ -98,7 +99,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             Some(idx) => {
                 let slot = &mut shard.slots[idx];
                 slot.marks().set_referenced(true);
-                let a = kind.admit(&mut slot.state, now, cost);
+                let a = kind.admit(&mut slot.state, &mut shard.store, now, cost);
                 if a.limits_the_key() {
                     slot.marks().set_denied(true);
                 }
@@ -109,11 +110,13 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             }
             None => {
                 let mut state = kind.fresh();
-                let a = kind.admit(&mut state, now, cost);
+                let a = kind.admit(&mut state, &mut shard.store, now, cost);
                 if !a.idle {
                     let slot = Slot::new(hash, key.to_owned(), state, a.limits_the_key());
-                    self.insert(&mut shard, kind, hash, slot, now);
+                    self.insert(shard, kind, hash, slot, now);
                     added = true;
+                } else {
+                    state.release(&mut shard.store);
                 }
                 a
             }

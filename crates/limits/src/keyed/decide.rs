@@ -90,7 +90,8 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        let mut shard = self.shard(shards, hash);
+        let mut guard = self.shard(shards, hash);
+        let shard = &mut *guard;
         let now = match now {
             Some(now) => now,
             None => shard.at_least_latest(self.clock.now()),
@@ -100,7 +101,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             Some(idx) => {
                 let slot = &mut shard.slots[idx];
                 slot.marks().set_referenced(true);
-                let d = kind.decide(&mut slot.state, now, cost, mode, each);
+                let d = kind.decide(&mut slot.state, &mut shard.store, now, cost, mode, each);
                 if mode == Mode::Record && limits_the_key(&d) {
                     slot.marks().set_denied(true);
                 }
@@ -113,11 +114,13 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             }
             None => {
                 let mut state = kind.fresh();
-                let d = kind.decide(&mut state, now, cost, mode, each);
+                let d = kind.decide(&mut state, &mut shard.store, now, cost, mode, each);
                 if mode == Mode::Record && !d.reset_after.is_zero() {
                     let slot = Slot::new(hash, key.to_owned(), state, limits_the_key(&d));
-                    self.insert(&mut shard, kind, hash, slot, now);
+                    self.insert(shard, kind, hash, slot, now);
                     added = true;
+                } else {
+                    state.release(&mut shard.store);
                 }
                 d
             }

@@ -9,7 +9,8 @@
 //! ([`Marked`]: a `u64` key's slot is 32 bytes for the token bucket, fixed
 //! window and leaky bucket, 40 for the sliding window and log; 24 for the
 //! first four when the rule bounds their state to 12 bytes, the packed
-//! kind of `keyed/compact.rs`), and a rule of several rates keeps its
+//! kind of `keyed/compact.rs`, and for the sliding log whose L fits a
+//! handle to its ring in the shard's arena, `keyed/compact_log.rs`), and a rule of several rates keeps its
 //! [`KeyState`] (the marks in its padding). The
 //! limiter matches its table's kind once per call (`keyed/tables.rs`); below
 //! that, every function is the algorithm's own, as [`Rule`]'s dispatch
@@ -29,10 +30,11 @@ pub(crate) trait Kind {
     /// The state of a key never seen (unmarked).
     fn fresh(&self) -> Self::Held;
 
-    /// [`Rule::decide`] on a key's state.
+    /// [`Rule::decide`] on a key's state (`store`: its shard's).
     fn decide(
         &self,
         held: &mut Self::Held,
+        store: &mut Store<Self>,
         now: u64,
         cost: u64,
         mode: Mode,
@@ -40,23 +42,39 @@ pub(crate) trait Kind {
     ) -> Decision;
 
     /// `Rule::admit` (the verdict of [`Rule::allow`]) on a key's state.
-    fn admit(&self, held: &mut Self::Held, now: u64, cost: u64) -> Admission;
+    fn admit(
+        &self,
+        held: &mut Self::Held,
+        store: &mut Store<Self>,
+        now: u64,
+        cost: u64,
+    ) -> Admission;
 
     /// [`Rule::is_idle`] of a key's state.
-    fn is_idle(&self, held: &mut Self::Held, now: u64) -> bool;
+    fn is_idle(&self, held: &mut Self::Held, store: &mut Store<Self>, now: u64) -> bool;
 
     /// [`Rule::used_permille`] of a key's state (`rule` is the limiter's).
-    fn used_permille(&self, rule: &Rule, held: &mut Self::Held, now: u64) -> u16;
+    fn used_permille(
+        &self,
+        rule: &Rule,
+        held: &mut Self::Held,
+        store: &mut Store<Self>,
+        now: u64,
+    ) -> u16;
 
     /// [`Rule::heap_bytes`] of a key's state.
     fn heap_bytes(&self, held: &Self::Held) -> usize;
 
     /// [`Rule::encode_state`] of a key's state.
-    fn encode(&self, rule: &Rule, held: &Self::Held) -> Vec<u64>;
+    fn encode(&self, rule: &Rule, held: &Self::Held, store: &Store<Self>) -> Vec<u64>;
 
-    /// A loaded state ([`Rule::decode_state`]'s) as this table holds it.
-    fn load(&self, state: KeyState) -> Option<Self::Held>;
+    /// A loaded state ([`Rule::decode_state`]'s) as this table holds it
+    /// (what it holds in the shard's `store` put there).
+    fn load(&self, state: KeyState, store: &mut Store<Self>) -> Option<Self::Held>;
 }
+
+/// What a kind's shard keeps for all its keys' states ([`Held::Store`]).
+pub(crate) type Store<K> = <<K as Kind>::Held as Held>::Store;
 
 /// A single-rate rule: its one algorithm, on its state alone.
 impl<A: Inline + DecideOne + AdmitOne> Kind for A {
@@ -71,6 +89,7 @@ impl<A: Inline + DecideOne + AdmitOne> Kind for A {
     fn decide(
         &self,
         held: &mut Self::Held,
+        _: &mut (),
         now: u64,
         cost: u64,
         mode: Mode,
@@ -82,16 +101,16 @@ impl<A: Inline + DecideOne + AdmitOne> Kind for A {
     }
 
     #[inline(always)]
-    fn admit(&self, held: &mut Self::Held, now: u64, cost: u64) -> Admission {
+    fn admit(&self, held: &mut Self::Held, _: &mut (), now: u64, cost: u64) -> Admission {
         self.admit_one(&mut held.state, now, cost)
     }
 
     #[inline(always)]
-    fn is_idle(&self, held: &mut Self::Held, now: u64) -> bool {
+    fn is_idle(&self, held: &mut Self::Held, _: &mut (), now: u64) -> bool {
         RateAlgorithm::is_idle(self, &mut held.state, now)
     }
 
-    fn used_permille(&self, rule: &Rule, held: &mut Self::Held, now: u64) -> u16 {
+    fn used_permille(&self, rule: &Rule, held: &mut Self::Held, _: &mut (), now: u64) -> u16 {
         // The rule's own computation, on the state lent as a `KeyState`
         // (a move in and out: a log's ring is not copied).
         let mut state = A::into_key_state(std::mem::take(&mut held.state));
@@ -104,11 +123,11 @@ impl<A: Inline + DecideOne + AdmitOne> Kind for A {
         <A as RateAlgorithm>::heap_bytes(&held.state)
     }
 
-    fn encode(&self, rule: &Rule, held: &Self::Held) -> Vec<u64> {
+    fn encode(&self, rule: &Rule, held: &Self::Held, _: &()) -> Vec<u64> {
         rule.encode_state(&A::into_key_state(held.state.clone()))
     }
 
-    fn load(&self, state: KeyState) -> Option<Self::Held> {
+    fn load(&self, state: KeyState, _: &mut ()) -> Option<Self::Held> {
         A::from_key_state(state).map(Marked::new)
     }
 }
@@ -127,6 +146,7 @@ impl Kind for Whole<'_> {
     fn decide(
         &self,
         held: &mut KeyState,
+        _: &mut (),
         now: u64,
         cost: u64,
         mode: Mode,
@@ -136,15 +156,15 @@ impl Kind for Whole<'_> {
     }
 
     #[inline(always)]
-    fn admit(&self, held: &mut KeyState, now: u64, cost: u64) -> Admission {
+    fn admit(&self, held: &mut KeyState, _: &mut (), now: u64, cost: u64) -> Admission {
         self.0.admit(held, now, cost)
     }
 
-    fn is_idle(&self, held: &mut KeyState, now: u64) -> bool {
+    fn is_idle(&self, held: &mut KeyState, _: &mut (), now: u64) -> bool {
         self.0.is_idle(held, now)
     }
 
-    fn used_permille(&self, rule: &Rule, held: &mut KeyState, now: u64) -> u16 {
+    fn used_permille(&self, rule: &Rule, held: &mut KeyState, _: &mut (), now: u64) -> u16 {
         rule.used_permille(held, now)
     }
 
@@ -152,11 +172,11 @@ impl Kind for Whole<'_> {
         self.0.heap_bytes(held)
     }
 
-    fn encode(&self, rule: &Rule, held: &KeyState) -> Vec<u64> {
+    fn encode(&self, rule: &Rule, held: &KeyState, _: &()) -> Vec<u64> {
         rule.encode_state(held)
     }
 
-    fn load(&self, state: KeyState) -> Option<KeyState> {
+    fn load(&self, state: KeyState, _: &mut ()) -> Option<KeyState> {
         Some(state)
     }
 }

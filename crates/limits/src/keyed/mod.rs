@@ -22,10 +22,13 @@
 
 mod allow;
 mod compact;
+mod compact_log;
 mod compact_window;
 mod decide;
 mod evict;
 mod kind;
+mod log_arena;
+mod log_view;
 mod saved;
 mod shard;
 pub(crate) mod slot;
@@ -221,7 +224,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     }
 
     /// The shard of `shards` (the limiter's) that a key of `hash` falls in, locked.
-    fn shard<'s, H>(
+    fn shard<'s, H: Held>(
         &self,
         shards: &'s [Padded<Mutex<Shard<K, H>>>],
         hash: u64,

@@ -3,7 +3,7 @@
 //! on start, so that a restart does not hand every client a fresh limit.
 
 use super::kind::Kind;
-use super::slot::Slot;
+use super::slot::{Held, Slot};
 use super::tables::with_table;
 use super::{lock, KeyedLimiter};
 use crate::Clock;
@@ -21,12 +21,10 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         with_table!(self, |kind, shards| for s in shards.iter() {
             let mut shard = lock(&s.0);
             shard.sweep_all(kind, now);
-            out.extend(
-                shard
-                    .slots
-                    .iter()
-                    .map(|slot| (slot.key.clone(), kind.encode(&self.rule, &slot.state))),
-            );
+            out.extend(shard.slots.iter().map(|slot| {
+                let words = kind.encode(&self.rule, &slot.state, &shard.store);
+                (slot.key.clone(), words)
+            }));
         });
         out
     }
@@ -48,21 +46,27 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         let now = self.clock.now();
         let mut loaded = 0;
         with_table!(self, |kind, shards| for (key, words) in entries {
-            let Some(mut state) = self.rule.decode_state(&words).and_then(|s| kind.load(s)) else {
+            let Some(state) = self.rule.decode_state(&words) else {
                 continue;
             };
-            if kind.is_idle(&mut state, now) {
+            let hash = self.hasher.hash_one(&key);
+            let mut guard = self.shard(shards, hash);
+            let shard = &mut *guard;
+            let Some(mut state) = kind.load(state, &mut shard.store) else {
+                continue;
+            };
+            if kind.is_idle(&mut state, &mut shard.store, now) {
+                state.release(&mut shard.store);
                 continue;
             }
-            let hash = self.hasher.hash_one(&key);
-            let mut shard = self.shard(shards, hash);
             if let Some(idx) = shard.find(hash, &key) {
                 // The loaded state carries no marks: not limited, no second
                 // chance, no hash hint (the slot module says why that is safe).
+                shard.slots[idx].state.release(&mut shard.store);
                 shard.slots[idx].state = state;
             } else {
                 let slot = Slot::new(hash, key, state, false);
-                self.insert(&mut shard, kind, hash, slot, now);
+                self.insert(shard, kind, hash, slot, now);
             }
             loaded += 1;
         });

@@ -1,0 +1,283 @@
+//! A shard's sliding-log entries in one `Vec<u64>`, cut into blocks of
+//! `2^c` entries (issue 9: memory at 1M keys).
+//!
+//! A log of two or more entries in its own allocation paid malloc's 8-byte
+//! header and the chunk's rounding besides its entries, and its 8-byte
+//! pointer in the slot; a block here is addressed by a `u32` offset and
+//! costs its entries alone. Blocks are a buddy system: a block of class
+//! `c` starts at a multiple of `2^c`, a block freed beside its free buddy
+//! merges with it into one of class `c + 1`, and a request of class `c`
+//! takes the smallest free block of class `c` or more, splitting it. So a
+//! table whose keys grow one after the other (each frees a block of class
+//! `c` and takes one of `c + 1`) reuses what the keys before freed, and a
+//! churn of keys takes back the blocks of keys gone: memory follows the
+//! entries held, not the entries ever held. Free blocks are found by a
+//! list per class, linked through the blocks' own first entry (a free
+//! block holds no entry), and told apart by a bit per aligned block per
+//! class. A free block at the end of the arena is cut off, and the
+//! allocation shrinks when it is mostly unused.
+//!
+//! Offsets are `u32`: a shard's arena holds at most 2^32 entries (32 GiB),
+//! past which it stops the process as running out of memory would.
+
+/// The largest class: blocks of up to 2^27 entries.
+pub(crate) const MOST_CLASS: u32 = 27;
+
+/// No block: the end of a free list.
+const NONE: u32 = u32::MAX;
+
+/// A shard's blocks of log entries.
+#[derive(Debug)]
+pub(crate) struct Arena {
+    /// The entries; each block is a run of them.
+    pub(crate) entries: Vec<u64>,
+    /// Per class, the first free block's offset (or [`NONE`]).
+    heads: [u32; MOST_CLASS as usize + 1],
+    /// Bit `c` set when class `c` has a free block: the smallest free
+    /// class at least `c` in one instruction, not a walk of the lists.
+    nonempty: u32,
+    /// Per class, a bit per aligned block: set when it is free.
+    free: [Vec<u64>; MOST_CLASS as usize + 1],
+}
+
+impl Default for Arena {
+    fn default() -> Arena {
+        Arena {
+            entries: Vec::new(),
+            heads: [NONE; MOST_CLASS as usize + 1],
+            nonempty: 0,
+            free: Default::default(),
+        }
+    }
+}
+
+impl Arena {
+    /// A block of `2^class` entries (`1 <= class <= MOST_CLASS`): its
+    /// offset. Its entries are whatever they were.
+    pub(crate) fn alloc(&mut self, class: u32) -> u32 {
+        let free = self.nonempty >> class;
+        if free == 0 {
+            return self.bump(class);
+        }
+        let c = class + free.trailing_zeros();
+        let at = self.heads[c as usize];
+        self.unlink(c, at);
+        // Split down to the class asked for: the upper halves free.
+        for lower in (class..c).rev() {
+            self.push(lower, at + (1 << lower));
+        }
+        at
+    }
+
+    /// A new block of `2^class` entries at the end, aligned to its size;
+    /// the gap before it (smaller blocks) is freed.
+    fn bump(&mut self, class: u32) -> u32 {
+        let size = 1usize << class;
+        let end = self.entries.len();
+        let start = end.next_multiple_of(size);
+        assert!(
+            (start + size) as u64 <= 1 << 32,
+            "a shard's log arena past 2^32 entries (32 GiB)"
+        );
+        self.entries.resize(start + size, 0);
+        let mut at = end;
+        while at < start {
+            let c = (at.trailing_zeros().min(MOST_CLASS))
+                .min((start - at).ilog2())
+                .max(1);
+            self.release(at as u32, c);
+            at += 1 << c;
+        }
+        start as u32
+    }
+
+    /// Grows the block of class `from` at `at` to class `to` where it is,
+    /// if each half it needs is a free buddy or past the end of the arena
+    /// (and `at` is aligned to the larger size): no copy, and no second
+    /// block held while the first is moved (a table of keys growing one
+    /// after the other then packs its blocks end to end). Whether it did.
+    pub(crate) fn grow_in_place(&mut self, at: u32, from: u32, to: u32) -> bool {
+        let len = self.entries.len();
+        let end = at as usize + (1 << to);
+        if at & ((1 << to) - 1) != 0 || end as u64 > 1 << 32 {
+            return false;
+        }
+        // The buddies below the end must all be free before any is taken.
+        let buddies = (from..to).map(|c| (c, at + (1 << c)));
+        let mut inside = buddies.take_while(|&(_, buddy)| (buddy as usize) < len);
+        if !inside.clone().all(|(c, buddy)| self.is_free(c, buddy)) {
+            return false;
+        }
+        inside.by_ref().for_each(|(c, buddy)| self.unlink(c, buddy));
+        if end > len {
+            self.entries.resize(end, 0);
+        }
+        true
+    }
+
+    /// Gives back the block of `2^class` entries at `at`.
+    pub(crate) fn release(&mut self, at: u32, class: u32) {
+        let (mut at, mut class) = (at, class);
+        while class < MOST_CLASS {
+            let buddy = at ^ (1 << class);
+            if !self.is_free(class, buddy) {
+                break;
+            }
+            self.unlink(class, buddy);
+            at = at.min(buddy);
+            class += 1;
+        }
+        if at as usize + (1 << class) == self.entries.len() {
+            self.entries.truncate(at as usize);
+            self.trim();
+        } else {
+            self.push(class, at);
+        }
+    }
+
+    /// Bytes held: the entries' allocation and the free bits.
+    pub(crate) fn bytes(&self) -> usize {
+        self.entries.capacity() * 8 + self.free.iter().map(|f| f.capacity() * 8).sum::<usize>()
+    }
+
+    /// Cuts free blocks off the end, then gives the allocation back if
+    /// three quarters of it are unused.
+    fn trim(&mut self) {
+        'cut: loop {
+            let len = self.entries.len();
+            for class in 1..=MOST_CLASS {
+                let size = 1usize << class;
+                if len < size || len % size != 0 {
+                    break;
+                }
+                let at = (len - size) as u32;
+                if self.is_free(class, at) {
+                    self.unlink(class, at);
+                    self.entries.truncate(at as usize);
+                    continue 'cut;
+                }
+            }
+            break;
+        }
+        let len = self.entries.len();
+        if self.entries.capacity() > 64 && len < self.entries.capacity() / 4 {
+            self.entries.shrink_to(len * 2);
+            for (class, bits) in self.free.iter_mut().enumerate() {
+                // No block past the end is free: those bits are all clear.
+                bits.truncate((len >> class).div_ceil(64));
+                bits.shrink_to_fit();
+            }
+        }
+    }
+
+    /// Whether the block of class `class` at `at` is free.
+    fn is_free(&self, class: u32, at: u32) -> bool {
+        let i = (at >> class) as usize;
+        self.free[class as usize]
+            .get(i / 64)
+            .is_some_and(|word| word & (1 << (i % 64)) != 0)
+    }
+
+    /// Marks the block of class `class` at `at` free or not.
+    fn mark(&mut self, class: u32, at: u32, on: bool) {
+        let i = (at >> class) as usize;
+        let bits = &mut self.free[class as usize];
+        if bits.len() <= i / 64 {
+            bits.resize(i / 64 + 1, 0);
+        }
+        if on {
+            bits[i / 64] |= 1 << (i % 64);
+        } else {
+            bits[i / 64] &= !(1 << (i % 64));
+        }
+    }
+
+    /// The free block at `at`'s links: (previous, next).
+    fn links(&self, at: u32) -> (u32, u32) {
+        let word = self.entries[at as usize];
+        ((word >> 32) as u32, word as u32)
+    }
+
+    fn set_links(&mut self, at: u32, (previous, next): (u32, u32)) {
+        self.entries[at as usize] = (u64::from(previous) << 32) | u64::from(next);
+    }
+
+    /// Puts the block at `at` at the head of its class's free list.
+    fn push(&mut self, class: u32, at: u32) {
+        let next = self.heads[class as usize];
+        if next != NONE {
+            let (_, after) = self.links(next);
+            self.set_links(next, (at, after));
+        }
+        self.set_links(at, (NONE, next));
+        self.heads[class as usize] = at;
+        self.nonempty |= 1 << class;
+        self.mark(class, at, true);
+    }
+
+    /// Takes the free block at `at` out of its class's list.
+    fn unlink(&mut self, class: u32, at: u32) {
+        let (previous, next) = self.links(at);
+        if previous == NONE {
+            self.heads[class as usize] = next;
+            if next == NONE {
+                self.nonempty &= !(1 << class);
+            }
+        } else {
+            let (before, _) = self.links(previous);
+            self.set_links(previous, (before, next));
+        }
+        if next != NONE {
+            let (_, after) = self.links(next);
+            self.set_links(next, (previous, after));
+        }
+        self.mark(class, at, false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Arena;
+
+    #[test]
+    fn blocks_split_merge_and_the_end_is_given_back() {
+        let mut arena = Arena::default();
+        let a = arena.alloc(1);
+        let b = arena.alloc(1);
+        assert_eq!((a, b), (0, 2));
+        let c = arena.alloc(2);
+        assert_eq!(c, 4);
+        arena.release(a, 1);
+        // b's buddy is free: they merge into a block of 4 at 0, which a
+        // request of class 2 takes.
+        arena.release(b, 1);
+        assert_eq!(arena.alloc(2), 0);
+        // A class-3 block must start at 8; nothing is free before it.
+        assert_eq!(arena.alloc(3), 8);
+        assert_eq!(arena.entries.len(), 16);
+        arena.release(8, 3);
+        assert_eq!(arena.entries.len(), 8);
+        arena.release(4, 2);
+        arena.release(0, 2);
+        assert_eq!(arena.entries.len(), 0);
+        // A gap before an aligned block is freed and taken first.
+        let one = arena.alloc(1);
+        let eight = arena.alloc(3);
+        assert_eq!((one, eight), (0, 8));
+        assert_eq!(arena.alloc(1), 2);
+        assert_eq!(arena.alloc(2), 4);
+        assert_eq!(arena.entries.len(), 16);
+        // In place: into a free buddy or past the end, not into a used one.
+        assert!(!arena.grow_in_place(8, 3, 4), "8 is not aligned to 16");
+        assert!(!arena.grow_in_place(0, 1, 2), "2 is in use");
+        arena.release(2, 1);
+        assert!(arena.grow_in_place(0, 1, 2));
+        assert!(!arena.grow_in_place(0, 2, 3), "4 is in use");
+        arena.release(4, 2);
+        arena.release(8, 3);
+        assert_eq!(arena.entries.len(), 4);
+        assert!(arena.grow_in_place(0, 2, 4));
+        assert_eq!(arena.entries.len(), 16);
+        assert_eq!(arena.alloc(1), 16);
+    }
+}
