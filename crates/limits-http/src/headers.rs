@@ -6,10 +6,15 @@
 //! several rates names its members `NAME-WINDOW` ("api-1s", "api-1h") so that
 //! a client can pair each RateLimit member with its policy.
 
+use crate::memo::{self, Source};
 use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use limits::{format_duration, Decision, RetryAfter, Rule};
 use smallvec::SmallVec;
 use std::time::Duration;
+
+#[path = "headers_ratelimit.rs"]
+mod ratelimit;
+pub(crate) use ratelimit::RateLimitValue;
 
 /// `RateLimit-Policy`.
 pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
@@ -121,6 +126,9 @@ pub(crate) struct Known<'a> {
     /// same names. A value of those names, digits and punctuation is then
     /// visible ASCII too, and only `HeaderValue`'s own check is made.
     pub visible_names: bool,
+    /// The members when they are one, of a rule of one rate: its RateLimit
+    /// value's text ([`RateLimitValue::new`] of its rate) and its decision.
+    pub one: Option<(&'a RateLimitValue, &'a Decision)>,
 }
 
 impl Known<'_> {
@@ -128,6 +136,7 @@ impl Known<'_> {
     pub(crate) const NOTHING: Known<'static> = Known {
         policy: None,
         visible_names: false,
+        one: None,
     };
 }
 
@@ -155,23 +164,33 @@ pub(crate) fn write_members<'a>(
             buf.insert(headers, RATELIMIT_POLICY, names);
         }
     }
-    for (i, m) in members.clone().enumerate() {
-        buf.separator(i);
-        buf.name(m.rate);
-        // A leaky bucket can admit burst + 1 at once; never tell a client
-        // more remains than the policy's quota.
-        let remaining = m.decision.remaining.min(m.rate.limit);
-        let refill = ceil_secs(m.decision.refill_after);
-        buf.0.extend_from_slice(b";r=");
-        buf.number(remaining);
-        buf.0.extend_from_slice(b";t=");
-        buf.number(refill);
+    match known.one {
+        Some((value, decision)) => value.insert(headers, decision),
+        None => {
+            for (i, m) in members.clone().enumerate() {
+                buf.separator(i);
+                buf.name(m.rate);
+                // A leaky bucket can admit burst + 1 at once; never tell a
+                // client more remains than the policy's quota.
+                let remaining = m.decision.remaining.min(m.rate.limit);
+                let refill = ceil_secs(m.decision.refill_after);
+                buf.0.extend_from_slice(b";r=");
+                buf.number(remaining);
+                buf.0.extend_from_slice(b";t=");
+                buf.number(refill);
+            }
+            buf.insert(headers, RATELIMIT, names);
+        }
     }
-    buf.insert(headers, RATELIMIT, names);
     // Digits only, from here on.
     if let Some(RetryAfter::After(wait)) = denied {
-        buf.number(ceil_secs(wait));
-        buf.insert(headers, RETRY_AFTER, Check::Known);
+        // The same value for every 429 of the same second: made once.
+        let secs = ceil_secs(wait);
+        let make =
+            || HeaderValue::from_maybe_shared(memo::shared(Decimal::new(secs).as_bytes())).ok();
+        if let Some(value) = memo::value(&memo::RETRY_AFTER, Source::NUMBERS, [secs, 0], make) {
+            headers.insert(RETRY_AFTER, value);
+        }
     }
     if legacy {
         // The tightest rate: the one with the least remaining.

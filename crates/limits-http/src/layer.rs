@@ -3,8 +3,9 @@
 //! is in [`service`](crate::service) (carrying out) and
 //! [`decide`](crate::decide) (deciding).
 
+use crate::headers::RateLimitValue;
 use crate::key::KeySpec;
-use crate::policy::Policy;
+use crate::policy::{HttpRule, Policy};
 use crate::service::RateLimit;
 use crate::too_many::TooManyBody;
 use crate::{decide, headers};
@@ -23,9 +24,9 @@ pub struct PolicyHandle<S, K = KeySpec>(Arc<ArcSwap<InForce<S, K>>>);
 /// for every request.
 pub(crate) struct InForce<S, K> {
     pub(crate) policy: Arc<Policy<S, K>>,
-    /// Each rule's RateLimit-Policy value, for a response it alone decided
-    /// (`None`: written per response), made on first use.
-    policy_values: OnceLock<Vec<Option<HeaderValue>>>,
+    /// Each rule's header values, or their text, for a response it alone
+    /// decided, made on first use.
+    values: OnceLock<Vec<RuleValues>>,
     /// Each rule's 429 problem body, but for its number of seconds, made on
     /// first use.
     too_many: OnceLock<Vec<TooManyBody>>,
@@ -35,7 +36,7 @@ impl<S, K> InForce<S, K> {
     fn new(policy: Policy<S, K>) -> InForce<S, K> {
         InForce {
             policy: Arc::new(policy),
-            policy_values: OnceLock::new(),
+            values: OnceLock::new(),
             too_many: OnceLock::new(),
         }
     }
@@ -44,14 +45,21 @@ impl<S, K> InForce<S, K> {
 impl<S: Store, K> InForce<S, K> {
     /// The RateLimit-Policy value of rule `rule` alone, if it is a value.
     pub(crate) fn policy_value(&self, rule: usize) -> Option<&HeaderValue> {
-        let values = self.policy_values.get_or_init(|| {
+        self.values(rule)?.policy.as_ref()
+    }
+
+    /// The RateLimit value's text of rule `rule` alone, if it has one rate
+    /// and its name is visible ASCII.
+    pub(crate) fn ratelimit_value(&self, rule: usize) -> Option<&RateLimitValue> {
+        self.values(rule)?.ratelimit.as_ref()
+    }
+
+    fn values(&self, rule: usize) -> Option<&RuleValues> {
+        let values = self.values.get_or_init(|| {
             let rules = &self.policy.rules;
-            rules
-                .iter()
-                .map(|r| headers::policy_value(decide::rates(r)))
-                .collect()
+            rules.iter().map(RuleValues::new).collect()
         });
-        values.get(rule)?.as_ref()
+        values.get(rule)
     }
 
     /// The problem body of a 429 of rule `rule` (an index into the policy's
@@ -62,6 +70,29 @@ impl<S: Store, K> InForce<S, K> {
             rules.iter().map(|r| TooManyBody::new(&r.name)).collect()
         });
         bodies[rule].body(secs)
+    }
+}
+
+/// What a rule's header values are made of, made once.
+struct RuleValues {
+    /// Its RateLimit-Policy value (`None`: not a value, not sent).
+    policy: Option<HeaderValue>,
+    /// Its RateLimit value's text, if it has one rate (`None`: written per
+    /// response).
+    ratelimit: Option<RateLimitValue>,
+}
+
+impl RuleValues {
+    fn new<S: Store, K>(rule: &HttpRule<S, K>) -> RuleValues {
+        let mut rates = decide::rates(rule);
+        let ratelimit = match (rates.next(), rates.next()) {
+            (Some(one), None) => RateLimitValue::new(one),
+            _ => None,
+        };
+        RuleValues {
+            policy: headers::policy_value(decide::rates(rule)),
+            ratelimit,
+        }
     }
 }
 

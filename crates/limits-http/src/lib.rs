@@ -19,6 +19,7 @@ mod future;
 pub mod headers;
 mod key;
 mod layer;
+mod memo;
 mod path;
 mod policy;
 mod problem;

@@ -111,7 +111,9 @@ pub fn normalize_path(path: &str) -> Result<Cow<'_, str>, PathError> {
 /// assert_eq!(limits_http::match_path("/api/items"), "/api/items");
 /// ```
 pub fn match_path(normal: &str) -> Cow<'_, str> {
-    if !normal.contains(';') && !normal.contains("%3B") {
+    // Most paths have neither `;` nor `%`: one pass over the bytes says so.
+    let plain = !normal.bytes().any(|b| b == b';' || b == b'%');
+    if plain || (!normal.contains(';') && !normal.contains("%3B")) {
         return Cow::Borrowed(normal);
     }
     let cut: Vec<&str> = normal
@@ -128,13 +130,31 @@ pub fn match_path(normal: &str) -> Cow<'_, str> {
     Cow::Owned(cut.join("/"))
 }
 
-/// No `//`, no `.` or `..` segment.
+/// Starts with `/`; no `//`, no `.` or `..` segment. One pass over the
+/// bytes (a search for `//` and a split cost about 200 instructions on
+/// every request, most of whose paths are normal).
 fn is_normal(path: &str) -> bool {
-    path.starts_with('/')
-        && !path.contains("//")
-        && path
-            .split('/')
-            .all(|segment| segment != "." && segment != "..")
+    let bytes = path.as_bytes();
+    if bytes.first() != Some(&b'/') {
+        return false;
+    }
+    // The segment being read: its length and how many of it are dots.
+    let (mut len, mut dots) = (0usize, 0usize);
+    let dot_segment = |len: usize, dots: usize| len > 0 && len <= 2 && dots == len;
+    let mut previous = 0u8;
+    for &b in bytes {
+        if b == b'/' {
+            if previous == b'/' || dot_segment(len, dots) {
+                return false;
+            }
+            (len, dots) = (0, 0);
+        } else {
+            len += 1;
+            dots += usize::from(b == b'.');
+        }
+        previous = b;
+    }
+    !dot_segment(len, dots)
 }
 
 /// Decodes `%XX` of unreserved characters, upper-cases the hex of the rest.
@@ -207,6 +227,10 @@ pub(crate) fn normalize_target(
     parts.uri = http::Uri::from_parts(uri).unwrap_or_default();
     Ok(Some(matched))
 }
+
+#[cfg(test)]
+#[path = "path_normal_tests.rs"]
+mod normal_tests;
 
 #[cfg(test)]
 mod tests {

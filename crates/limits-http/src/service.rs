@@ -220,7 +220,7 @@ pub(crate) fn add_headers<S: Store, K, B>(
 /// is visible ASCII (its own RateLimit-Policy value is a value).
 pub(crate) fn known<'a, S: Store, K>(
     in_force: &'a InForce<S, K>,
-    statuses: &[Counted],
+    statuses: &'a [Counted],
 ) -> Known<'a> {
     match statuses {
         [one] => {
@@ -229,6 +229,7 @@ pub(crate) fn known<'a, S: Store, K>(
             Known {
                 policy,
                 visible_names,
+                one: in_force.ratelimit_value(one.rule).zip(one.per_rate.first()),
             }
         }
         _ => Known {
@@ -236,6 +237,7 @@ pub(crate) fn known<'a, S: Store, K>(
             visible_names: statuses
                 .iter()
                 .all(|c| in_force.policy_value(c.rule).is_some()),
+            one: None,
         },
     }
 }

@@ -11,14 +11,19 @@
 //! tests compare the two writers byte for byte.
 
 use crate::headers::Decimal;
+use crate::memo::{self, Source};
 use bytes::Bytes;
 use http::StatusCode;
+use smallvec::SmallVec;
 
 /// A rule's 429 body with `retry_after` seconds to wait: `head`, the
 /// seconds, `middle`, the seconds again, `}`.
 pub(crate) struct TooManyBody {
     head: Vec<u8>,
     middle: Vec<u8>,
+    /// What its bodies are remembered by: a refused client is told the same
+    /// for a second ([`memo`]).
+    source: Source,
 }
 
 /// The detail after the number of seconds.
@@ -44,18 +49,31 @@ impl TooManyBody {
         middle.extend_from_slice(b"\",\"rule\":");
         middle.extend_from_slice(json_string(rule).as_bytes());
         middle.extend_from_slice(b",\"retry_after\":");
-        TooManyBody { head, middle }
+        let source = Source::new();
+        TooManyBody {
+            head,
+            middle,
+            source,
+        }
     }
 
     /// The body telling the client to retry in `secs` seconds.
     pub(crate) fn body(&self, secs: u64) -> Bytes {
-        let mut body = Vec::with_capacity(self.head.len() + self.middle.len() + 41);
+        let make = || Some(memo::shared(&self.write(secs)));
+        memo::value(&memo::TOO_MANY_BODY, self.source, [secs, 0], make).unwrap_or_default()
+    }
+
+    /// The body's bytes (on the stack: [`memo::shared`] copies them).
+    fn write(&self, secs: u64) -> SmallVec<[u8; 512]> {
+        let digits = Decimal::new(secs);
+        let digits = digits.as_bytes();
+        let mut body = SmallVec::new();
         body.extend_from_slice(&self.head);
-        body.extend_from_slice(Decimal::new(secs).as_bytes());
+        body.extend_from_slice(digits);
         body.extend_from_slice(&self.middle);
-        body.extend_from_slice(Decimal::new(secs).as_bytes());
+        body.extend_from_slice(digits);
         body.push(b'}');
-        Bytes::from(body)
+        body
     }
 }
 
@@ -74,3 +92,7 @@ fn escaped(s: &str) -> String {
 #[cfg(test)]
 #[path = "too_many_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "too_many_memo_tests.rs"]
+mod memo_tests;

@@ -13,7 +13,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tower::{Service, ServiceExt};
@@ -99,7 +99,7 @@ pub(crate) async fn serve<M, A, B>(
         };
         let app = per_connection(peer);
         let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-            app.clone().oneshot(req.map(body))
+            call_now(app.clone(), req.map(body))
         });
         let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
@@ -115,6 +115,35 @@ pub(crate) async fn serve<M, A, B>(
         .is_err()
     {
         tracing::warn!(timeout = ?bounds.drain_timeout, "requests still in flight after the drain timeout");
+    }
+}
+
+/// `app`'s answer to `request`, called at once when `app` is ready (every
+/// service here always is): hyper reads from the connection again right
+/// after handing over a request, before it polls the answer, and a request
+/// still held then (as `oneshot` holds it until its first poll) holds the
+/// bytes of its head, so hyper allocates a new read buffer (8 kB) instead of
+/// reusing its own: one allocation per request. A service that is not
+/// ready is called once it is, as `oneshot` does.
+fn call_now<A, B>(
+    mut app: A,
+    request: axum::extract::Request,
+) -> impl Future<Output = Result<http::Response<B>, Infallible>>
+where
+    A: Service<axum::extract::Request, Response = http::Response<B>, Error = Infallible>,
+{
+    // Asked without a waker: if it is not ready, `oneshot` asks again with one.
+    let mut cx = Context::from_waker(Waker::noop());
+    let called = match app.poll_ready(&mut cx) {
+        Poll::Ready(Ok(())) => Ok(app.call(request)),
+        Poll::Ready(Err(never)) => match never {},
+        Poll::Pending => Err((app, request)),
+    };
+    async move {
+        match called {
+            Ok(answer) => answer.await,
+            Err((app, request)) => app.oneshot(request).await,
+        }
     }
 }
 
@@ -158,3 +187,7 @@ impl http_body::Body for NoBody {
 #[cfg(test)]
 #[path = "listener_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "listener_call_tests.rs"]
+mod call_tests;
