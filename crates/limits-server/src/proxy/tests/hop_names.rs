@@ -9,7 +9,7 @@
 //! hop-by-hop one.
 
 use super::forwarding::strip_hop_by_hop;
-use super::rewrites::{listed, map, strip_reference};
+use super::rewrites::{listed, map, strip_reference, HOP_BY_HOP};
 use http::header::{self, HeaderMap, HeaderName};
 
 /// The stripping as it was before the byte reading (commit b0fbc42).
@@ -26,17 +26,7 @@ fn strip_before(headers: &mut HeaderMap) {
     for name in named {
         headers.remove(name);
     }
-    for name in [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "proxy-authenticate",
-        "proxy-authorization",
-    ] {
+    for name in HOP_BY_HOP {
         headers.remove(name);
     }
 }

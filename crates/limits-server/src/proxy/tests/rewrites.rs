@@ -9,6 +9,20 @@ use super::*;
 use http::header::{HeaderMap, HeaderName};
 use tower::ServiceExt;
 
+/// The hop-by-hop names every hop drops (RFC 9110 7.6.1, and the
+/// de facto `keep-alive` and `proxy-connection`), as the references list them.
+pub(super) const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "proxy-authenticate",
+    "proxy-authorization",
+];
+
 /// The stripping as it was: `Connection`'s tokens, then each fixed name.
 pub(super) fn strip_reference(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
@@ -21,17 +35,7 @@ pub(super) fn strip_reference(headers: &mut HeaderMap) {
     for name in named {
         headers.remove(name);
     }
-    for name in [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "proxy-authenticate",
-        "proxy-authorization",
-    ] {
+    for name in HOP_BY_HOP {
         headers.remove(name);
     }
 }
