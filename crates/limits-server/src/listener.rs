@@ -2,13 +2,13 @@
 //! and count, time to send headers (slowloris; it also closes idle
 //! keep-alive connections), and a graceful drain on shutdown.
 
+use crate::drain::Drain;
 use bytes::Bytes;
 use http_body::{Body as _, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -68,7 +68,7 @@ pub(crate) async fn serve<M, A, B>(
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let graceful = GracefulShutdown::new();
+    let drain = Drain::new();
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(bounds.header_timeout)
@@ -101,7 +101,7 @@ pub(crate) async fn serve<M, A, B>(
         let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
             call_now(app.clone(), req.map(body))
         });
-        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        let conn = drain.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
@@ -110,7 +110,7 @@ pub(crate) async fn serve<M, A, B>(
     }
     drop(listener);
     tracing::info!("shutting down: no new connections; finishing requests in flight");
-    if tokio::time::timeout(bounds.drain_timeout, graceful.shutdown())
+    if tokio::time::timeout(bounds.drain_timeout, drain.shutdown())
         .await
         .is_err()
     {
