@@ -80,7 +80,10 @@ async fn shutdown_tells_each_connection_once_and_waits_for_it_to_finish() {
     }
     assert!(told.iter().all(|t| t.load(Ordering::SeqCst) == 0));
     assert!(tasks.iter().all(|t| !t.is_finished()));
-    drain.shutdown().await;
+    // Guarded against a hang (a connection never told); not timed.
+    tokio::time::timeout(std::time::Duration::from_secs(60), drain.shutdown())
+        .await
+        .expect("every connection told and ended");
     // The drain ended only once every connection had.
     assert!(tasks.iter().all(|t| t.is_finished()));
     assert!(told.iter().all(|t| t.load(Ordering::SeqCst) == 1));
