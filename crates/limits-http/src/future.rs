@@ -94,7 +94,9 @@ where
             }
             KindProjection::Inner { future, headers } => {
                 let response = ready!(future.poll(cx))?;
-                Poll::Ready(Ok(match headers.take() {
+                // Read in place (the statuses are some 380 bytes), dropped
+                // with the future.
+                Poll::Ready(Ok(match headers {
                     Some(h) => add_headers(&h.in_force, &h.statuses, h.legacy, response),
                     None => response.map(Either::Left),
                 }))

@@ -5,7 +5,7 @@
 //! response. It decides in `call` when the stores answer at once, so that
 //! the common request needs no boxed future ([`future`](crate::future)).
 
-use crate::decide::{members, prepare, Admitted, Counted, Matched, Prepared, Refusal};
+use crate::decide::{members, prepare, Admitted, Counted, Matched, Passed, Prepared, Refusal};
 use crate::future::{Headers, ResponseFuture};
 use crate::headers::{self, Known};
 use crate::key::{KeyExtractor, KeySpec};
@@ -143,19 +143,19 @@ where
         let resume = if matched.needs_body(&in_force.policy) {
             Resume::start()
         } else {
-            match decide_now(&in_force.policy, &matched, &parts) {
+            let mut passed = Passed::default();
+            match decide_now(&in_force.policy, &matched, &parts, &mut passed) {
                 Step::Refused(r) => return refusal(&in_force, r, parts),
-                Step::Passed(passed) if passed.delay.is_zero() => {
+                Step::Passed if passed.delay.is_zero() => {
                     let future = inner.call(Request::from_parts(parts, body));
-                    let statuses = passed.statuses;
                     let headers = Headers {
                         in_force,
-                        statuses,
+                        statuses: passed.statuses,
                         legacy,
                     };
                     return ResponseFuture::inner(future, Some(headers));
                 }
-                Step::Passed(passed) => Resume::done(&matched, passed),
+                Step::Passed => Resume::done(&matched, passed),
                 Step::Wait(resume) => resume,
             }
         };

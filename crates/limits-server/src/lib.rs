@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+mod drain;
 mod listener;
 mod metrics;
 mod proxy;

@@ -2,13 +2,14 @@
 //! and count, time to send headers (slowloris; it also closes idle
 //! keep-alive connections), and a graceful drain on shutdown.
 
+use crate::drain::Drain;
 use bytes::Bytes;
 use http_body::{Body as _, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
+use pin_project_lite::pin_project;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -16,6 +17,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tower::util::Oneshot;
 use tower::{Service, ServiceExt};
 
 /// The number of headers hyper 1 accepts when not told otherwise.
@@ -68,7 +70,7 @@ pub(crate) async fn serve<M, A, B>(
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let graceful = GracefulShutdown::new();
+    let drain = Drain::new();
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(bounds.header_timeout)
@@ -101,7 +103,7 @@ pub(crate) async fn serve<M, A, B>(
         let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
             call_now(app.clone(), req.map(body))
         });
-        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        let conn = drain.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
@@ -110,7 +112,7 @@ pub(crate) async fn serve<M, A, B>(
     }
     drop(listener);
     tracing::info!("shutting down: no new connections; finishing requests in flight");
-    if tokio::time::timeout(bounds.drain_timeout, graceful.shutdown())
+    if tokio::time::timeout(bounds.drain_timeout, drain.shutdown())
         .await
         .is_err()
     {
@@ -125,24 +127,48 @@ pub(crate) async fn serve<M, A, B>(
 /// bytes of its head, so hyper allocates a new read buffer (8 kB) instead of
 /// reusing its own: one allocation per request. A service that is not
 /// ready is called once it is, as `oneshot` does.
-fn call_now<A, B>(
-    mut app: A,
-    request: axum::extract::Request,
-) -> impl Future<Output = Result<http::Response<B>, Infallible>>
+fn call_now<A, B>(mut app: A, request: axum::extract::Request) -> CallNow<A>
 where
     A: Service<axum::extract::Request, Response = http::Response<B>, Error = Infallible>,
 {
     // Asked without a waker: if it is not ready, `oneshot` asks again with one.
     let mut cx = Context::from_waker(Waker::noop());
-    let called = match app.poll_ready(&mut cx) {
-        Poll::Ready(Ok(())) => Ok(app.call(request)),
+    match app.poll_ready(&mut cx) {
+        Poll::Ready(Ok(())) => CallNow::Called {
+            answer: app.call(request),
+        },
         Poll::Ready(Err(never)) => match never {},
-        Poll::Pending => Err((app, request)),
-    };
-    async move {
-        match called {
-            Ok(answer) => answer.await,
-            Err((app, request)) => app.oneshot(request).await,
+        Poll::Pending => CallNow::Waiting {
+            oneshot: app.oneshot(request),
+        },
+    }
+}
+
+pin_project! {
+    /// The answer of [`call_now`]: the service's future, polled where it
+    /// was made (an `async` block holding it moved it out on its first
+    /// poll: a copy of the whole future, the layer's statuses with it, per
+    /// request), or `oneshot`'s for a service that was not ready.
+    #[project = CallNowProjection]
+    enum CallNow<A>
+    where
+        A: Service<axum::extract::Request>,
+    {
+        Called { #[pin] answer: A::Future },
+        Waiting { #[pin] oneshot: Oneshot<A, axum::extract::Request> },
+    }
+}
+
+impl<A, B> Future for CallNow<A>
+where
+    A: Service<axum::extract::Request, Response = http::Response<B>, Error = Infallible>,
+{
+    type Output = Result<http::Response<B>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            CallNowProjection::Called { answer } => answer.poll(cx),
+            CallNowProjection::Waiting { oneshot } => oneshot.poll(cx),
         }
     }
 }
