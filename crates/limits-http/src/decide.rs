@@ -154,13 +154,15 @@ pub(crate) fn prepare<S, K>(
         Some(path) => Cow::Borrowed(path.as_str()),
         None => match_path(parts.uri.path()),
     };
-    let rules: SmallVec<[usize; 4]> = policy
-        .rules
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.matches(&parts.method, &path))
-        .map(|(i, _)| i)
-        .collect();
+    // Pushed one by one: `collect` into a `SmallVec` goes through its
+    // `extend`, which reserves from the iterator's size hint first (about
+    // 100 instructions per request more, for one rule).
+    let mut rules: SmallVec<[usize; 4]> = SmallVec::new();
+    for (i, rule) in policy.rules.iter().enumerate() {
+        if rule.matches(&parts.method, &path) {
+            rules.push(i);
+        }
+    }
     drop(path);
     if rules.is_empty() {
         return Prepared::Unmatched;
