@@ -30,6 +30,7 @@
 
 pub mod config;
 mod drain;
+mod header_timeout;
 mod listener;
 mod metrics;
 mod proxy;

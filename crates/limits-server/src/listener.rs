@@ -1,14 +1,22 @@
 //! Accepting connections with bounds a client cannot push past: header size
 //! and count, time to send headers (slowloris; it also closes idle
 //! keep-alive connections), and a graceful drain on shutdown.
+//!
+//! The time to send headers is not hyper's `header_read_timeout`, which
+//! sets a timer per request, but [`header_timeout`](crate::header_timeout):
+//! one sweep per listener every quarter of the timeout, and two counts per
+//! connection. A connection is closed between T and 1.25 T after it began
+//! to wait for a request head (T the timeout), never while it is answering
+//! a request.
 
 use crate::drain::Drain;
+use crate::header_timeout::{Answer, Guarded, WatchedIo, Watches};
 use bytes::Bytes;
 use http_body::{Body as _, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use pin_project_lite::pin_project;
 use std::convert::Infallible;
 use std::future::Future;
@@ -27,7 +35,13 @@ const HYPER_MAX_HEADERS: usize = 100;
 #[derive(Clone, Copy, Debug)]
 pub struct Bounds {
     /// Longest wait for a request's headers (and for the next request on an
-    /// idle keep-alive connection).
+    /// idle keep-alive connection), counted from the connection's accept or
+    /// from its previous response written in full. A connection waiting
+    /// longer is closed between this and 1.25 times this after it began to
+    /// wait (checked every quarter of it; later only if the runtime is
+    /// late), never sooner, and never while a request is being answered
+    /// (the service running, reading the request's body, or the response's
+    /// body being written, however long).
     pub header_timeout: Duration,
     /// Read buffer per connection: a request head must fit in it.
     pub max_head_bytes: usize,
@@ -71,9 +85,11 @@ pub(crate) async fn serve<M, A, B>(
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let drain = Drain::new();
+    let watches = Watches::start(bounds.header_timeout);
     let mut http = http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(bounds.header_timeout)
+    // No timer, no timeout of hyper's: its header timeout sets a timer per
+    // request (about 1,600 instructions); `watches` bounds the wait.
+    http.header_read_timeout(None)
         .max_buf_size(bounds.max_head_bytes.max(8192))
         // One buffer per response (head and a small body copied together)
         // and one `write`, not a `writev` of a queue of buffers: 3-5% less
@@ -100,10 +116,16 @@ pub(crate) async fn serve<M, A, B>(
             () = &mut shutdown => break,
         };
         let app = per_connection(peer);
-        let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-            call_now(app.clone(), req.map(body))
-        });
-        let conn = drain.watch(http.serve_connection(TokioIo::new(stream), service));
+        let watch = watches.watch();
+        let service = {
+            let watch = watch.clone();
+            hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+                watch.head();
+                Answer::new(call_now(app.clone(), req.map(body)), watch.clone())
+            })
+        };
+        let io = WatchedIo::new(TokioIo::new(stream), watch.clone());
+        let conn = Guarded::new(drain.watch(http.serve_connection(io, service)), watch);
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
