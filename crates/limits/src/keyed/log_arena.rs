@@ -133,7 +133,7 @@ impl Arena {
             ((start + size) * unit) as u64 <= 1 << 32,
             "a shard's log arena past 2^32 entries (32 GiB)"
         );
-        self.entries.resize((start + size) * unit, 0);
+        self.extend_to((start + size) * unit);
         let mut u = end;
         while u < start {
             let c = (u.trailing_zeros().min(MOST_CLASS)).min((start - u).ilog2());
@@ -162,9 +162,22 @@ impl Arena {
         }
         inside.by_ref().for_each(|(c, buddy)| self.unlink(c, buddy));
         if end > len {
-            self.entries.resize(end * unit, 0);
+            self.extend_to(end * unit);
         }
         true
+    }
+
+    /// Lengthens the arena to `entries`, its capacity a power of two (as a
+    /// `Vec` doubling from empty has): one shrunk to a small size that is
+    /// not one would otherwise double from it, to 3 or 5 times a power of
+    /// two, half of it unused.
+    fn extend_to(&mut self, entries: usize) {
+        if entries > self.entries.capacity() {
+            let len = self.entries.len();
+            self.entries
+                .reserve_exact(entries.next_power_of_two() - len);
+        }
+        self.entries.resize(entries, 0);
     }
 
     /// Gives back the block of `2^class` units at entry `at`.
@@ -219,7 +232,13 @@ impl Arena {
         }
         let len = self.entries.len();
         if self.entries.capacity() > 64 && len < self.entries.capacity() / 4 {
-            self.entries.shrink_to(len * 2);
+            // A power of two, as `extend_to` keeps it (none when empty).
+            let keep = if len == 0 {
+                0
+            } else {
+                (len * 2).next_power_of_two()
+            };
+            self.entries.shrink_to(keep);
             for (class, bits) in self.free.iter_mut().enumerate() {
                 // No block past the end is free: those bits are all clear.
                 bits.truncate(((len / unit) >> class).div_ceil(64));
