@@ -314,48 +314,5 @@ impl Arena {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::Arena;
-
-    #[test]
-    fn blocks_split_merge_and_the_end_is_given_back() {
-        let mut arena = Arena::new(1);
-        let a = arena.alloc(1);
-        let b = arena.alloc(1);
-        assert_eq!((a, b), (0, 2));
-        let c = arena.alloc(2);
-        assert_eq!(c, 4);
-        arena.release(a, 1);
-        // b's buddy is free: they merge into a block of 4 at 0, which a
-        // request of class 2 takes.
-        arena.release(b, 1);
-        assert_eq!(arena.alloc(2), 0);
-        // A class-3 block must start at 8; nothing is free before it.
-        assert_eq!(arena.alloc(3), 8);
-        assert_eq!(arena.entries.len(), 16);
-        arena.release(8, 3);
-        assert_eq!(arena.entries.len(), 8);
-        arena.release(4, 2);
-        arena.release(0, 2);
-        assert_eq!(arena.entries.len(), 0);
-        // A gap before an aligned block is freed and taken first.
-        let one = arena.alloc(1);
-        let eight = arena.alloc(3);
-        assert_eq!((one, eight), (0, 8));
-        assert_eq!(arena.alloc(1), 2);
-        assert_eq!(arena.alloc(2), 4);
-        assert_eq!(arena.entries.len(), 16);
-        // In place: into a free buddy or past the end, not into a used one.
-        assert!(!arena.grow_in_place(8, 3, 4), "8 is not aligned to 16");
-        assert!(!arena.grow_in_place(0, 1, 2), "2 is in use");
-        arena.release(2, 1);
-        assert!(arena.grow_in_place(0, 1, 2));
-        assert!(!arena.grow_in_place(0, 2, 3), "4 is in use");
-        arena.release(4, 2);
-        arena.release(8, 3);
-        assert_eq!(arena.entries.len(), 4);
-        assert!(arena.grow_in_place(0, 2, 4));
-        assert_eq!(arena.entries.len(), 16);
-        assert_eq!(arena.alloc(1), 16);
-    }
-}
+#[path = "log_arena_tests.rs"]
+mod tests;
