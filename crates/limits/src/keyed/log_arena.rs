@@ -232,12 +232,14 @@ impl Arena {
         }
         let len = self.entries.len();
         if self.entries.capacity() > 64 && len < self.entries.capacity() / 4 {
-            // A power of two, as `extend_to` keeps it (none when empty).
-            let keep = if len == 0 {
-                0
-            } else {
-                (len * 2).next_power_of_two()
-            };
+            // A power of two, as `extend_to` keeps it, and 64 entries at
+            // least: an allocation is never given back whole. glibc frees
+            // a large one by unmapping it and raises its threshold for
+            // mapping to its size, so the next growth of either arena (the
+            // bench's keys all move from one to the other each pass) would
+            // be on the heap, whose freed chunks stay resident; shrunk
+            // (`mremap`), it stays a mapping, and grows as one.
+            let keep = (len * 2).next_power_of_two().max(64);
             self.entries.shrink_to(keep);
             for (class, bits) in self.free.iter_mut().enumerate() {
                 // No block past the end is free: those bits are all clear.
