@@ -88,6 +88,27 @@ impl LogHeld {
         )
     }
 
+    /// The handle held, known to be a ring's: its family read without
+    /// testing the shape.
+    #[inline(always)]
+    fn ring_handle(&self) -> Handle {
+        let high = u32::from_le_bytes(self.high);
+        let head = u32::from_le_bytes(self.head);
+        Handle::new(
+            u32::from_le_bytes(self.at),
+            head & !(1 << THREE),
+            high & LEN_MASK,
+            high >> LEN_BITS,
+            head >> THREE,
+        )
+    }
+
+    /// Whether the log is a ring.
+    #[inline(always)]
+    fn is_ring(&self) -> bool {
+        u32::from_le_bytes(self.high) >> LEN_BITS != 0
+    }
+
     /// Holds `h` (whose length fits: at most L).
     #[inline(always)]
     fn set(&mut self, h: Handle) {
@@ -131,13 +152,15 @@ fn retry(wait: Option<u64>) -> RetryAfter {
 macro_rules! with_view {
     ($held:expr, $arena:expr, |$view:ident| $body:expr) => {{
         let held: &mut LogHeld = $held;
-        let h = held.handle();
-        if h.class != 0 {
+        if held.is_ring() {
+            let h = held.ring_handle();
             let mut $view = View::<true>::new($arena, h);
             let out = $body;
             held.set($view.h);
             out
         } else {
+            // Inline: the head word is the entry's high half (family 0).
+            let h = held.handle();
             let mut $view = View::<false>::new($arena, h);
             let out = $body;
             held.set($view.h);

@@ -86,8 +86,9 @@ impl Handle {
     /// its size).
     #[inline(always)]
     pub fn index(&self, i: usize) -> usize {
-        let (j, size) = (self.head as usize + i, self.size as usize);
-        self.at as usize + if j >= size { j - size } else { j }
+        // In `u32`: `i` and the head are below the size, at most 2^27.
+        let j = self.head + i as u32;
+        self.at as usize + if j >= self.size { j - self.size } else { j } as usize
     }
 
     /// The `i`-th oldest entry (`i < len`).
