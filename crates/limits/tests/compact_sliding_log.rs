@@ -232,9 +232,19 @@ fn evicted_and_replaced_keys_give_their_rings_back() {
     }
     assert!(keyed.evictions() >= 29 * 200, "{}", keyed.evictions());
     // Settled (a ring leaked per eviction would add about 13 kB a round),
-    // within a tenth of the first round's.
-    assert!(held[15..].iter().all(|&b| b == held[15]), "{held:?}");
-    assert!(held[15] <= held[0] * 11 / 10, "{held:?}");
+    // each round from the 16th within a tenth of a new limiter's holding
+    // the last round's keys (eviction keeps the heavier keys, so the keys
+    // held are not the first round's: mostly logs of 16, and the small
+    // rings of the few others move the arena of threes by a few hundred
+    // bytes until round 24).
+    assert!(held[25..].iter().all(|&b| b == held[25]), "{held:?}");
+    let fresh = limiter(&rule, 0, Some(200));
+    assert_eq!(fresh.import(keyed.export()), 200);
+    let fresh = fresh.memory().bytes;
+    assert!(
+        held[15..].iter().all(|&b| b <= fresh * 11 / 10),
+        "{held:?} against {fresh}"
+    );
 }
 
 #[test]

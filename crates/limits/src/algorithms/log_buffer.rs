@@ -44,8 +44,8 @@ pub(crate) trait Log {
     /// The capacity to grow to for `needed` entries (more than the
     /// capacity) under a limit of `limit`: by default at least double, to
     /// `2^k + 1` entries, never past L (`SlidingLog::grow` says why); a log
-    /// whose sizes are powers of two (the keyed arena's,
-    /// `keyed/log_arena.rs`) says its own.
+    /// whose sizes are its own (the keyed arena's 2, 3, 4, 6, 8, 12, ...,
+    /// `keyed/log_view.rs`) says its own.
     fn room_for(&self, needed: usize, limit: u64) -> usize {
         let target = needed
             .max(self.capacity() * 2)

@@ -51,8 +51,8 @@ impl SlidingLog {
     /// entries; one of 3 takes 32). A first entry is held inline (capacity
     /// 1, no allocation), so the second moves it to a ring of 3, the fourth
     /// to 9, the tenth to 33 (the log's [`Log::room_for`]: the keyed
-    /// arena's rings are powers of two, `keyed/log_view.rs`). Out of line:
-    /// most records fit.
+    /// arena's rings are 2, 3, 4, 6, 8, 12, ..., `keyed/log_view.rs`). Out
+    /// of line: most records fit.
     #[cold]
     #[inline(never)]
     fn grow<L: Log>(&self, log: &mut L, needed: usize) {

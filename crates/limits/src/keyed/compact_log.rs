@@ -6,10 +6,12 @@
 //! more holds a malloc chunk of its own: 8 bytes of header and the chunk's
 //! rounding beside its entries. Here the state is 12 bytes beside the
 //! key's marks ([`LogHeld`], as the other compact tables'): one entry
-//! inline, or a handle to a ring in the shard's [`Arena`] (a `u32` offset,
+//! inline, or a handle to a ring in the shard's [`Arenas`] (a `u32` offset,
 //! the head, the length, the size's class), whose blocks are the entries
-//! alone, in powers of two from 2. So a key costs its slot and 8 bytes per
-//! entry held, rounded up to a power of two from the second entry.
+//! alone, of 2, 3, 4, 6, 8, 12, ... entries (powers of two in one arena,
+//! three times them in the other). So a key costs its slot and 8 bytes per
+//! entry held, rounded up to the next of those sizes from the second entry
+//! (at most half again the entries).
 //!
 //! Every function is the algorithm's own (`SlidingLog::decide_log`,
 //! `admit_log`, ...), on a view of the handle and the arena
@@ -21,8 +23,8 @@
 //! import writes them.
 
 use super::kind::Kind;
-use super::log_arena::Arena;
-use super::log_view::{Handle, View};
+use super::log_arena::Arenas;
+use super::log_view::{shape, Handle, View};
 use super::slot::{Held, Marks};
 use crate::algorithms::{SlidingLog, SlidingLogState};
 use crate::rule::Admission;
@@ -35,6 +37,10 @@ const LEN_BITS: u32 = 27;
 
 /// The longest log a handle holds.
 const LEN_MASK: u32 = (1 << LEN_BITS) - 1;
+
+/// A ring's head word's top bit: the ring is in the arena of threes (its
+/// head is below its size, at most 2^27).
+const THREE: u32 = 31;
 
 /// A single-rate sliding log whose L fits a handle: its table holds
 /// [`LogHeld`] states.
@@ -51,8 +57,9 @@ impl CompactLog {
 
 /// A log's handle in 12 bytes and the key's marks: 16 bytes, alignment 1.
 /// `at` and `head` are the ring's offset and head, or the inline entry's
-/// low and high halves; `high` the length and (above it) the class. Each
-/// field is read and written whole, with no branch on the shape.
+/// low and high halves; `high` the length and (above it) the class; a
+/// ring's `head` has its family in its top bit ([`THREE`]). Each field is
+/// read and written whole, with no branch on the shape.
 /// Not `Clone`: two copies of a handle would give its ring back twice.
 #[repr(C)]
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -68,25 +75,51 @@ impl LogHeld {
     #[inline(always)]
     fn handle(&self) -> Handle {
         let high = u32::from_le_bytes(self.high);
+        let class = high >> LEN_BITS;
+        let head = u32::from_le_bytes(self.head);
+        // Inline (class 0), the head word is the entry's high half.
+        let three = (head >> THREE) & u32::from(class != 0);
         Handle::new(
             u32::from_le_bytes(self.at),
-            u32::from_le_bytes(self.head),
+            head ^ (three << THREE),
+            high & LEN_MASK,
+            class,
+            three,
+        )
+    }
+
+    /// The handle held, known to be a ring's: its family read without
+    /// testing the shape.
+    #[inline(always)]
+    fn ring_handle(&self) -> Handle {
+        let high = u32::from_le_bytes(self.high);
+        let head = u32::from_le_bytes(self.head);
+        Handle::new(
+            u32::from_le_bytes(self.at),
+            head & !(1 << THREE),
             high & LEN_MASK,
             high >> LEN_BITS,
+            head >> THREE,
         )
+    }
+
+    /// Whether the log is a ring.
+    #[inline(always)]
+    fn is_ring(&self) -> bool {
+        u32::from_le_bytes(self.high) >> LEN_BITS != 0
     }
 
     /// Holds `h` (whose length fits: at most L).
     #[inline(always)]
     fn set(&mut self, h: Handle) {
         self.at = h.at.to_le_bytes();
-        self.head = h.head.to_le_bytes();
+        self.head = (h.head | (h.three << THREE)).to_le_bytes();
         self.high = (h.len | (h.class << LEN_BITS)).to_le_bytes();
     }
 }
 
 impl Held for LogHeld {
-    type Store = Arena;
+    type Store = Arenas;
 
     #[inline(always)]
     fn marks(&mut self) -> &mut Marks {
@@ -95,16 +128,16 @@ impl Held for LogHeld {
 
     /// Gives the ring back; the log is left empty.
     #[inline(always)]
-    fn release(&mut self, arena: &mut Arena) {
+    fn release(&mut self, arenas: &mut Arenas) {
         let h = self.handle();
         if h.class != 0 {
-            arena.release(h.at, h.class);
+            arenas.pick(h.three).0.release(h.at, h.block());
         }
         self.set(Handle::inline(0, 0));
     }
 
-    fn store_bytes(arena: &Arena) -> usize {
-        arena.bytes()
+    fn store_bytes(arenas: &Arenas) -> usize {
+        arenas.bytes()
     }
 }
 
@@ -119,14 +152,16 @@ fn retry(wait: Option<u64>) -> RetryAfter {
 macro_rules! with_view {
     ($held:expr, $arena:expr, |$view:ident| $body:expr) => {{
         let held: &mut LogHeld = $held;
-        let h = held.handle();
-        if h.class != 0 {
-            let mut $view = View::<true> { arena: $arena, h };
+        if held.is_ring() {
+            let h = held.ring_handle();
+            let mut $view = View::<true>::new($arena, h);
             let out = $body;
             held.set($view.h);
             out
         } else {
-            let mut $view = View::<false> { arena: $arena, h };
+            // Inline: the head word is the entry's high half (family 0).
+            let h = held.handle();
+            let mut $view = View::<false>::new($arena, h);
             let out = $body;
             held.set($view.h);
             out
@@ -147,7 +182,7 @@ impl Kind for CompactLog {
     fn decide(
         &self,
         held: &mut LogHeld,
-        arena: &mut Arena,
+        arena: &mut Arenas,
         now: u64,
         cost: u64,
         mode: Mode,
@@ -161,7 +196,7 @@ impl Kind for CompactLog {
     }
 
     #[inline(always)]
-    fn admit(&self, held: &mut LogHeld, arena: &mut Arena, now: u64, cost: u64) -> Admission {
+    fn admit(&self, held: &mut LogHeld, arena: &mut Arenas, now: u64, cost: u64) -> Admission {
         let (verdict, idle) =
             with_view!(held, arena, |view| self.0.admit_log(&mut view, now, cost));
         Admission {
@@ -172,13 +207,13 @@ impl Kind for CompactLog {
 
     /// The newest entry read, nothing written (as `SlidingLog::is_idle`).
     #[inline(always)]
-    fn is_idle(&self, held: &mut LogHeld, arena: &mut Arena, now: u64) -> bool {
+    fn is_idle(&self, held: &mut LogHeld, arena: &mut Arenas, now: u64) -> bool {
         let h = held.handle();
-        let view = View::<false> { arena, h };
+        let view = View::<false>::new(arena, h);
         self.0.is_idle_log(&view, now)
     }
 
-    fn used_permille(&self, _rule: &Rule, held: &mut LogHeld, arena: &mut Arena, now: u64) -> u16 {
+    fn used_permille(&self, _rule: &Rule, held: &mut LogHeld, arena: &mut Arenas, now: u64) -> u16 {
         with_view!(held, arena, |view| self.0.used_permille_log(&mut view, now))
     }
 
@@ -187,13 +222,13 @@ impl Kind for CompactLog {
         0
     }
 
-    fn encode(&self, rule: &Rule, held: &LogHeld, arena: &Arena) -> Vec<u64> {
+    fn encode(&self, rule: &Rule, held: &LogHeld, arena: &Arenas) -> Vec<u64> {
         let h = held.handle();
         let log: SlidingLogState = (0..h.len as usize).map(|i| h.entry(arena, i)).collect();
         rule.encode_state(&SlidingLog::into_key_state(log))
     }
 
-    fn load(&self, state: KeyState, arena: &mut Arena) -> Option<LogHeld> {
+    fn load(&self, state: KeyState, arena: &mut Arenas) -> Option<LogHeld> {
         let log = SlidingLog::from_key_state(state)?;
         let len = u32::try_from(log.len()).ok().filter(|&n| n <= LEN_MASK)?;
         let mut held = LogHeld::default();
@@ -201,12 +236,13 @@ impl Kind for CompactLog {
             held.set(Handle::inline(log.front().unwrap_or(0), len));
             return Some(held);
         }
-        let class = log.len().next_power_of_two().trailing_zeros();
-        let at = arena.alloc(class);
+        let (class, three) = shape(log.len());
+        let here = arena.pick(three).0;
+        let at = here.alloc(class - three);
         for (i, entry) in log.iter().enumerate() {
-            arena.entries[at as usize + i] = entry;
+            here.entries[at as usize + i] = entry;
         }
-        held.set(Handle::new(at, 0, len, class));
+        held.set(Handle::new(at, 0, len, class, three));
         Some(held)
     }
 }
@@ -218,7 +254,7 @@ const _: () = assert!(std::mem::size_of::<super::slot::Slot<u64, LogHeld>>() == 
 mod tests {
     use super::{CompactLog, Kind, LogHeld};
     use crate::algorithms::SlidingLog;
-    use crate::keyed::log_arena::Arena;
+    use crate::keyed::log_arena::Arenas;
     use crate::{Algorithm, Mode, Rate, Rule};
     use std::time::Duration;
 
@@ -233,7 +269,7 @@ mod tests {
             let compact = CompactLog::new(SlidingLog::new(rate), &rule).unwrap();
             // The log of `n` entries, in a table's arena and as the rule's.
             let make = |n: u64| {
-                let (mut arena, mut held) = (Arena::default(), LogHeld::default());
+                let (mut arena, mut held) = (Arenas::default(), LogHeld::default());
                 let mut state = rule.new_state();
                 for i in 0..n {
                     let t = 100 + i * 37;

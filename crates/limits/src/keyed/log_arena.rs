@@ -17,8 +17,18 @@
 //! class. A free block at the end of the arena is cut off, and the
 //! allocation shrinks when it is mostly unused.
 //!
-//! Offsets are `u32`: a shard's arena holds at most 2^32 entries (32 GiB),
-//! past which it stops the process as running out of memory would.
+//! Rings of `3·2^k` entries (3, 6, 12, ...: a log between two powers of
+//! two pays for at most half again its entries, not twice them) live in a
+//! second arena of the same kind whose unit is 3 entries ([`Arenas`]): a
+//! block of class `k` there is `2^k` units. A `3·2^k` ring carved out of
+//! a power-of-two block would leave a quarter of it free, which only a
+//! smaller ring can take: a table of keys that all hold 3 entries would
+//! still pay for 4. In a block of its own size it pays for its entries.
+//!
+//! Offsets are `u32` entries: an arena holds at most 2^32 entries (32
+//! GiB), past which it stops the process as running out of memory would.
+//! Inside, the buddy system counts in units (`u`); its public functions
+//! take and give offsets in entries.
 
 /// The largest class: blocks of up to 2^27 entries.
 pub(crate) const MOST_CLASS: u32 = 27;
@@ -26,11 +36,48 @@ pub(crate) const MOST_CLASS: u32 = 27;
 /// No block: the end of a free list.
 const NONE: u32 = u32::MAX;
 
-/// A shard's blocks of log entries.
+/// A shard's two arenas: rings of `2^c` entries, and of `3·2^k`.
+#[derive(Debug)]
+pub(crate) struct Arenas {
+    /// Blocks of `2^c` entries.
+    pub(crate) two: Arena,
+    /// Blocks of `2^k` units of 3 entries.
+    pub(crate) three: Arena,
+}
+
+impl Default for Arenas {
+    fn default() -> Arenas {
+        Arenas {
+            two: Arena::new(1),
+            three: Arena::new(3),
+        }
+    }
+}
+
+impl Arenas {
+    /// The arena of the family `three` (0 or 1), and the other one.
+    #[inline(always)]
+    pub(crate) fn pick(&mut self, three: u32) -> (&mut Arena, &mut Arena) {
+        if three != 0 {
+            (&mut self.three, &mut self.two)
+        } else {
+            (&mut self.two, &mut self.three)
+        }
+    }
+
+    /// Bytes held by both.
+    pub(crate) fn bytes(&self) -> usize {
+        self.two.bytes() + self.three.bytes()
+    }
+}
+
+/// A shard's blocks of log entries, in units of `unit` entries.
 #[derive(Debug)]
 pub(crate) struct Arena {
     /// The entries; each block is a run of them.
     pub(crate) entries: Vec<u64>,
+    /// Entries per unit: 1, or 3.
+    unit: u32,
     /// Per class, the first free block's offset (or [`NONE`]).
     heads: [u32; MOST_CLASS as usize + 1],
     /// Bit `c` set when class `c` has a free block: the smallest free
@@ -40,53 +87,58 @@ pub(crate) struct Arena {
     free: [Vec<u64>; MOST_CLASS as usize + 1],
 }
 
-impl Default for Arena {
-    fn default() -> Arena {
+impl Arena {
+    /// An empty arena whose blocks are `2^c` units of `unit` entries.
+    pub(crate) fn new(unit: u32) -> Arena {
         Arena {
             entries: Vec::new(),
+            unit,
             heads: [NONE; MOST_CLASS as usize + 1],
             nonempty: 0,
             free: Default::default(),
         }
     }
-}
 
-impl Arena {
-    /// A block of `2^class` entries (`1 <= class <= MOST_CLASS`): its
-    /// offset. Its entries are whatever they were.
+    /// The arena's length in units.
+    #[inline(always)]
+    fn units(&self) -> usize {
+        self.entries.len() / self.unit as usize
+    }
+
+    /// A block of `2^class` units (`class <= MOST_CLASS`): its offset in
+    /// entries. Its entries are whatever they were.
     pub(crate) fn alloc(&mut self, class: u32) -> u32 {
         let free = self.nonempty >> class;
         if free == 0 {
-            return self.bump(class);
+            return self.bump(class) * self.unit;
         }
         let c = class + free.trailing_zeros();
-        let at = self.heads[c as usize];
-        self.unlink(c, at);
+        let u = self.heads[c as usize];
+        self.unlink(c, u);
         // Split down to the class asked for: the upper halves free.
         for lower in (class..c).rev() {
-            self.push(lower, at + (1 << lower));
+            self.push(lower, u + (1 << lower));
         }
-        at
+        u * self.unit
     }
 
-    /// A new block of `2^class` entries at the end, aligned to its size;
-    /// the gap before it (smaller blocks) is freed.
+    /// A new block of `2^class` units at the end, aligned to its size; the
+    /// gap before it (smaller blocks) is freed. Its offset in units.
     fn bump(&mut self, class: u32) -> u32 {
         let size = 1usize << class;
-        let end = self.entries.len();
+        let end = self.units();
         let start = end.next_multiple_of(size);
+        let unit = self.unit as usize;
         assert!(
-            (start + size) as u64 <= 1 << 32,
+            ((start + size) * unit) as u64 <= 1 << 32,
             "a shard's log arena past 2^32 entries (32 GiB)"
         );
-        self.entries.resize(start + size, 0);
-        let mut at = end;
-        while at < start {
-            let c = (at.trailing_zeros().min(MOST_CLASS))
-                .min((start - at).ilog2())
-                .max(1);
-            self.release(at as u32, c);
-            at += 1 << c;
+        self.extend_to((start + size) * unit);
+        let mut u = end;
+        while u < start {
+            let c = (u.trailing_zeros().min(MOST_CLASS)).min((start - u).ilog2());
+            self.release_units(u as u32, c);
+            u += 1 << c;
         }
         start as u32
     }
@@ -97,9 +149,9 @@ impl Arena {
     /// block held while the first is moved (a table of keys growing one
     /// after the other then packs its blocks end to end). Whether it did.
     pub(crate) fn grow_in_place(&mut self, at: u32, from: u32, to: u32) -> bool {
-        let len = self.entries.len();
+        let (at, len, unit) = (at / self.unit, self.units(), self.unit as usize);
         let end = at as usize + (1 << to);
-        if at & ((1 << to) - 1) != 0 || end as u64 > 1 << 32 {
+        if at & ((1 << to) - 1) != 0 || (end * unit) as u64 > 1 << 32 {
             return false;
         }
         // The buddies below the end must all be free before any is taken.
@@ -110,13 +162,31 @@ impl Arena {
         }
         inside.by_ref().for_each(|(c, buddy)| self.unlink(c, buddy));
         if end > len {
-            self.entries.resize(end, 0);
+            self.extend_to(end * unit);
         }
         true
     }
 
-    /// Gives back the block of `2^class` entries at `at`.
+    /// Lengthens the arena to `entries`, its capacity a power of two (as a
+    /// `Vec` doubling from empty has): one shrunk to a small size that is
+    /// not one would otherwise double from it, to 3 or 5 times a power of
+    /// two, half of it unused.
+    fn extend_to(&mut self, entries: usize) {
+        if entries > self.entries.capacity() {
+            let len = self.entries.len();
+            self.entries
+                .reserve_exact(entries.next_power_of_two() - len);
+        }
+        self.entries.resize(entries, 0);
+    }
+
+    /// Gives back the block of `2^class` units at entry `at`.
     pub(crate) fn release(&mut self, at: u32, class: u32) {
+        self.release_units(at / self.unit, class);
+    }
+
+    /// Gives back the block of `2^class` units at unit `at`.
+    fn release_units(&mut self, at: u32, class: u32) {
         let (mut at, mut class) = (at, class);
         while class < MOST_CLASS {
             let buddy = at ^ (1 << class);
@@ -127,8 +197,8 @@ impl Arena {
             at = at.min(buddy);
             class += 1;
         }
-        if at as usize + (1 << class) == self.entries.len() {
-            self.entries.truncate(at as usize);
+        if at as usize + (1 << class) == self.units() {
+            self.entries.truncate(at as usize * self.unit as usize);
             self.trim();
         } else {
             self.push(class, at);
@@ -143,9 +213,10 @@ impl Arena {
     /// Cuts free blocks off the end, then gives the allocation back if
     /// three quarters of it are unused.
     fn trim(&mut self) {
+        let unit = self.unit as usize;
         'cut: loop {
-            let len = self.entries.len();
-            for class in 1..=MOST_CLASS {
+            let len = self.units();
+            for class in 0..=MOST_CLASS {
                 let size = 1usize << class;
                 if len < size || len % size != 0 {
                     break;
@@ -153,7 +224,7 @@ impl Arena {
                 let at = (len - size) as u32;
                 if self.is_free(class, at) {
                     self.unlink(class, at);
-                    self.entries.truncate(at as usize);
+                    self.entries.truncate(at as usize * unit);
                     continue 'cut;
                 }
             }
@@ -161,10 +232,18 @@ impl Arena {
         }
         let len = self.entries.len();
         if self.entries.capacity() > 64 && len < self.entries.capacity() / 4 {
-            self.entries.shrink_to(len * 2);
+            // A power of two, as `extend_to` keeps it, and 64 entries at
+            // least: an allocation is never given back whole. glibc frees
+            // a large one by unmapping it and raises its threshold for
+            // mapping to its size, so the next growth of either arena (the
+            // bench's keys all move from one to the other each pass) would
+            // be on the heap, whose freed chunks stay resident; shrunk
+            // (`mremap`), it stays a mapping, and grows as one.
+            let keep = (len * 2).next_power_of_two().max(64);
+            self.entries.shrink_to(keep);
             for (class, bits) in self.free.iter_mut().enumerate() {
                 // No block past the end is free: those bits are all clear.
-                bits.truncate((len >> class).div_ceil(64));
+                bits.truncate(((len / unit) >> class).div_ceil(64));
                 bits.shrink_to_fit();
             }
         }
@@ -192,14 +271,15 @@ impl Arena {
         }
     }
 
-    /// The free block at `at`'s links: (previous, next).
+    /// The free block at unit `at`'s links: (previous, next), in units.
     fn links(&self, at: u32) -> (u32, u32) {
-        let word = self.entries[at as usize];
+        let word = self.entries[at as usize * self.unit as usize];
         ((word >> 32) as u32, word as u32)
     }
 
     fn set_links(&mut self, at: u32, (previous, next): (u32, u32)) {
-        self.entries[at as usize] = (u64::from(previous) << 32) | u64::from(next);
+        self.entries[at as usize * self.unit as usize] =
+            (u64::from(previous) << 32) | u64::from(next);
     }
 
     /// Puts the block at `at` at the head of its class's free list.
@@ -236,48 +316,5 @@ impl Arena {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::Arena;
-
-    #[test]
-    fn blocks_split_merge_and_the_end_is_given_back() {
-        let mut arena = Arena::default();
-        let a = arena.alloc(1);
-        let b = arena.alloc(1);
-        assert_eq!((a, b), (0, 2));
-        let c = arena.alloc(2);
-        assert_eq!(c, 4);
-        arena.release(a, 1);
-        // b's buddy is free: they merge into a block of 4 at 0, which a
-        // request of class 2 takes.
-        arena.release(b, 1);
-        assert_eq!(arena.alloc(2), 0);
-        // A class-3 block must start at 8; nothing is free before it.
-        assert_eq!(arena.alloc(3), 8);
-        assert_eq!(arena.entries.len(), 16);
-        arena.release(8, 3);
-        assert_eq!(arena.entries.len(), 8);
-        arena.release(4, 2);
-        arena.release(0, 2);
-        assert_eq!(arena.entries.len(), 0);
-        // A gap before an aligned block is freed and taken first.
-        let one = arena.alloc(1);
-        let eight = arena.alloc(3);
-        assert_eq!((one, eight), (0, 8));
-        assert_eq!(arena.alloc(1), 2);
-        assert_eq!(arena.alloc(2), 4);
-        assert_eq!(arena.entries.len(), 16);
-        // In place: into a free buddy or past the end, not into a used one.
-        assert!(!arena.grow_in_place(8, 3, 4), "8 is not aligned to 16");
-        assert!(!arena.grow_in_place(0, 1, 2), "2 is in use");
-        arena.release(2, 1);
-        assert!(arena.grow_in_place(0, 1, 2));
-        assert!(!arena.grow_in_place(0, 2, 3), "4 is in use");
-        arena.release(4, 2);
-        arena.release(8, 3);
-        assert_eq!(arena.entries.len(), 4);
-        assert!(arena.grow_in_place(0, 2, 4));
-        assert_eq!(arena.entries.len(), 16);
-        assert_eq!(arena.alloc(1), 16);
-    }
-}
+#[path = "log_arena_tests.rs"]
+mod tests;

@@ -8,14 +8,16 @@
 //! (`View<true>`) runs straight-line ring code (a ring stays a ring, at
 //! least 2 entries, until its key is dropped), the inline shape's view
 //! (`View<false>`) chooses at each read, since its second entry moves it to
-//! a ring. Ring sizes are powers of two: the ring's index wraps by a mask.
+//! a ring. Ring sizes are the powers of two from 2 and three times them
+//! (2, 3, 4, 6, 8, 12, ...: [`shape`]), the latter in the shard's arena of
+//! threes: the ring's index wraps by a compare and a subtraction.
 
-use super::log_arena::Arena;
+use super::log_arena::{Arena, Arenas};
 use crate::algorithms::Log;
 
 /// A log's place: one entry inline (class 0: its low half in `at`, its
-/// high half in `head`), or a ring of `2^class` entries at offset `at` of
-/// the arena, `len` of them from `head`.
+/// high half in `head`), or a ring of [`size`](Handle::size) entries at
+/// offset `at` of its arena, `len` of them from `head`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Handle {
     /// The ring's offset (or the inline entry's low half).
@@ -25,29 +27,53 @@ pub(crate) struct Handle {
     pub head: u32,
     /// Entries held.
     pub len: u32,
-    /// 0 inline, else the ring's size is `2^class`.
+    /// 0 inline, else the ring's size is `2^class`, or `3·2^(class - 1)`
+    /// with `three`; its block is of class `class - three` in its arena.
     pub class: u32,
-    /// The ring's size less one (0 inline): the index wraps by it.
-    pub mask: u32,
+    /// 1 when the ring is in the arena of threes, else 0.
+    pub three: u32,
+    /// The ring's size (1 inline): the index wraps past it.
+    pub size: u32,
+}
+
+/// The ring for `capacity` (at least 2) entries: the smallest of 2, 3, 4,
+/// 6, 8, 12, ... that holds them, as `(class, three)`.
+#[inline]
+pub(crate) fn shape(capacity: usize) -> (u32, u32) {
+    let p = capacity.next_power_of_two();
+    let class = p.trailing_zeros();
+    if p >= 4 && capacity <= p / 4 * 3 {
+        (class - 1, 1)
+    } else {
+        (class, 0)
+    }
 }
 
 impl Handle {
-    /// A handle of class `class` (its mask computed once).
+    /// A handle of class `class` in family `three` (its size computed
+    /// once): `2^class`, or `3·2^(class - 1)`.
     #[inline(always)]
-    pub fn new(at: u32, head: u32, len: u32, class: u32) -> Handle {
+    pub fn new(at: u32, head: u32, len: u32, class: u32, three: u32) -> Handle {
         Handle {
             at,
             head,
             len,
             class,
-            mask: (1 << class) - 1,
+            three,
+            size: ((2 + three) << class) >> 1,
         }
     }
 
     /// An inline handle of `len` (0 or 1) entries: `entry`.
     #[inline(always)]
     pub fn inline(entry: u64, len: u32) -> Handle {
-        Handle::new(entry as u32, (entry >> 32) as u32, len, 0)
+        Handle::new(entry as u32, (entry >> 32) as u32, len, 0, 0)
+    }
+
+    /// The class of the ring's block in its arena.
+    #[inline(always)]
+    pub fn block(&self) -> u32 {
+        self.class - self.three
     }
 
     /// The inline entry.
@@ -56,34 +82,57 @@ impl Handle {
         u64::from(self.at) | (u64::from(self.head) << 32)
     }
 
-    /// The arena index of the `i`-th oldest entry of a ring.
+    /// The arena index of the `i`-th oldest entry of a ring (`i` below
+    /// its size).
     #[inline(always)]
     pub fn index(&self, i: usize) -> usize {
-        self.at as usize + ((self.head as usize + i) & self.mask as usize)
+        // In `u32`: `i` and the head are below the size, at most 2^27.
+        let j = self.head + i as u32;
+        self.at as usize + if j >= self.size { j - self.size } else { j } as usize
     }
 
     /// The `i`-th oldest entry (`i < len`).
     #[inline(always)]
-    pub fn entry(&self, arena: &Arena, i: usize) -> u64 {
+    pub fn entry(&self, arenas: &Arenas, i: usize) -> u64 {
         if self.class == 0 {
             self.word()
+        } else if self.three != 0 {
+            arenas.three.entries[self.index(i)]
         } else {
-            arena.entries[self.index(i)]
+            arenas.two.entries[self.index(i)]
         }
     }
 }
 
 /// A log as the algorithm sees it: `RING` if it is known to be a ring.
+/// `here` is its ring's arena (the twos' while inline), `there` the other.
 pub(crate) struct View<'a, const RING: bool> {
-    pub arena: &'a mut Arena,
+    pub here: &'a mut Arena,
+    pub there: &'a mut Arena,
     pub h: Handle,
 }
 
-impl<const RING: bool> View<'_, RING> {
+impl<'a, const RING: bool> View<'a, RING> {
+    /// A view of `h` in `arenas`.
+    #[inline(always)]
+    pub fn new(arenas: &'a mut Arenas, h: Handle) -> View<'a, RING> {
+        let (here, there) = arenas.pick(h.three);
+        View { here, there, h }
+    }
+
     /// Whether the log is a ring now.
     #[inline(always)]
     fn ring(&self) -> bool {
-        RING || self.h.mask != 0
+        RING || self.h.class != 0
+    }
+
+    /// The ring's arena (`here`), or the other one.
+    fn arena(&mut self, here: bool) -> &mut Arena {
+        if here {
+            self.here
+        } else {
+            self.there
+        }
     }
 }
 
@@ -95,7 +144,7 @@ impl<const RING: bool> Log for View<'_, RING> {
 
     #[inline(always)]
     fn capacity(&self) -> usize {
-        self.h.mask as usize + 1
+        self.h.size as usize
     }
 
     #[inline(always)]
@@ -103,7 +152,7 @@ impl<const RING: bool> Log for View<'_, RING> {
         if i >= self.len() {
             None
         } else if self.ring() {
-            Some(self.arena.entries[self.h.index(i)])
+            Some(self.here.entries[self.h.index(i)])
         } else {
             Some(self.h.word())
         }
@@ -115,7 +164,7 @@ impl<const RING: bool> Log for View<'_, RING> {
         if self.h.len == 0 {
             None
         } else if self.ring() {
-            Some(self.arena.entries[self.h.at as usize + self.h.head as usize])
+            Some(self.here.entries[self.h.at as usize + self.h.head as usize])
         } else {
             Some(self.h.word())
         }
@@ -130,7 +179,8 @@ impl<const RING: bool> Log for View<'_, RING> {
     fn pop_front(&mut self) {
         if self.h.len > 0 {
             if self.ring() {
-                self.h.head = (self.h.head + 1) & self.h.mask;
+                let next = self.h.head + 1;
+                self.h.head = if next == self.h.size { 0 } else { next };
             }
             self.h.len -= 1;
         }
@@ -141,7 +191,7 @@ impl<const RING: bool> Log for View<'_, RING> {
         if self.ring() {
             for _ in 0..n {
                 let at = self.h.index(self.len());
-                self.arena.entries[at] = t;
+                self.here.entries[at] = t;
                 self.h.len += 1;
             }
         } else if n > 0 {
@@ -150,58 +200,75 @@ impl<const RING: bool> Log for View<'_, RING> {
         }
     }
 
-    /// A ring of the power of two at least `capacity` (and the length),
-    /// 2 entries at least; an inline log of at most one stays inline.
+    /// A ring of the smallest size ([`shape`]) at least `capacity` (and
+    /// the length), 2 entries at least; an inline log of at most one stays
+    /// inline. Into a larger block of its own arena in place if it can,
+    /// else into a new block of the size's arena, copied.
     fn resize(&mut self, capacity: usize) {
         let capacity = capacity.max(self.len());
         if !self.ring() && capacity <= 1 {
             return;
         }
-        let class = capacity.max(2).next_power_of_two().trailing_zeros();
-        if self.ring() && class == self.h.class {
+        let (class, three) = shape(capacity.max(2));
+        let old = self.h;
+        if self.ring() && class == old.class && three == old.three {
             return;
         }
         let len = self.len();
-        if self.ring() && class > self.h.class {
-            let (at, old) = (self.h.at, self.h.class);
-            if self.arena.grow_in_place(at, old, class) {
-                // The entries that wrapped to the ring's start move past its
-                // old end: from the head on, they are in order.
-                let wrapped = (self.h.head as usize + len).saturating_sub(1 << old);
-                let at = at as usize;
-                self.arena
-                    .entries
-                    .copy_within(at..at + wrapped, at + (1 << old));
-                self.h = Handle::new(self.h.at, self.h.head, self.h.len, class);
-                return;
-            }
+        let same = three == old.three;
+        if self.ring()
+            && same
+            && class > old.class
+            && self.here.grow_in_place(old.at, old.block(), class - three)
+        {
+            // The entries that wrapped to the ring's start move past its old
+            // end: from the head on, they are in order.
+            let wrapped = (old.head as usize + len).saturating_sub(old.size as usize);
+            let at = old.at as usize;
+            self.here
+                .entries
+                .copy_within(at..at + wrapped, at + old.size as usize);
+            self.h = Handle::new(old.at, old.head, old.len, class, three);
+            return;
         }
-        let at = self.arena.alloc(class);
+        let at = self.arena(same).alloc(class - three);
+        let to = at as usize;
         if self.ring() {
             // At most two runs: from the head to the ring's end, then from
             // its start.
-            let (base, head) = (self.h.at as usize, self.h.head as usize);
-            let first = len.min(self.capacity() - head);
-            let entries = &mut self.arena.entries;
-            entries.copy_within(base + head..base + head + first, at as usize);
-            entries.copy_within(base..base + len - first, at as usize + first);
-            self.arena.release(self.h.at, self.h.class);
+            let (base, head) = (old.at as usize, old.head as usize);
+            let first = len.min(old.size as usize - head);
+            let runs = [(base + head, to, first), (base, to + first, len - first)];
+            for (from, to, n) in runs {
+                if same {
+                    self.here.entries.copy_within(from..from + n, to);
+                } else {
+                    let run = &self.here.entries[from..from + n];
+                    self.there.entries[to..to + n].copy_from_slice(run);
+                }
+            }
+            self.here.release(old.at, old.block());
         } else if len == 1 {
-            self.arena.entries[at as usize] = self.h.word();
+            self.arena(same).entries[to] = old.word();
         }
-        self.h = Handle::new(at, 0, self.h.len, class);
+        if !same {
+            std::mem::swap(&mut self.here, &mut self.there);
+        }
+        self.h = Handle::new(at, 0, old.len, class, three);
     }
 
-    /// [`Log::sparse`] on the mask: a quarter of `mask + 1` (a power of
-    /// two past 16) is more than `len` iff `4 len <= mask`.
+    /// [`Log::sparse`] on the size: a quarter of it (past 16, a multiple
+    /// of 4) is more than `len` iff `4 len < size`.
     #[inline(always)]
     fn sparse(&self) -> bool {
-        self.h.mask > 15 && self.h.len * 4 <= self.h.mask
+        self.h.size > 16 && self.h.len * 4 < self.h.size
     }
 
-    /// The power of two at least `needed`: a ring grows to at least twice
-    /// its size, and its block is its entries alone.
+    /// The smallest ring at least `needed` ([`shape`]): a ring grows by
+    /// half (2 to 3, 4 to 6, ...) or a third (3 to 4, 6 to 8, ...), and
+    /// its block is its entries alone.
     fn room_for(&self, needed: usize, _limit: u64) -> usize {
-        needed.next_power_of_two()
+        let (class, three) = shape(needed.max(2));
+        (((2 + three) << class) >> 1) as usize
     }
 }
