@@ -102,7 +102,8 @@ fn keyed_memory_reports_bytes_per_key() {
         (Algorithm::TokenBucket, 40),
         (Algorithm::SlidingWindow, 40),
         (Algorithm::LeakyBucket, 40),
-        // 10 entries in a ring of 16 in the shard's arena, 8 bytes each.
+        // 10 entries in a ring of 12 in the shard's arena of threes, 8 bytes
+        // each, the arena's capacity a power of two.
         (Algorithm::SlidingLog, 40 + 16 * 8),
     ] {
         let rule = Rule::new(algorithm, "10/hour".parse().unwrap());
