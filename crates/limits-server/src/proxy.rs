@@ -33,7 +33,7 @@ mod timer;
 mod upstream;
 
 use axum::body::Body;
-use forwarding::{add_forwarding, original_host, strip_hop_by_hop, ClientAddr};
+use forwarding::{rewrite_request, strip_hop_by_hop, ClientAddr};
 use http::header::{self, HeaderValue};
 use http::uri::Uri;
 use http::{Request, Response, StatusCode, Version};
@@ -138,10 +138,7 @@ impl Proxy {
                 return Prepared::Answer(problem(StatusCode::BAD_REQUEST, &detail));
             }
         };
-        let original_host = original_host(&parts.headers, &parts.uri);
-        strip_hop_by_hop(&mut parts.headers);
-        add_forwarding(&mut parts.headers, client, original_host);
-        parts.headers.insert(header::HOST, inner.host.clone());
+        rewrite_request(&mut parts.headers, &parts.uri, client, &inner.host);
         parts.uri = uri;
         // The upstream leg is always HTTP/1.1, whatever the caller spoke.
         parts.version = Version::HTTP_11;
