@@ -67,9 +67,13 @@ pub(super) fn look(headers: &HeaderMap) -> Found {
             Some(HopOrForwarded::Hop(i)) => {
                 found.hop |= 1 << i;
                 // `Connection` is HOP_BY_HOP[0]. nginx's lone `keep-alive`
-                // names a header of the fixed set, removed anyway.
-                if i == 0 && !value.as_bytes().eq_ignore_ascii_case(b"keep-alive") {
-                    found.named = true;
+                // names a header of the fixed set, removed anyway. Compared
+                // as it is sent first: a case-blind comparison goes byte by
+                // byte (about 170 instructions for these 10 bytes).
+                if i == 0 {
+                    let value = value.as_bytes();
+                    found.named |=
+                        value != b"keep-alive" && !value.eq_ignore_ascii_case(b"keep-alive");
                 }
             }
             Some(HopOrForwarded::ForwardedFor) => found.forwarded_for = true,
