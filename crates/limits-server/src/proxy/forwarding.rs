@@ -47,7 +47,7 @@ pub(super) fn strip_hop_by_hop(headers: &mut HeaderMap) {
 /// after it need not look names up again (each look-up hashes the name,
 /// a custom one byte by byte).
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Found {
+struct Found {
     /// The names of [`HOP_BY_HOP`] present, bit `i` for `HOP_BY_HOP[i]`.
     hop: u16,
     /// A `Connection` value other than a lone `keep-alive`: it may name
@@ -60,7 +60,7 @@ pub(super) struct Found {
 
 /// One pass over the headers (most messages carry none of the hop-by-hop
 /// set, a response from nginx `Connection: keep-alive` alone).
-pub(super) fn look(headers: &HeaderMap) -> Found {
+fn look(headers: &HeaderMap) -> Found {
     let mut found = Found::default();
     for (name, value) in headers {
         match hop_by_hop(name) {
