@@ -33,7 +33,7 @@ mod timer;
 mod upstream;
 
 use axum::body::Body;
-use forwarding::{add_forwarding, original_host, strip_hop_by_hop, ClientAddr};
+use forwarding::{rewrite_request, strip_hop_by_hop, ClientAddr};
 use http::header::{self, HeaderValue};
 use http::uri::Uri;
 use http::{Request, Response, StatusCode, Version};
@@ -138,11 +138,10 @@ impl Proxy {
                 return Prepared::Answer(problem(StatusCode::BAD_REQUEST, &detail));
             }
         };
-        let original_host = original_host(&parts.headers, &parts.uri);
-        strip_hop_by_hop(&mut parts.headers);
-        add_forwarding(&mut parts.headers, client, original_host);
-        parts.headers.insert(header::HOST, inner.host.clone());
-        parts.uri = uri;
+        rewrite_request(&mut parts.headers, &parts.uri, client, &inner.host);
+        if let Some(uri) = uri {
+            parts.uri = uri;
+        }
         // The upstream leg is always HTTP/1.1, whatever the caller spoke.
         parts.version = Version::HTTP_11;
         Prepared::Forward(Request::from_parts(parts, body))
@@ -206,14 +205,15 @@ impl Proxy {
     }
 
     /// The upstream's request target, in origin form (the connection is
-    /// to the upstream already): base path + path, query kept.
-    fn upstream_uri(&self, target: &Uri) -> Result<Uri, http::Error> {
+    /// to the upstream already): base path + path, query kept; `None` when
+    /// that is `target` as it came (not cloned, then the old one dropped).
+    fn upstream_uri(&self, target: &Uri) -> Result<Option<Uri>, http::Error> {
         let path = target.path();
         let origin_form = target.scheme().is_none() && target.authority().is_none();
         if origin_form && (path == "*" || self.inner.base_path.is_empty() && path.starts_with('/'))
         {
             // As it came: the usual case, and no new string.
-            return Ok(target.clone());
+            return Ok(None);
         }
         let mut joined = if path == "*" {
             // `OPTIONS *` asks about the server as a whole: so it stays.
@@ -226,7 +226,7 @@ impl Proxy {
             joined.push('?');
             joined.push_str(query);
         }
-        Uri::builder().path_and_query(joined).build()
+        Uri::builder().path_and_query(joined).build().map(Some)
     }
 }
 
