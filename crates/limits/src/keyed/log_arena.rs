@@ -198,7 +198,8 @@ impl Arena {
             at = at.min(buddy);
             class += 1;
         }
-        if at as usize + (1 << class) == self.units() {
+        // The end in entries, not units: a multiplication, not a division.
+        if (at as usize + (1 << class)) * self.unit as usize == self.entries.len() {
             self.entries.truncate(at as usize * self.unit as usize);
             self.trim();
         } else {
