@@ -181,6 +181,7 @@ impl Arena {
     }
 
     /// Gives back the block of `2^class` units at entry `at`.
+    #[inline(always)]
     pub(crate) fn release(&mut self, at: u32, class: u32) {
         self.release_units(at / self.unit, class);
     }
@@ -197,7 +198,8 @@ impl Arena {
             at = at.min(buddy);
             class += 1;
         }
-        if at as usize + (1 << class) == self.units() {
+        // The end in entries, not units: a multiplication, not a division.
+        if (at as usize + (1 << class)) * self.unit as usize == self.entries.len() {
             self.entries.truncate(at as usize * self.unit as usize);
             self.trim();
         } else {
@@ -250,6 +252,7 @@ impl Arena {
     }
 
     /// Whether the block of class `class` at `at` is free.
+    #[inline(always)]
     fn is_free(&self, class: u32, at: u32) -> bool {
         let i = (at >> class) as usize;
         self.free[class as usize]
@@ -258,6 +261,7 @@ impl Arena {
     }
 
     /// Marks the block of class `class` at `at` free or not.
+    #[inline(always)]
     fn mark(&mut self, class: u32, at: u32, on: bool) {
         let i = (at >> class) as usize;
         let bits = &mut self.free[class as usize];
@@ -272,17 +276,20 @@ impl Arena {
     }
 
     /// The free block at unit `at`'s links: (previous, next), in units.
+    #[inline(always)]
     fn links(&self, at: u32) -> (u32, u32) {
         let word = self.entries[at as usize * self.unit as usize];
         ((word >> 32) as u32, word as u32)
     }
 
+    #[inline(always)]
     fn set_links(&mut self, at: u32, (previous, next): (u32, u32)) {
         self.entries[at as usize * self.unit as usize] =
             (u64::from(previous) << 32) | u64::from(next);
     }
 
     /// Puts the block at `at` at the head of its class's free list.
+    #[inline(always)]
     fn push(&mut self, class: u32, at: u32) {
         let next = self.heads[class as usize];
         if next != NONE {
@@ -296,6 +303,7 @@ impl Arena {
     }
 
     /// Takes the free block at `at` out of its class's list.
+    #[inline(always)]
     fn unlink(&mut self, class: u32, at: u32) {
         let (previous, next) = self.links(at);
         if previous == NONE {
