@@ -22,14 +22,16 @@ pub(crate) fn ours<B>(r: Response<Full<Bytes>>) -> Response<LimitedBody<B>> {
     r.map(Either::Right)
 }
 
-/// Our answer to a request the decision step refused; `legacy` adds the
-/// X-RateLimit headers to a 429. `headers` is the refused request's header
+/// Our answer to a request the decision step refused; a 429 carries the
+/// RateLimit headers of `statuses` (the rules that decided, the refusing
+/// one last), and with `legacy` the X-RateLimit ones. `headers` is the refused request's header
 /// map: a 429 (the answer given most) writes its headers into it, emptied,
 /// instead of allocating a map while the request's is freed (hyper hands the
 /// next request of the connection the map of this response).
 pub(crate) fn refusal<S: Store, K>(
     in_force: &InForce<S, K>,
     refusal: Refusal,
+    statuses: &[Counted],
     legacy: bool,
     headers: HeaderMap,
 ) -> Response<Full<Bytes>> {
@@ -42,11 +44,9 @@ pub(crate) fn refusal<S: Store, K>(
             [("rule", rule.as_str()), ("field", error.field.as_str())],
         ),
         Refusal::StoreDown => unavailable("the rate limit store is unavailable"),
-        Refusal::Limited {
-            rule,
-            statuses,
-            retry_after,
-        } => too_many(in_force, rule, &statuses, legacy, retry_after, headers),
+        Refusal::Limited { rule, retry_after } => {
+            too_many(in_force, rule, statuses, legacy, retry_after, headers)
+        }
     }
 }
 
@@ -67,7 +67,12 @@ fn too_many<S: Store, K>(
             *r.status_mut() = status;
             // In order, as on a new map: a map's order is its insertion order.
             map.clear();
-            *r.headers_mut() = map;
+            let new = std::mem::replace(r.headers_mut(), map);
+            // A new response's map is `HeaderMap::new()`, which allocates
+            // nothing: forgotten, it frees nothing, and its drop glue (about
+            // 50 instructions per 429) is skipped.
+            debug_assert_eq!(new.capacity(), 0);
+            std::mem::forget(new);
             let problem = HeaderValue::from_static(PROBLEM_JSON);
             r.headers_mut().insert(CONTENT_TYPE, problem);
             r

@@ -14,7 +14,7 @@
 //! [`decide_now`], the first loop, is never run).
 
 use crate::body::{read_bounded, BodyError, Reservation};
-use crate::decide::{Admitted, Counted, Matched, Passed, Refusal};
+use crate::decide::{Admitted, Counted, Matched, Passed, Refusal, Refused};
 use crate::policy::{FailurePolicy, HttpRule, LayerOptions, Outcome, Policy};
 use crate::{Key, KeyExtractor};
 use bytes::Bytes;
@@ -30,7 +30,8 @@ pub(crate) enum Step {
     /// caller's [`Passed`]).
     Passed,
     /// A rule refused it (or found no key, or its store failed under a
-    /// failure policy that denies).
+    /// failure policy that denies); a 429's statuses are in the caller's
+    /// [`Passed`].
     Refused(Refusal),
     /// A store cannot decide without waiting: [`decide_rest`] goes on.
     Wait(Resume),
@@ -101,16 +102,21 @@ pub(crate) async fn decide_rest<S, K, B>(
     parts: &Parts,
     body: B,
     resume: Resume,
-) -> Result<Admitted<B>, Refusal>
+) -> Result<Admitted<B>, Refused>
 where
     S: Store,
     K: KeyExtractor,
     B: Body<Data = Bytes> + From<Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let (body, bytes, held) = read_if_needed(policy, matched, body)
-        .await
-        .map_err(Refusal::Body)?;
+    let (body, bytes, held) = match read_if_needed(policy, matched, body).await {
+        Ok(read) => read,
+        Err(e) => {
+            let refusal = Refusal::Body(e);
+            let statuses = resume.passed.statuses;
+            return Err(Refused { refusal, statuses });
+        }
+    };
     let Resume {
         at,
         key: mut made,
@@ -118,9 +124,16 @@ where
     } = resume;
     for &index in &matched.rules[at..] {
         let rule = &policy.rules[index];
-        let key = match made.take() {
-            Some(key) => key,
-            None => key(rule, parts, matched.client, bytes.as_deref())?,
+        let made = match made.take() {
+            Some(key) => Ok(key),
+            None => key(rule, parts, matched.client, bytes.as_deref()),
+        };
+        let key = match made {
+            Ok(key) => key,
+            Err(refusal) => {
+                let statuses = passed.statuses;
+                return Err(Refused { refusal, statuses });
+            }
         };
         // A store that answers at once does so here too (after a body read,
         // or after a rule whose store waited): untimed, as in `decide_now`.
@@ -133,16 +146,16 @@ where
                 (verdict.await, Some(started))
             }
         };
-        fold(policy, index, &key, verdict, started, &mut passed)?;
+        if let Err(refusal) = fold(policy, index, &key, verdict, started, &mut passed) {
+            let statuses = passed.statuses;
+            return Err(Refused { refusal, statuses });
+        }
     }
     Ok(Admitted { body, passed, held })
 }
 
 /// The key of `rule` for a request (the key reads Content-Type, the body's
 /// charset, from `parts`), or the 400 of a request it has none for.
-// The refusal is large (a 429's statuses, inline) but moved once on the way
-// to its response: boxing it would cost an allocation per 429.
-#[allow(clippy::result_large_err)]
 fn key<S, K: KeyExtractor>(
     rule: &HttpRule<S, K>,
     parts: &Parts,
@@ -159,8 +172,9 @@ fn key<S, K: KeyExtractor>(
 /// Folds the verdict of rule `index` on `key` into `passed`, telling the
 /// observer the outcome (with the time since `started` when the store was
 /// awaited; a decision made at once is not timed): `Err` with the refusal
-/// when it denies (or its store failed and the failure policy denies).
-#[allow(clippy::result_large_err)] // as for `key`
+/// when it denies (or its store failed and the failure policy denies). A
+/// denial's status is pushed into `passed` as an admission's is: the 429
+/// reads the statuses there.
 fn fold<S: Store, K>(
     policy: &Policy<S, K>,
     index: usize,
@@ -210,11 +224,9 @@ fn fold<S: Store, K>(
     }
     tell(Outcome::Limited);
     tracing::debug!(rule = %name, key = %key, retry_after = %d.retry_after, "limited");
-    let mut statuses = std::mem::take(&mut passed.statuses);
-    statuses.push(counted);
+    passed.statuses.push(counted);
     Err(Refusal::Limited {
         rule: index,
-        statuses,
         retry_after: d.retry_after,
     })
 }
