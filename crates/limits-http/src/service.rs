@@ -146,7 +146,7 @@ where
             Resume::start()
         } else {
             let mut passed = Passed::default();
-            match decide_now(&in_force.policy, &matched, &parts, &mut passed) {
+            match decide_now(&in_force, &matched, &parts, &mut passed) {
                 Step::Refused(r) => return refusal(&in_force, r, &passed.statuses, parts),
                 Step::Passed if passed.delay.is_zero() => {
                     let future = inner.call(Request::from_parts(parts, body));
@@ -185,7 +185,7 @@ where
     ReqBody::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let legacy = in_force.policy.options.legacy_headers;
-    let admitted = match decide_rest(&in_force.policy, &matched, &parts, body, resume).await {
+    let admitted = match decide_rest(&in_force, &matched, &parts, body, resume).await {
         Ok(admitted) => admitted,
         Err(Refused { refusal, statuses }) => {
             let answer = responses::refusal(&in_force, refusal, &statuses, legacy, parts.headers);

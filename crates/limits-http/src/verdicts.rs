@@ -15,6 +15,7 @@
 
 use crate::body::{read_bounded, BodyError, Reservation};
 use crate::decide::{Admitted, Counted, Matched, Passed, Refusal, Refused};
+use crate::layer::InForce;
 use crate::policy::{FailurePolicy, HttpRule, LayerOptions, Outcome, Policy};
 use crate::{Key, KeyExtractor};
 use bytes::Bytes;
@@ -71,11 +72,12 @@ impl Resume {
 /// (the caller's, so that the statuses, some 380 bytes, are not moved out
 /// of here and into the response future's headers on the common path).
 pub(crate) fn decide_now<S: Store, K: KeyExtractor>(
-    policy: &Policy<S, K>,
+    in_force: &InForce<S, K>,
     matched: &Matched,
     parts: &Parts,
     passed: &mut Passed,
 ) -> Step {
+    let policy = &*in_force.policy;
     for (at, &index) in matched.rules.iter().enumerate() {
         let rule = &policy.rules[index];
         let key = match key(rule, parts, matched.client, None) {
@@ -87,7 +89,7 @@ pub(crate) fn decide_now<S: Store, K: KeyExtractor>(
             let passed = std::mem::take(passed);
             return Step::Wait(Resume { at, key, passed });
         };
-        if let Err(refusal) = fold(policy, index, &key, verdict, None, passed) {
+        if let Err(refusal) = fold(in_force, index, &key, verdict, None, passed) {
             return Step::Refused(refusal);
         }
     }
@@ -97,7 +99,7 @@ pub(crate) fn decide_now<S: Store, K: KeyExtractor>(
 /// Decides a request from `resume` on, reading its body first if a key
 /// needs it.
 pub(crate) async fn decide_rest<S, K, B>(
-    policy: &Policy<S, K>,
+    in_force: &InForce<S, K>,
     matched: &Matched,
     parts: &Parts,
     body: B,
@@ -109,6 +111,7 @@ where
     B: Body<Data = Bytes> + From<Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let policy = &*in_force.policy;
     let (body, bytes, held) = match read_if_needed(policy, matched, body).await {
         Ok(read) => read,
         Err(e) => {
@@ -146,7 +149,7 @@ where
                 (verdict.await, Some(started))
             }
         };
-        if let Err(refusal) = fold(policy, index, &key, verdict, started, &mut passed) {
+        if let Err(refusal) = fold(in_force, index, &key, verdict, started, &mut passed) {
             let statuses = passed.statuses;
             return Err(Refused { refusal, statuses });
         }
@@ -176,7 +179,7 @@ fn key<S, K: KeyExtractor>(
 /// denial's status is pushed into `passed` as an admission's is: the 429
 /// reads the statuses there.
 fn fold<S: Store, K>(
-    policy: &Policy<S, K>,
+    in_force: &InForce<S, K>,
     index: usize,
     key: &Key,
     verdict: Result<Verdict, StoreError>,
@@ -184,13 +187,18 @@ fn fold<S: Store, K>(
     passed: &mut Passed,
 ) -> Result<(), Refusal> {
     let latency = started.map(|s| s.elapsed());
+    let policy = &*in_force.policy;
     let rule = &policy.rules[index];
     let name = rule.name.as_str();
     let options: &LayerOptions = &policy.options;
     let observer = &*policy.observer;
-    let tell = |outcome| match latency {
-        Some(latency) => observer.decided(name, outcome, latency),
-        None => observer.decided_at_once(name, outcome),
+    // The rule's own observer when it has one: no name to look up.
+    let heard = in_force.rule_observer(index);
+    let tell = |outcome| match (heard, latency) {
+        (Some(heard), Some(latency)) => heard.decided(outcome, latency),
+        (Some(heard), None) => heard.decided_at_once(outcome),
+        (None, Some(latency)) => observer.decided(name, outcome, latency),
+        (None, None) => observer.decided_at_once(name, outcome),
     };
     let verdict = match verdict {
         Ok(v) => v,
