@@ -26,6 +26,10 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 /// Where the decision of a request stands after [`decide_now`].
+// `Wait` is large (the statuses so far, inline), the others small: it is
+// returned in place, once, and boxing it would cost an allocation per
+// request decided by a store over the network.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Step {
     /// Every matching rule let it through (what they said is in the
     /// caller's [`Passed`]).
