@@ -5,7 +5,7 @@
 
 use crate::headers::RateLimitValue;
 use crate::key::KeySpec;
-use crate::policy::{HttpRule, Policy};
+use crate::policy::{HttpRule, Policy, RuleObserver};
 use crate::service::RateLimit;
 use crate::too_many::TooManyBody;
 use crate::{decide, headers};
@@ -30,15 +30,30 @@ pub(crate) struct InForce<S, K> {
     /// Each rule's 429 problem body, but for its number of seconds, made on
     /// first use.
     too_many: OnceLock<Vec<TooManyBody>>,
+    /// Each rule's observer ([`Observer::rule_observer`](crate::Observer::rule_observer)), asked for
+    /// as the policy is put in force.
+    observers: Vec<Option<Box<dyn RuleObserver>>>,
 }
 
 impl<S, K> InForce<S, K> {
     fn new(policy: Policy<S, K>) -> InForce<S, K> {
+        let observers = policy
+            .rules
+            .iter()
+            .map(|rule| policy.observer.rule_observer(&rule.name))
+            .collect();
         InForce {
             policy: Arc::new(policy),
             values: OnceLock::new(),
             too_many: OnceLock::new(),
+            observers,
         }
+    }
+
+    /// The observer of rule `rule`'s decisions, if the policy's observer
+    /// made one (else the policy's observer hears them, by name).
+    pub(crate) fn rule_observer(&self, rule: usize) -> Option<&dyn RuleObserver> {
+        self.observers.get(rule)?.as_deref()
     }
 }
 

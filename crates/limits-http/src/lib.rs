@@ -42,7 +42,7 @@ pub use key::{
 pub use layer::{PolicyHandle, RateLimitLayer};
 pub use path::{match_path, normalize_path, PathError};
 pub use policy::{
-    FailurePolicy, HttpRule, LayerOptions, NoObserver, Observer, Outcome, Policy,
+    FailurePolicy, HttpRule, LayerOptions, NoObserver, Observer, Outcome, Policy, RuleObserver,
     DEFAULT_BODY_BUDGET,
 };
 pub use problem::{problem, problem_with, PROBLEM_JSON};

@@ -112,6 +112,70 @@ pub trait Observer: Send + Sync + 'static {
     /// address (`for=unknown`, `_hidden`, garbage), so the request was keyed
     /// by the nearest trusted hop. Called once per such request.
     fn unreadable_client_address(&self) {}
+
+    /// The observer of the decisions of the rule named `rule`, asked once
+    /// per rule each time a policy is put in force
+    /// ([`RateLimitLayer::new`](crate::RateLimitLayer::new),
+    /// [`PolicyHandle::replace`](crate::PolicyHandle::replace)): it then
+    /// hears that rule's decisions instead of [`decided`](Self::decided)
+    /// and [`decided_at_once`](Self::decided_at_once), without the rule's
+    /// name to look up per request (a metrics registry resolves the rule's
+    /// series once, here). By default `None`: every decision is told to
+    /// this observer, with the rule's name.
+    ///
+    /// Two rules of one name (or one rule across a reload) get an observer
+    /// each: count into what the name leads to, not into the observer.
+    ///
+    /// ```
+    /// use limits_http::{Observer, Outcome, RuleObserver};
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// // Counts the limited requests of the rule "api" (and of no other).
+    /// struct Limited(Arc<AtomicU64>);
+    /// struct ApiLimited(Arc<AtomicU64>);
+    /// impl Observer for Limited {
+    ///     fn decided(&self, _: &str, _: Outcome, _: Duration) {}
+    ///     fn rule_observer(&self, rule: &str) -> Option<Box<dyn RuleObserver>> {
+    ///         let count = ApiLimited(self.0.clone());
+    ///         (rule == "api").then(|| Box::new(count) as Box<dyn RuleObserver>)
+    ///     }
+    /// }
+    /// impl RuleObserver for ApiLimited {
+    ///     fn decided(&self, outcome: Outcome, _: Duration) {
+    ///         if outcome == Outcome::Limited {
+    ///             self.0.fetch_add(1, Ordering::Relaxed);
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let limited = Arc::new(AtomicU64::new(0));
+    /// let observer = Limited(limited.clone());
+    /// assert!(observer.rule_observer("other").is_none());
+    /// let api = observer.rule_observer("api").unwrap();
+    /// api.decided_at_once(Outcome::Limited);
+    /// assert_eq!(limited.load(Ordering::Relaxed), 1);
+    /// ```
+    fn rule_observer(&self, rule: &str) -> Option<Box<dyn RuleObserver>> {
+        let _ = rule;
+        None
+    }
+}
+
+/// What hears the decisions of one rule, made once per rule and policy by
+/// [`Observer::rule_observer`].
+pub trait RuleObserver: Send + Sync + 'static {
+    /// The rule decided `outcome` in `latency`, a decision awaited from its
+    /// store (as [`Observer::decided`]).
+    fn decided(&self, outcome: Outcome, latency: Duration);
+
+    /// The rule decided `outcome` at once (as
+    /// [`Observer::decided_at_once`]). By default,
+    /// [`decided`](Self::decided) with a zero latency.
+    fn decided_at_once(&self, outcome: Outcome) {
+        self.decided(outcome, Duration::ZERO);
+    }
 }
 
 /// An observer that ignores everything (as `()` does).

@@ -5,7 +5,9 @@
 //! response. It decides in `call` when the stores answer at once, so that
 //! the common request needs no boxed future ([`future`](crate::future)).
 
-use crate::decide::{members, prepare, Admitted, Counted, Matched, Passed, Prepared, Refusal};
+use crate::decide::{
+    members, prepare, Admitted, Counted, Matched, Passed, Prepared, Refusal, Refused,
+};
 use crate::future::{Headers, ResponseFuture};
 use crate::headers::{self, Known};
 use crate::key::{KeyExtractor, KeySpec};
@@ -129,12 +131,12 @@ where
         let in_force = self.policy.in_force();
         let legacy = in_force.policy.options.legacy_headers;
         let (mut parts, body) = req.into_parts();
-        let refusal = |in_force: &InForce<S, K>, refusal, parts: Parts| {
-            let answer = responses::refusal(in_force, refusal, legacy, parts.headers);
+        let refusal = |in_force: &InForce<S, K>, refusal, statuses: &[Counted], parts: Parts| {
+            let answer = responses::refusal(in_force, refusal, statuses, legacy, parts.headers);
             ResponseFuture::ready(ours(answer))
         };
         let matched = match prepare(&in_force.policy, &mut parts, self.peer) {
-            Prepared::Refuse(e) => return refusal(&in_force, Refusal::Path(e), parts),
+            Prepared::Refuse(e) => return refusal(&in_force, Refusal::Path(e), &[], parts),
             Prepared::Unmatched => {
                 return ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), None)
             }
@@ -144,8 +146,8 @@ where
             Resume::start()
         } else {
             let mut passed = Passed::default();
-            match decide_now(&in_force.policy, &matched, &parts, &mut passed) {
-                Step::Refused(r) => return refusal(&in_force, r, parts),
+            match decide_now(&in_force, &matched, &parts, &mut passed) {
+                Step::Refused(r) => return refusal(&in_force, r, &passed.statuses, parts),
                 Step::Passed if passed.delay.is_zero() => {
                     let future = inner.call(Request::from_parts(parts, body));
                     let headers = Headers {
@@ -183,10 +185,10 @@ where
     ReqBody::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let legacy = in_force.policy.options.legacy_headers;
-    let admitted = match decide_rest(&in_force.policy, &matched, &parts, body, resume).await {
+    let admitted = match decide_rest(&in_force, &matched, &parts, body, resume).await {
         Ok(admitted) => admitted,
-        Err(refusal) => {
-            let answer = responses::refusal(&in_force, refusal, legacy, parts.headers);
+        Err(Refused { refusal, statuses }) => {
+            let answer = responses::refusal(&in_force, refusal, &statuses, legacy, parts.headers);
             return Ok(ours(answer));
         }
     };

@@ -14,7 +14,8 @@
 //! [`decide_now`], the first loop, is never run).
 
 use crate::body::{read_bounded, BodyError, Reservation};
-use crate::decide::{Admitted, Counted, Matched, Passed, Refusal};
+use crate::decide::{Admitted, Counted, Matched, Passed, Refusal, Refused};
+use crate::layer::InForce;
 use crate::policy::{FailurePolicy, HttpRule, LayerOptions, Outcome, Policy};
 use crate::{Key, KeyExtractor};
 use bytes::Bytes;
@@ -25,12 +26,17 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 /// Where the decision of a request stands after [`decide_now`].
+// `Wait` is large (the statuses so far, inline), the others small: it is
+// returned in place, once, and boxing it would cost an allocation per
+// request decided by a store over the network.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Step {
     /// Every matching rule let it through (what they said is in the
     /// caller's [`Passed`]).
     Passed,
     /// A rule refused it (or found no key, or its store failed under a
-    /// failure policy that denies).
+    /// failure policy that denies); a 429's statuses are in the caller's
+    /// [`Passed`].
     Refused(Refusal),
     /// A store cannot decide without waiting: [`decide_rest`] goes on.
     Wait(Resume),
@@ -70,11 +76,12 @@ impl Resume {
 /// (the caller's, so that the statuses, some 380 bytes, are not moved out
 /// of here and into the response future's headers on the common path).
 pub(crate) fn decide_now<S: Store, K: KeyExtractor>(
-    policy: &Policy<S, K>,
+    in_force: &InForce<S, K>,
     matched: &Matched,
     parts: &Parts,
     passed: &mut Passed,
 ) -> Step {
+    let policy = &*in_force.policy;
     for (at, &index) in matched.rules.iter().enumerate() {
         let rule = &policy.rules[index];
         let key = match key(rule, parts, matched.client, None) {
@@ -86,7 +93,7 @@ pub(crate) fn decide_now<S: Store, K: KeyExtractor>(
             let passed = std::mem::take(passed);
             return Step::Wait(Resume { at, key, passed });
         };
-        if let Err(refusal) = fold(policy, index, &key, verdict, None, passed) {
+        if let Err(refusal) = fold(in_force, index, &key, verdict, None, passed) {
             return Step::Refused(refusal);
         }
     }
@@ -96,21 +103,27 @@ pub(crate) fn decide_now<S: Store, K: KeyExtractor>(
 /// Decides a request from `resume` on, reading its body first if a key
 /// needs it.
 pub(crate) async fn decide_rest<S, K, B>(
-    policy: &Policy<S, K>,
+    in_force: &InForce<S, K>,
     matched: &Matched,
     parts: &Parts,
     body: B,
     resume: Resume,
-) -> Result<Admitted<B>, Refusal>
+) -> Result<Admitted<B>, Refused>
 where
     S: Store,
     K: KeyExtractor,
     B: Body<Data = Bytes> + From<Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let (body, bytes, held) = read_if_needed(policy, matched, body)
-        .await
-        .map_err(Refusal::Body)?;
+    let policy = &*in_force.policy;
+    let (body, bytes, held) = match read_if_needed(policy, matched, body).await {
+        Ok(read) => read,
+        Err(e) => {
+            let refusal = Refusal::Body(e);
+            let statuses = resume.passed.statuses;
+            return Err(Refused { refusal, statuses });
+        }
+    };
     let Resume {
         at,
         key: mut made,
@@ -118,9 +131,16 @@ where
     } = resume;
     for &index in &matched.rules[at..] {
         let rule = &policy.rules[index];
-        let key = match made.take() {
-            Some(key) => key,
-            None => key(rule, parts, matched.client, bytes.as_deref())?,
+        let made = match made.take() {
+            Some(key) => Ok(key),
+            None => key(rule, parts, matched.client, bytes.as_deref()),
+        };
+        let key = match made {
+            Ok(key) => key,
+            Err(refusal) => {
+                let statuses = passed.statuses;
+                return Err(Refused { refusal, statuses });
+            }
         };
         // A store that answers at once does so here too (after a body read,
         // or after a rule whose store waited): untimed, as in `decide_now`.
@@ -133,16 +153,16 @@ where
                 (verdict.await, Some(started))
             }
         };
-        fold(policy, index, &key, verdict, started, &mut passed)?;
+        if let Err(refusal) = fold(in_force, index, &key, verdict, started, &mut passed) {
+            let statuses = passed.statuses;
+            return Err(Refused { refusal, statuses });
+        }
     }
     Ok(Admitted { body, passed, held })
 }
 
 /// The key of `rule` for a request (the key reads Content-Type, the body's
 /// charset, from `parts`), or the 400 of a request it has none for.
-// The refusal is large (a 429's statuses, inline) but moved once on the way
-// to its response: boxing it would cost an allocation per 429.
-#[allow(clippy::result_large_err)]
 fn key<S, K: KeyExtractor>(
     rule: &HttpRule<S, K>,
     parts: &Parts,
@@ -159,10 +179,11 @@ fn key<S, K: KeyExtractor>(
 /// Folds the verdict of rule `index` on `key` into `passed`, telling the
 /// observer the outcome (with the time since `started` when the store was
 /// awaited; a decision made at once is not timed): `Err` with the refusal
-/// when it denies (or its store failed and the failure policy denies).
-#[allow(clippy::result_large_err)] // as for `key`
+/// when it denies (or its store failed and the failure policy denies). A
+/// denial's status is pushed into `passed` as an admission's is: the 429
+/// reads the statuses there.
 fn fold<S: Store, K>(
-    policy: &Policy<S, K>,
+    in_force: &InForce<S, K>,
     index: usize,
     key: &Key,
     verdict: Result<Verdict, StoreError>,
@@ -170,13 +191,18 @@ fn fold<S: Store, K>(
     passed: &mut Passed,
 ) -> Result<(), Refusal> {
     let latency = started.map(|s| s.elapsed());
+    let policy = &*in_force.policy;
     let rule = &policy.rules[index];
     let name = rule.name.as_str();
     let options: &LayerOptions = &policy.options;
     let observer = &*policy.observer;
-    let tell = |outcome| match latency {
-        Some(latency) => observer.decided(name, outcome, latency),
-        None => observer.decided_at_once(name, outcome),
+    // The rule's own observer when it has one: no name to look up.
+    let heard = in_force.rule_observer(index);
+    let tell = |outcome| match (heard, latency) {
+        (Some(heard), Some(latency)) => heard.decided(outcome, latency),
+        (Some(heard), None) => heard.decided_at_once(outcome),
+        (None, Some(latency)) => observer.decided(name, outcome, latency),
+        (None, None) => observer.decided_at_once(name, outcome),
     };
     let verdict = match verdict {
         Ok(v) => v,
@@ -210,11 +236,9 @@ fn fold<S: Store, K>(
     }
     tell(Outcome::Limited);
     tracing::debug!(rule = %name, key = %key, retry_after = %d.retry_after, "limited");
-    let mut statuses = std::mem::take(&mut passed.statuses);
-    statuses.push(counted);
+    passed.statuses.push(counted);
     Err(Refusal::Limited {
         rule: index,
-        statuses,
         retry_after: d.retry_after,
     })
 }
