@@ -90,6 +90,7 @@ pub(crate) struct Arena {
 impl Arena {
     /// An empty arena whose blocks are `2^c` units of `unit` entries.
     pub(crate) fn new(unit: u32) -> Arena {
+        assert!(unit == 1 || unit == 3, "an arena's unit is 1 or 3 entries");
         Arena {
             entries: Vec::new(),
             unit,
@@ -106,8 +107,23 @@ impl Arena {
     }
 
     /// A block of `2^class` units (`class <= MOST_CLASS`): its offset in
-    /// entries. Its entries are whatever they were.
+    /// entries. Its entries are whatever they were. Inlined into the
+    /// ring's move, with the most common case first: the class's own list
+    /// is not empty, and its head is taken as it is (no search, no split).
+    #[inline(always)]
     pub(crate) fn alloc(&mut self, class: u32) -> u32 {
+        let u = self.heads[class as usize];
+        if u != NONE {
+            self.pop(class, u);
+            return u * self.unit;
+        }
+        self.alloc_split(class)
+    }
+
+    /// [`alloc`](Arena::alloc) when the class's own list is empty: a
+    /// larger free block split, or a new one at the end.
+    #[inline(never)]
+    fn alloc_split(&mut self, class: u32) -> u32 {
         let free = self.nonempty >> class;
         if free == 0 {
             return self.bump(class) * self.unit;
@@ -181,12 +197,16 @@ impl Arena {
     }
 
     /// Gives back the block of `2^class` units at entry `at`.
+    /// Inlined into the ring's move; the unit is 1 or 3, so the offset in
+    /// units is a multiplication, not a division by a variable.
     #[inline(always)]
     pub(crate) fn release(&mut self, at: u32, class: u32) {
-        self.release_units(at / self.unit, class);
+        let at = if self.unit == 1 { at } else { at / 3 };
+        self.release_units(at, class);
     }
 
     /// Gives back the block of `2^class` units at unit `at`.
+    #[inline(always)]
     fn release_units(&mut self, at: u32, class: u32) {
         let (mut at, mut class) = (at, class);
         while class < MOST_CLASS {
@@ -300,6 +320,22 @@ impl Arena {
         self.heads[class as usize] = at;
         self.nonempty |= 1 << class;
         self.mark(class, at, true);
+    }
+
+    /// Takes the free block `at`, its class's list's head, off the list.
+    #[inline(always)]
+    fn pop(&mut self, class: u32, at: u32) {
+        let (_, next) = self.links(at);
+        self.heads[class as usize] = next;
+        if next == NONE {
+            self.nonempty &= !(1 << class);
+        } else {
+            let (_, after) = self.links(next);
+            self.set_links(next, (NONE, after));
+        }
+        // The block was free: its bit's word exists.
+        let i = (at >> class) as usize;
+        self.free[class as usize][i / 64] &= !(1 << (i % 64));
     }
 
     /// Takes the free block at `at` out of its class's list.
