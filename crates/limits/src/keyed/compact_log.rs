@@ -23,7 +23,7 @@
 //! import writes them.
 
 use super::kind::Kind;
-use super::log_arena::Arenas;
+use super::log_arenas::Arenas;
 use super::log_view::{shape, Handle, View};
 use super::slot::{Held, Marks};
 use crate::algorithms::{SlidingLog, SlidingLogState};
@@ -254,7 +254,7 @@ const _: () = assert!(std::mem::size_of::<super::slot::Slot<u64, LogHeld>>() == 
 mod tests {
     use super::{CompactLog, Kind, LogHeld};
     use crate::algorithms::SlidingLog;
-    use crate::keyed::log_arena::Arenas;
+    use crate::keyed::log_arenas::Arenas;
     use crate::{Algorithm, Mode, Rate, Rule};
     use std::time::Duration;
 

@@ -15,15 +15,8 @@
 //! list per class, linked through the blocks' own first entry (a free
 //! block holds no entry), and told apart by a bit per aligned block per
 //! class. A free block at the end of the arena is cut off, and the
-//! allocation shrinks when it is mostly unused.
-//!
-//! Rings of `3·2^k` entries (3, 6, 12, ...: a log between two powers of
-//! two pays for at most half again its entries, not twice them) live in a
-//! second arena of the same kind whose unit is 3 entries ([`Arenas`]): a
-//! block of class `k` there is `2^k` units. A `3·2^k` ring carved out of
-//! a power-of-two block would leave a quarter of it free, which only a
-//! smaller ring can take: a table of keys that all hold 3 entries would
-//! still pay for 4. In a block of its own size it pays for its entries.
+//! allocation shrinks when it is mostly unused. A shard keeps two arenas,
+//! one per family of ring sizes (the log_arenas module).
 //!
 //! Offsets are `u32` entries: an arena holds at most 2^32 entries (32
 //! GiB), past which it stops the process as running out of memory would.
@@ -35,41 +28,6 @@ pub(crate) const MOST_CLASS: u32 = 27;
 
 /// No block: the end of a free list.
 const NONE: u32 = u32::MAX;
-
-/// A shard's two arenas: rings of `2^c` entries, and of `3·2^k`.
-#[derive(Debug)]
-pub(crate) struct Arenas {
-    /// Blocks of `2^c` entries.
-    pub(crate) two: Arena,
-    /// Blocks of `2^k` units of 3 entries.
-    pub(crate) three: Arena,
-}
-
-impl Default for Arenas {
-    fn default() -> Arenas {
-        Arenas {
-            two: Arena::new(1),
-            three: Arena::new(3),
-        }
-    }
-}
-
-impl Arenas {
-    /// The arena of the family `three` (0 or 1), and the other one.
-    #[inline(always)]
-    pub(crate) fn pick(&mut self, three: u32) -> (&mut Arena, &mut Arena) {
-        if three != 0 {
-            (&mut self.three, &mut self.two)
-        } else {
-            (&mut self.two, &mut self.three)
-        }
-    }
-
-    /// Bytes held by both.
-    pub(crate) fn bytes(&self) -> usize {
-        self.two.bytes() + self.three.bytes()
-    }
-}
 
 /// A shard's blocks of log entries, in units of `unit` entries.
 #[derive(Debug)]

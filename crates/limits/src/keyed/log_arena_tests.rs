@@ -3,7 +3,8 @@
 //! the sizes between the powers of two (3, 6, 12, ...) with its entries
 //! wrapped.
 
-use super::{Arena, Arenas};
+use super::super::log_arenas::Arenas;
+use super::Arena;
 use crate::algorithms::Log;
 use crate::keyed::log_view::{shape, Handle, View};
 use std::collections::VecDeque;

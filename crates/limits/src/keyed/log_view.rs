@@ -12,7 +12,8 @@
 //! (2, 3, 4, 6, 8, 12, ...: [`shape`]), the latter in the shard's arena of
 //! threes: the ring's index wraps by a compare and a subtraction.
 
-use super::log_arena::{Arena, Arenas};
+use super::log_arena::Arena;
+use super::log_arenas::Arenas;
 use crate::algorithms::Log;
 
 /// A log's place: one entry inline (class 0: its low half in `at`, its

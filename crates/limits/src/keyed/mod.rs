@@ -28,6 +28,7 @@ mod decide;
 mod evict;
 mod kind;
 mod log_arena;
+mod log_arenas;
 mod log_view;
 mod saved;
 mod shard;
