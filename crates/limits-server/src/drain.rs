@@ -11,10 +11,18 @@
 //! is polled once per connection, which files the task's waker with the
 //! channel; later polls read the channel's version (one atomic load), and
 //! poll the wait again only when the task's waker is not the one filed.
+//!
+//! The same wrapper ([`Watched`]) carries the header timeout's word to
+//! close (see [`header_timeout`](crate::header_timeout)): one wrapper
+//! around the connection's future, not two, and one filed waker for both
+//! signals, compared once per poll, filed with both before either is
+//! looked at.
 
+use crate::header_timeout::Watch as HeadWatch;
 use pin_project_lite::pin_project;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use tokio::sync::watch;
 
@@ -50,8 +58,13 @@ impl Drain {
     }
 
     /// `conn`, told to close when [`shutdown`](Self::shutdown) is called
-    /// (or this drain dropped); the drain waits for it until it ends.
-    pub(crate) fn watch<C: Connection>(&self, conn: C) -> impl Future<Output = C::Output> {
+    /// (or this drain dropped), and ended when `head` says so (see
+    /// [`Watched`]); the drain waits for it until it ends.
+    pub(crate) fn watch<C: Connection>(
+        &self,
+        conn: C,
+        head: Arc<HeadWatch>,
+    ) -> Watched<C, impl Future<Output = ()>> {
         let rx = self.tx.subscribe();
         let mut waiting = rx.clone();
         Watched {
@@ -61,8 +74,9 @@ impl Drain {
                 let _ = waiting.changed().await;
             },
             rx,
-            filed: None,
             told: false,
+            head,
+            filed: None,
         }
     }
 
@@ -75,9 +89,14 @@ impl Drain {
 }
 
 pin_project! {
-    /// A connection and the drain's signal: polled as the connection, after
-    /// telling it to close once the signal is seen.
-    struct Watched<C, W> {
+    /// A connection, the drain's signal and the header timeout's word:
+    /// polled as the connection, after telling it to close once the drain
+    /// signals; ended (the connection and its socket dropped) once the
+    /// header timeout's sweep says so and the connection, polled once more,
+    /// is still waiting for the same request head. One wrapper for both,
+    /// with one filed waker: a poll compares its waker once (`will_wake`),
+    /// not once per signal.
+    pub(crate) struct Watched<C, W> {
         #[pin]
         conn: C,
         // Completes when the drain says so; polled to file a waker.
@@ -86,41 +105,61 @@ pin_project! {
         // The drain's version as this connection first saw it (held until
         // the connection ends: the drain waits for every receiver to go).
         rx: watch::Receiver<()>,
-        // The waker `wait` last filed with the channel.
-        filed: Option<Waker>,
         // Whether the connection was told to close.
         told: bool,
+        // The header timeout's report and word for this connection.
+        head: Arc<HeadWatch>,
+        // The waker filed with the drain's channel (until told) and in
+        // `head`.
+        filed: Option<Waker>,
     }
 }
 
-impl<C: Connection, W: Future<Output = ()>> Future for Watched<C, W> {
-    type Output = C::Output;
+impl<C, W, E> Future for Watched<C, W>
+where
+    C: Connection<Output = Result<(), E>>,
+    W: Future<Output = ()>,
+{
+    type Output = Result<(), E>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<C::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), E>> {
         let mut this = self.project();
+        // Both signals wake the waker filed last: a poll with another one
+        // files it with both before looking at either, so a signal sent
+        // after the look wakes this task.
+        let refile = !matches!(this.filed, Some(filed) if filed.will_wake(cx.waker()));
+        if refile {
+            let waker = cx.waker().clone();
+            this.head.file(waker.clone());
+            *this.filed = Some(waker);
+        }
         if !*this.told {
-            let signalled = match this.filed {
+            let signalled = if refile {
+                this.wait.poll(cx).is_ready()
+            } else {
                 // The channel wakes this task when the drain signals: a
                 // changed version (or a closed channel) is all to look at.
-                Some(filed) if filed.will_wake(cx.waker()) => {
-                    !matches!(this.rx.has_changed(), Ok(false))
-                }
-                _ => {
-                    let ready = this.wait.poll(cx).is_ready();
-                    *this.filed = Some(cx.waker().clone());
-                    ready
-                }
+                !matches!(this.rx.has_changed(), Ok(false))
             };
             if signalled {
                 *this.told = true;
-                *this.filed = None;
                 this.conn.as_mut().graceful_shutdown();
             }
         }
-        this.conn.poll(cx)
+        // First the connection: a head that has arrived is served.
+        let polled = this.conn.poll(cx);
+        if polled.is_pending() && this.head.closing() {
+            tracing::debug!("no request head within the header timeout: closing");
+            return Poll::Ready(Ok(()));
+        }
+        polled
     }
 }
 
 #[cfg(test)]
 #[path = "drain_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "drain_watch_tests.rs"]
+mod watch_tests;

@@ -3,6 +3,7 @@
 //! until every watched connection has ended.
 
 use super::{Connection, Drain};
+use crate::header_timeout::Watch;
 use std::future::Future;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,14 +30,14 @@ impl Conn {
 }
 
 impl Future for Conn {
-    type Output = ();
+    type Output = Result<(), ()>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), ()>> {
         if self.told.load(Ordering::SeqCst) == 0 {
             return Poll::Pending;
         }
         if self.closing == 0 {
-            return Poll::Ready(());
+            return Poll::Ready(Ok(()));
         }
         self.closing -= 1;
         cx.waker().wake_by_ref();
@@ -48,6 +49,11 @@ impl Connection for Conn {
     fn graceful_shutdown(self: Pin<&mut Self>) {
         self.told.fetch_add(1, Ordering::SeqCst);
     }
+}
+
+/// A header timeout's watch no sweep looks at: it never says close.
+fn unswept() -> Arc<Watch> {
+    Arc::new(Watch::default())
 }
 
 /// A waker that counts its wakes.
@@ -72,7 +78,7 @@ async fn shutdown_tells_each_connection_once_and_waits_for_it_to_finish() {
     let mut told = Vec::new();
     for closing in [0, 3, 10] {
         let (conn, t) = Conn::new(closing);
-        tasks.push(tokio::spawn(drain.watch(conn)));
+        tasks.push(tokio::spawn(drain.watch(conn, unswept())));
         told.push(t);
     }
     for _ in 0..5 {
@@ -93,7 +99,7 @@ async fn shutdown_tells_each_connection_once_and_waits_for_it_to_finish() {
 async fn a_drain_with_no_connection_left_ends_at_once() {
     let drain = Drain::new();
     let (conn, _) = Conn::new(0);
-    drop(drain.watch(conn));
+    drop(drain.watch(conn, unswept()));
     let mut shutdown = pin!(drain.shutdown());
     let waker = Waker::noop();
     assert!(shutdown
@@ -106,7 +112,7 @@ async fn a_drain_with_no_connection_left_ends_at_once() {
 fn the_signal_wakes_the_waker_of_the_latest_poll_and_is_seen_by_it() {
     let drain = Drain::new();
     let (conn, told) = Conn::new(0);
-    let mut watched = pin!(drain.watch(conn));
+    let mut watched = pin!(drain.watch(conn, unswept()));
     let (first, first_waker) = counting();
     let (second, second_waker) = counting();
     for _ in 0..3 {
@@ -140,7 +146,7 @@ fn the_signal_wakes_the_waker_of_the_latest_poll_and_is_seen_by_it() {
 fn polls_with_the_same_waker_see_a_signal_sent_between_them() {
     let drain = Drain::new();
     let (conn, told) = Conn::new(2);
-    let mut watched = pin!(drain.watch(conn));
+    let mut watched = pin!(drain.watch(conn, unswept()));
     let (woken, waker) = counting();
     let mut cx = Context::from_waker(&waker);
     assert!(watched.as_mut().poll(&mut cx).is_pending());
@@ -164,11 +170,11 @@ fn a_dropped_drain_tells_its_connections_too() {
     let drain = Drain::new();
     let (first, told_first) = Conn::new(0);
     let (second, told_second) = Conn::new(0);
-    let mut first = pin!(drain.watch(first));
+    let mut first = pin!(drain.watch(first, unswept()));
     let (woken, waker) = counting();
     let mut cx = Context::from_waker(&waker);
     assert!(first.as_mut().poll(&mut cx).is_pending());
-    let mut second = pin!(drain.watch(second));
+    let mut second = pin!(drain.watch(second, unswept()));
     drop(drain);
     assert_eq!(woken.0.load(Ordering::SeqCst), 1);
     assert!(first.as_mut().poll(&mut cx).is_ready());

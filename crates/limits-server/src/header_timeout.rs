@@ -38,7 +38,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 #[path = "header_timeout_parts.rs"]
 mod parts;
-pub(crate) use parts::{Answer, Guarded, WatchedIo};
+pub(crate) use parts::{Answer, WatchedIo};
 
 /// Sweeps in a row that must see a connection waiting for the same head
 /// before it is closed, after the one that saw it start: the timeout is
@@ -82,7 +82,7 @@ impl Watch {
 
     /// Tells the connection to close if it is still waiting for the head
     /// after `heads`, and wakes its task.
-    fn close(&self, heads: u64) {
+    pub(crate) fn close(&self, heads: u64) {
         self.close.store(heads.wrapping_add(1), Relaxed);
         let waker = self.waker.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(waker) = waker.as_ref() {

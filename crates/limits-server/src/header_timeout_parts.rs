@@ -2,7 +2,8 @@
 //! connection when told: the service's answer ([`Answer`]) and its body
 //! ([`Counted`], which counts the response done when hyper drops it), the
 //! socket ([`WatchedIo`], which says when a write waits for the client),
-//! and the connection's future ([`Guarded`]).
+//! and the word to close, which the connection's future (the drain's
+//! `Watched`, which also watches the drain's signal) reads after each poll.
 
 use super::Watch;
 use http_body::{Body, Frame, SizeHint};
@@ -168,66 +169,29 @@ impl<I: Write + Unpin> Write for WatchedIo<I> {
     }
 }
 
-pin_project! {
-    /// A connection's future that ends (dropping the connection and its
-    /// socket) when its [`Watch`] is told to close and the connection,
-    /// polled once more, is still waiting for the same request head.
-    pub(crate) struct Guarded<C> {
-        #[pin]
-        conn: C,
-        watch: Arc<Watch>,
-        // The waker filed in the watch.
-        filed: Option<Waker>,
+impl Watch {
+    /// Files the waker of the task that polls the connection, for the
+    /// sweep to wake when it tells the connection to close. Filed before
+    /// [`closing`](Self::closing) is read: a sweep that tells the
+    /// connection to close after that read wakes the task.
+    pub(crate) fn file(&self, waker: Waker) {
+        *self.waker.lock().unwrap_or_else(PoisonError::into_inner) = Some(waker);
     }
-}
 
-impl<C> Guarded<C> {
-    /// `conn`, closed when `watch` says so.
-    pub(crate) fn new(conn: C, watch: Arc<Watch>) -> Guarded<C> {
-        Guarded {
-            conn,
-            watch,
-            filed: None,
+    /// Whether the connection, just polled and pending, is to end now: the
+    /// sweep told it to close and it is still waiting for the head the
+    /// sweep saw it wait for.
+    #[inline]
+    pub(crate) fn closing(&self) -> bool {
+        let close = self.close.load(Relaxed);
+        if close == 0 {
+            return false;
         }
-    }
-}
-
-impl<C: Future<Output = hyper::Result<()>>> Future for Guarded<C> {
-    type Output = hyper::Result<()>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<hyper::Result<()>> {
-        let this = self.project();
-        // First the connection: a head that has arrived is served.
-        let polled = this.conn.poll(cx);
-        if polled.is_ready() {
-            return polled;
+        if self.waiting() == Some(close.wrapping_sub(1)) {
+            return true;
         }
-        // The waker is filed before `close` is read: a sweep that tells
-        // the connection to close after this read wakes the task.
-        match this.filed {
-            Some(filed) if filed.will_wake(cx.waker()) => {}
-            _ => {
-                let waker = cx.waker().clone();
-                *this
-                    .watch
-                    .waker
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) = Some(waker.clone());
-                *this.filed = Some(waker);
-            }
-        }
-        let close = this.watch.close.load(Relaxed);
-        if close != 0 {
-            if this.watch.waiting() == Some(close.wrapping_sub(1)) {
-                tracing::debug!("no request head within the header timeout: closing");
-                return Poll::Ready(Ok(()));
-            }
-            // A head came in time; a new word from the sweep is kept.
-            let _ = this
-                .watch
-                .close
-                .compare_exchange(close, 0, Relaxed, Relaxed);
-        }
-        Poll::Pending
+        // A head came in time; a new word from the sweep is kept.
+        let _ = self.close.compare_exchange(close, 0, Relaxed, Relaxed);
+        false
     }
 }

@@ -4,7 +4,8 @@
 //! ended connections are forgotten. The connection's future closes only if
 //! it is still waiting for the head the sweep saw.
 
-use super::{Guarded, Watch, Watches, PERIODS};
+use super::{Watch, Watches, PERIODS};
+use crate::drain::{Connection, Drain};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::Ordering::Relaxed;
@@ -114,10 +115,15 @@ impl Future for Pending {
     }
 }
 
+impl Connection for Pending {
+    fn graceful_shutdown(self: std::pin::Pin<&mut Self>) {}
+}
+
 #[test]
 fn the_connection_closes_when_told_while_still_waiting_for_that_head() {
     let watch = Arc::new(Watch::default());
-    let mut conn = pin!(Guarded::new(Pending, watch.clone()));
+    let drain = Drain::new();
+    let mut conn = pin!(drain.watch(Pending, watch.clone()));
     let mut cx = Context::from_waker(Waker::noop());
     assert!(conn.as_mut().poll(&mut cx).is_pending());
     assert!(watch.waker.lock().unwrap().is_some(), "its waker is filed");
@@ -128,7 +134,8 @@ fn the_connection_closes_when_told_while_still_waiting_for_that_head() {
 #[test]
 fn a_head_that_came_before_the_close_is_served() {
     let watch = Arc::new(Watch::default());
-    let mut conn = pin!(Guarded::new(Pending, watch.clone()));
+    let drain = Drain::new();
+    let mut conn = pin!(drain.watch(Pending, watch.clone()));
     let mut cx = Context::from_waker(Waker::noop());
     watch.close(0);
     // The head arrived between the sweep and the task's poll.

@@ -10,7 +10,7 @@
 //! a request.
 
 use crate::drain::Drain;
-use crate::header_timeout::{Answer, Guarded, WatchedIo, Watches};
+use crate::header_timeout::{Answer, WatchedIo, Watches};
 use bytes::Bytes;
 use http_body::{Body as _, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
@@ -125,7 +125,7 @@ pub(crate) async fn serve<M, A, B>(
             })
         };
         let io = WatchedIo::new(TokioIo::new(stream), watch.clone());
-        let conn = Guarded::new(drain.watch(http.serve_connection(io, service)), watch);
+        let conn = drain.watch(http.serve_connection(io, service), watch);
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");

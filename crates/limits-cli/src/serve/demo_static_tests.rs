@@ -1,15 +1,11 @@
-//! The static answers of the demo API (the service the server runs) are
-//! byte for byte what its axum routes answer, and every other request still
-//! reaches the routes.
+//! The static answers of the demo API (the service the server runs) are,
+//! on the wire, byte for byte what its axum routes answer, and every other
+//! request still reaches the routes.
 
+use super::wire::exchange;
 use super::{routes, service, ITEMS, ITEM_BODIES, STATIC};
-use axum::body::Body;
-use axum::extract::Request;
 use axum::http::Method;
-use http_body_util::BodyExt;
 use serde_json::json;
-use std::future::poll_fn;
-use tower_service::Service;
 
 #[test]
 fn the_item_bodies_are_the_json_they_replaced() {
@@ -19,46 +15,18 @@ fn the_item_bodies_are_the_json_they_replaced() {
     }
 }
 
-#[test]
-fn each_static_length_is_its_body_s() {
-    for (path, body, length) in STATIC {
-        assert_eq!(length, body.len().to_string(), "{path}");
-    }
-}
-
-/// The status, headers (in order) and body of `service`'s answer.
-async fn answer<S, B>(mut service: S, method: Method, path: &str, body: &str) -> String
-where
-    S: Service<Request, Response = http::Response<B>>,
-    S::Error: std::fmt::Debug,
-    B: axum::body::HttpBody,
-    B::Error: std::fmt::Debug,
-{
-    let req = Request::builder()
-        .method(method)
-        .uri(path)
-        .body(Body::from(body.to_owned()))
-        .unwrap();
-    poll_fn(|cx| service.poll_ready(cx)).await.unwrap();
-    let response = service.call(req).await.unwrap();
-    let (parts, body) = response.into_parts();
-    let body = body.collect().await.unwrap().to_bytes();
-    let headers: Vec<String> = parts
-        .headers
-        .iter()
-        .map(|(name, value)| format!("{name}: {value:?}"))
-        .collect();
+/// `method path` with `body`, as a client sends it.
+fn request(method: &Method, path: &str, body: &str) -> Vec<u8> {
     format!(
-        "{}\n{}\n{}",
-        parts.status,
-        headers.join("\n"),
-        String::from_utf8_lossy(&body)
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
     )
+    .into_bytes()
 }
 
 #[tokio::test]
 async fn every_request_is_answered_as_the_routes_answer_it() {
-    let mut paths: Vec<&str> = STATIC.iter().map(|(path, _, _)| *path).collect();
+    let mut paths: Vec<&str> = STATIC.iter().map(|(path, _)| *path).collect();
     paths.extend([
         "/api/items/0",
         "/api/items/4",
@@ -76,9 +44,13 @@ async fn every_request_is_answered_as_the_routes_answer_it() {
     let methods = [Method::GET, Method::HEAD, Method::POST, Method::DELETE];
     for path in paths {
         for method in &methods {
-            let fast = answer(service(), method.clone(), path, "user=a").await;
-            let routed = answer(routes(), method.clone(), path, "user=a").await;
-            assert_eq!(fast, routed, "{method} {path}");
+            for body in ["", "user=a"] {
+                let request = request(method, path, body);
+                let fast = exchange(service(), &request).await;
+                let routed = exchange(routes(), &request).await;
+                assert_eq!(fast, routed, "{method} {path} {body:?}");
+                assert!(fast.starts_with("HTTP/1.1 "), "{fast}");
+            }
         }
     }
 }
