@@ -24,7 +24,7 @@ pub enum KeyErrorReason {
     Missing,
     /// The body cannot be read (why), and the rule says `reject`.
     Unreadable(String),
-    /// A [`KeyExtractor`] of the application's refused the value (why): a
+    /// A [`KeyExtractor`](super::KeyExtractor) of the application's refused the value (why): a
     /// token that does not verify, a tenant it does not know.
     Invalid(String),
 }
