@@ -100,6 +100,14 @@ pub(crate) struct Refused {
     pub statuses: Statuses,
 }
 
+impl Refused {
+    /// `refusal`, after the rules that decided said `passed`.
+    pub(crate) fn after(refusal: Refusal, passed: Passed) -> Refused {
+        let statuses = passed.statuses;
+        Refused { refusal, statuses }
+    }
+}
+
 /// Each rate's decision, in the order of the rule's rates.
 pub(crate) type PerRate = SmallVec<[limits::Decision; 2]>;
 

@@ -63,10 +63,16 @@ impl<S: Store, K> InForce<S, K> {
         self.values(rule)?.policy.as_ref()
     }
 
-    /// The RateLimit value's text of rule `rule` alone, if it has one rate
-    /// and its name is visible ASCII.
-    pub(crate) fn ratelimit_value(&self, rule: usize) -> Option<&RateLimitValue> {
-        self.values(rule)?.ratelimit.as_ref()
+    /// [`InForce::policy_value`] of rule `rule`, and its RateLimit value's
+    /// text if it has one rate and its name is visible ASCII: read at once.
+    pub(crate) fn rule_values(
+        &self,
+        rule: usize,
+    ) -> (Option<&HeaderValue>, Option<&RateLimitValue>) {
+        match self.values(rule) {
+            Some(v) => (v.policy.as_ref(), v.ratelimit.as_ref()),
+            None => (None, None),
+        }
     }
 
     fn values(&self, rule: usize) -> Option<&RuleValues> {

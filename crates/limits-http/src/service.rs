@@ -226,12 +226,12 @@ pub(crate) fn known<'a, S: Store, K>(
 ) -> Known<'a> {
     match statuses {
         [one] => {
-            let policy = in_force.policy_value(one.rule);
-            let visible_names = policy.is_some();
+            // The rule's values, read once (a `OnceLock` read each).
+            let (policy, ratelimit) = in_force.rule_values(one.rule);
             Known {
                 policy,
-                visible_names,
-                one: in_force.ratelimit_value(one.rule).zip(one.per_rate.first()),
+                visible_names: policy.is_some(),
+                one: ratelimit.zip(one.per_rate.first()),
             }
         }
         _ => Known {

@@ -118,11 +118,7 @@ where
     let policy = &*in_force.policy;
     let (body, bytes, held) = match read_if_needed(policy, matched, body).await {
         Ok(read) => read,
-        Err(e) => {
-            let refusal = Refusal::Body(e);
-            let statuses = resume.passed.statuses;
-            return Err(Refused { refusal, statuses });
-        }
+        Err(e) => return Err(Refused::after(Refusal::Body(e), resume.passed)),
     };
     let Resume {
         at,
@@ -137,10 +133,7 @@ where
         };
         let key = match made {
             Ok(key) => key,
-            Err(refusal) => {
-                let statuses = passed.statuses;
-                return Err(Refused { refusal, statuses });
-            }
+            Err(refusal) => return Err(Refused::after(refusal, passed)),
         };
         // A store that answers at once does so here too (after a body read,
         // or after a rule whose store waited): untimed, as in `decide_now`.
@@ -154,8 +147,7 @@ where
             }
         };
         if let Err(refusal) = fold(in_force, index, &key, verdict, started, &mut passed) {
-            let statuses = passed.statuses;
-            return Err(Refused { refusal, statuses });
+            return Err(Refused::after(refusal, passed));
         }
     }
     Ok(Admitted { body, passed, held })

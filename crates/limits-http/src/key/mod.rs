@@ -24,12 +24,14 @@
 use http::header::{HeaderName, CONTENT_TYPE};
 use http::request::Parts;
 use sha2::{Digest, Sha256};
-use std::fmt::{self, Write as _};
+use std::fmt::Write as _;
 use std::net::IpAddr;
 
 mod body;
+mod error;
 mod extractor;
 mod fields;
+mod ip;
 mod json;
 mod normalize;
 mod spec;
@@ -37,6 +39,7 @@ mod spec;
 mod tests;
 mod text;
 
+pub use error::{KeyError, KeyErrorReason};
 pub use extractor::{Key, KeyExtractor};
 use fields::Lookup;
 pub use normalize::{Normalize, NormalizeStep};
@@ -90,52 +93,6 @@ pub struct KeySpec {
     missing: Option<Missing>,
     normalize: Option<Normalize>,
 }
-
-/// Why a request has no key under a rule: the layer answers 400 naming the field.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KeyError {
-    /// The key part, as written in the spec (`query:api_key`).
-    pub field: String,
-    /// What is wrong with it.
-    pub reason: KeyErrorReason,
-}
-
-/// What is wrong with a key field.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum KeyErrorReason {
-    /// It appears more than once with different values: the upstream may
-    /// read another one than the limiter.
-    Repeated,
-    /// It is not in the request (or is empty), and the rule says `reject`.
-    Missing,
-    /// The body cannot be read (why), and the rule says `reject`.
-    Unreadable(String),
-    /// A [`KeyExtractor`] of the application's refused the value (why): a
-    /// token that does not verify, a tenant it does not know.
-    Invalid(String),
-}
-
-impl fmt::Display for KeyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let field = &self.field;
-        match &self.reason {
-            KeyErrorReason::Repeated => write!(
-                f,
-                "the key field {field} appears more than once with different values"
-            ),
-            KeyErrorReason::Missing => write!(
-                f,
-                "the request has no {field}, which this route's rate limit counts by"
-            ),
-            KeyErrorReason::Unreadable(why) => {
-                write!(f, "cannot read {field} from the request body: {why}")
-            }
-            KeyErrorReason::Invalid(why) => write!(f, "the key field {field} is invalid: {why}"),
-        }
-    }
-}
-
-impl std::error::Error for KeyError {}
 
 impl KeySpec {
     /// The client address alone: the default.
@@ -236,6 +193,10 @@ impl KeySpec {
         client: Option<IpAddr>,
         body: Option<&[u8]>,
     ) -> Result<KeyText, KeyError> {
+        // The address alone (the common key): written in one step.
+        if let [KeyPart::Ip] = self.parts.as_slice() {
+            return Ok(ip::key(client));
+        }
         let client_text = || client.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
         // Looked up only for a body's key (an address key needs none).
         let content_type = || parts.headers.get(CONTENT_TYPE);

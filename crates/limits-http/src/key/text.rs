@@ -102,7 +102,7 @@ const IPV4_MAX: usize = 15;
 
 /// Appends `ip` to `text` as its `Display` writes it; `text` has room for
 /// [`IPV4_MAX`] more bytes.
-fn write_ipv4<const N: usize>(text: &mut ArrayString<N>, ip: Ipv4Addr) {
+pub(super) fn write_ipv4<const N: usize>(text: &mut ArrayString<N>, ip: Ipv4Addr) {
     for (i, octet) in ip.octets().into_iter().enumerate() {
         if i > 0 {
             text.push('.');
