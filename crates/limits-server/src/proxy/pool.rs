@@ -13,7 +13,10 @@
 //! A connection leaves the stack for good when it is closed (by either side
 //! or on an error), when its response body is dropped unfinished, and when
 //! it has been idle for [`IDLE_TIMEOUT`] (a reaper task looks every
-//! [`REAP_EVERY`]).
+//! [`REAP_EVERY`], so after 60 to 65 s). The time a connection went idle is
+//! not read from the clock when it comes back (per request, about 30
+//! instructions): it is the reaper's count of its looks then, which tells
+//! the idle time to within one period, all the reaper needs ([`stale`]).
 
 use super::upstream::UpstreamError;
 use axum::body::Body;
@@ -26,16 +29,19 @@ use hyper_util::rt::TokioIo;
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a connection may sit idle before it is closed.
 pub(super) const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How often idle connections are looked at.
 const REAP_EVERY: Duration = Duration::from_secs(5);
+
+/// [`IDLE_TIMEOUT`] in [`REAP_EVERY`] periods.
+const IDLE_LOOKS: u32 = (IDLE_TIMEOUT.as_secs() / REAP_EVERY.as_secs()) as u32;
 
 /// The most idle connections kept; more are closed as they come back.
 const MOST_IDLE: usize = 1024;
@@ -49,11 +55,23 @@ pub(super) struct Pool {
     host: String,
     port: u16,
     reaping: AtomicBool,
+    /// How many times the reaper has looked.
+    looks: AtomicU32,
 }
 
 struct Idle {
     sender: Sender,
-    since: Instant,
+    /// [`Pool::looks`] when it went idle.
+    since: u32,
+}
+
+/// Whether a connection that went idle at the reaper's look `since` has
+/// been idle for [`IDLE_TIMEOUT`] at look `now`: it went idle before look
+/// `since + 1`, so at look `now` it has been idle for more than
+/// `now - since - 1` periods, and for no more than `now - since`. So it is
+/// stale from `now - since > IDLE_LOOKS` on: after 60 to 65 s.
+pub(super) fn stale(since: u32, now: u32) -> bool {
+    now.wrapping_sub(since) > IDLE_LOOKS
 }
 
 impl Pool {
@@ -70,6 +88,7 @@ impl Pool {
             host: host.to_string(),
             port: authority.port_u16().unwrap_or(80),
             reaping: AtomicBool::new(false),
+            looks: AtomicU32::new(0),
         })
     }
 
@@ -169,7 +188,7 @@ impl Pool {
     fn push(&self, sender: Sender) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         if idle.len() < MOST_IDLE {
-            let since = Instant::now();
+            let since = self.looks.load(Ordering::Relaxed);
             idle.push_back(Idle { sender, since });
         }
     }
@@ -182,8 +201,9 @@ impl Pool {
 
     /// Closes the connections idle for too long, and those closed already.
     fn reap(&self) {
+        let now = self.looks.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        idle.retain(|i| !i.sender.is_closed() && i.since.elapsed() < IDLE_TIMEOUT);
+        idle.retain(|i| !i.sender.is_closed() && !stale(i.since, now));
     }
 
     /// Starts the reaper once, with the first connection (so within a

@@ -20,7 +20,7 @@ use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 
 /// [`Proxy::forward`] as a [`tower::Service`], for the requests of one
 /// client: made by [`Proxy::for_client`]. Its responses carry a
@@ -104,19 +104,19 @@ where
     }
 
     /// Prepares the request and sends it on a pooled connection at once,
-    /// with the connection's timer set to the upstream timeout.
+    /// with the connection's timer going off no later than its deadline.
     fn call(&mut self, request: Request<Body>) -> Exchange<H> {
         let conn = Arc::clone(&self.conn);
         match conn.proxy.prepare(request, conn.client.as_ref()) {
             Prepared::Forward(request) => {
-                let mut timer = conn.timer.take();
                 let inner = &*conn.proxy.inner;
-                timer::set(timer.as_mut(), inner.timeout);
+                let deadline = timer::deadline(inner.timeout);
+                let timer = conn.timer.take(deadline);
                 let sending = (self.start)(&inner.pool, request);
                 Exchange {
                     sending: Some(sending),
                     answer: None,
-                    timer: Some(timer),
+                    timer: Some((timer, deadline)),
                     conn,
                 }
             }
@@ -137,7 +137,9 @@ pin_project_lite::pin_project! {
         #[pin]
         sending: Option<Sending<H>>,
         answer: Option<Response<ProxyBody>>,
-        timer: Option<Pin<Box<Sleep>>>,
+        // The connection's timer, which goes off no later than this
+        // request's own deadline, and that deadline.
+        timer: Option<(Pin<Box<Sleep>>, Instant)>,
         conn: Arc<Conn>,
     }
 }
@@ -161,15 +163,15 @@ where
         let answer = match sending.poll(cx) {
             Poll::Ready(answer) => Some(answer),
             Poll::Pending => match this.timer {
-                Some(timer) => {
-                    ready!(timer.as_mut().poll(cx));
+                Some((timer, deadline)) => {
+                    ready!(timer::poll_expired(timer.as_mut(), *deadline, cx));
                     None
                 }
                 None => return Poll::Pending,
             },
         };
         this.sending.set(None);
-        if let Some(timer) = this.timer.take() {
+        if let Some((timer, _)) = this.timer.take() {
             this.conn.timer.give_back(timer);
         }
         Poll::Ready(Ok(this.conn.proxy.answer(answer)))

@@ -2,6 +2,8 @@
 
 mod failures;
 mod hop_names;
+mod idle_looks;
+mod lazy_timer;
 mod one_look;
 mod pool;
 mod rewrites;
