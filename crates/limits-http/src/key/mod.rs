@@ -31,7 +31,6 @@ mod body;
 mod error;
 mod extractor;
 mod fields;
-mod ip;
 mod json;
 mod normalize;
 mod spec;
@@ -195,7 +194,9 @@ impl KeySpec {
     ) -> Result<KeyText, KeyError> {
         // The address alone (the common key): written in one step.
         if let [KeyPart::Ip] = self.parts.as_slice() {
-            return Ok(ip::key(client));
+            let mut key = KeyText::new();
+            key.push_ip_part(client);
+            return Ok(key);
         }
         let client_text = || client.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
         // Looked up only for a body's key (an address key needs none).
@@ -211,15 +212,7 @@ impl KeySpec {
                         if !key.is_empty() {
                             key.push('|');
                         }
-                        // An address's text has no character to escape.
-                        key.push_str("ip=");
-                        match client {
-                            Some(IpAddr::V4(ip)) => key.push_ipv4(ip),
-                            Some(ip) => {
-                                let _ = write!(key, "{ip}");
-                            }
-                            None => key.push_str("unknown"),
-                        }
+                        key.push_ip_part(client);
                     }
                     continue;
                 }
