@@ -3,7 +3,7 @@
 //!
 //! `cargo run -p limits-http --example axum_app` serves on 127.0.0.1 (an
 //! ephemeral port), sends three requests through a real connection, prints
-//! their statuses and exits. tests/examples.rs runs [`run`].
+//! their statuses and exits. tests/it/examples.rs runs [`run`].
 
 use axum::routing::get;
 use axum::Router;

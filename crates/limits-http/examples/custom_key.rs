@@ -10,7 +10,7 @@
 //!
 //! `cargo run -p limits-http --example custom_key` sends requests as two
 //! users, as nobody, and with a forged token, through a real connection on
-//! 127.0.0.1, prints the statuses and exits. tests/examples.rs runs [`run`].
+//! 127.0.0.1, prints the statuses and exits. tests/it/examples.rs runs [`run`].
 
 use axum::routing::get;
 use axum::Router;

@@ -13,7 +13,7 @@
 //!
 //! `cargo run -p limits-http --example grpc_health` serves on 127.0.0.1,
 //! calls `Check` three times over HTTP/2, prints the results and exits.
-//! tests/examples.rs runs [`run`].
+//! tests/it/examples.rs runs [`run`].
 
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;

@@ -132,7 +132,7 @@ fn answer(body: &'static str, request: Request) -> http::Response<DemoBody> {
     let mut response = http::Response::new(Either::Left(body));
     let new = std::mem::replace(response.headers_mut(), headers);
     // A new response's map is `HeaderMap::new()`, which allocates nothing
-    // (`tests/new_response_map.rs` checks): forgotten, it frees nothing, and its
+    // (`tests/it/new_response_map.rs` checks): forgotten, it frees nothing, and its
     // drop glue (about 50 instructions per request) is skipped.
     debug_assert_eq!(new.capacity(), 0);
     std::mem::forget(new);

@@ -125,7 +125,7 @@ impl FixedWindow {
 /// `Rule::allow`'s one pass for a single rate: the roll of `advance`, then
 /// the count against the limit, the record and the idle test (`count == 0`,
 /// what a zero `reset_after` says) without re-reading the state; the wait of
-/// a denial is `check`'s (`tests/other_limiters_admit.rs`).
+/// a denial is `check`'s (`tests/it/other_limiters_admit.rs`).
 impl AdmitOne for FixedWindow {
     #[inline(always)]
     fn admit_one(&self, s: &mut FixedWindowState, now: u64, cost: u64) -> Admission {
@@ -155,7 +155,7 @@ impl AdmitOne for FixedWindow {
 /// `u64`. The time to the window's end is `W - elapsed`, with `elapsed` the
 /// time from the window's start to `t` ([`FixedWindow::roll`]): `check`'s wait, and
 /// with a count left both `reset_after` and `refill_after` (the wait of
-/// `remaining + 1`, which never fits this window). `tests/other_limiters_decide.rs`.
+/// `remaining + 1`, which never fits this window). `tests/it/other_limiters_decide.rs`.
 impl DecideOne for FixedWindow {
     #[inline(always)]
     fn decide_one(&self, s: &mut FixedWindowState, now: u64, cost: u64, mode: Mode) -> Decision {

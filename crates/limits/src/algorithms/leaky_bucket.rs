@@ -124,7 +124,7 @@ impl RateAlgorithm for LeakyBucket {
 /// `Rule::allow`'s one pass for a single rate: the departure of the
 /// request's last unit is found once and serves the check, the delay, the
 /// record and the idle test; the wait of a denial is `check`'s
-/// (`tests/other_limiters_admit.rs`).
+/// (`tests/it/other_limiters_admit.rs`).
 impl AdmitOne for LeakyBucket {
     #[inline(always)]
     fn admit_one(&self, s: &mut LeakyBucketState, now: u64, cost: u64) -> Admission {
@@ -168,7 +168,7 @@ impl AdmitOne for LeakyBucket {
 /// `queued + remaining * W` after now: over `burst * W` by `r`, or by `W`
 /// when `r` is 0 (the token bucket's `derived`, with the burst + 1 for the
 /// limit). Three `u64` divisions when `queued` fits; otherwise two in
-/// `u128` (`tests/other_limiters_decide.rs`).
+/// `u128` (`tests/it/other_limiters_decide.rs`).
 impl DecideOne for LeakyBucket {
     #[inline(always)]
     fn decide_one(&self, s: &mut LeakyBucketState, now: u64, cost: u64, mode: Mode) -> Decision {

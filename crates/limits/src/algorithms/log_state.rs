@@ -26,7 +26,7 @@ enum Shape {
 }
 
 // The inline entry costs no byte more than the ring's pointer, head and
-// length (`tests/slot_layout.rs` pins the slot).
+// length (`tests/it/slot_layout.rs` pins the slot).
 const _: () = assert!(std::mem::size_of::<SlidingLogState>() == 24);
 
 impl Default for SlidingLogState {

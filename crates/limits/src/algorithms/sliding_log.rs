@@ -169,7 +169,7 @@ impl RateAlgorithm for SlidingLog {
 /// `remaining` is `L - len`, `reset_after` the time until the newest entry
 /// expires and `refill_after` until the oldest does (the wait of
 /// `remaining + 1`, for which the oldest entry must go), without a second
-/// `check` (`tests/other_limiters_decide.rs`).
+/// `check` (`tests/it/other_limiters_decide.rs`).
 impl DecideOne for SlidingLog {
     /// The shape chosen once, then each shape's straight-line pass.
     #[inline(always)]

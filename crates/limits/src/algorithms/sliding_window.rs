@@ -159,7 +159,7 @@ impl RateAlgorithm for SlidingWindow {
 /// estimate against the limit, the record and the idle test (both counts
 /// zero, what a zero `reset_after` says); a denial's wait is `check`'s own
 /// search, but for the common case of a current count that leaves no room
-/// this window, where it is one division (`tests/other_limiters_admit.rs`).
+/// this window, where it is one division (`tests/it/other_limiters_admit.rs`).
 impl AdmitOne for SlidingWindow {
     #[inline(always)]
     fn admit_one(&self, s: &mut SlidingWindowState, now: u64, cost: u64) -> Admission {

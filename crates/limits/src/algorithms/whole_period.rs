@@ -14,7 +14,7 @@
 //! wrap_r + lo) / L` while `hi * wrap_r + lo` fits. `a` is kept below 2^62
 //! (T is at most 2^62 too, as W is), so that sums of a few of them do not
 //! overflow; anything else is left to the general `u128` path
-//! (`tests/decide_fast_path_edges.rs`).
+//! (`tests/it/decide_fast_path_edges.rs`).
 
 use std::num::NonZeroU64;
 

@@ -339,7 +339,7 @@ impl<P: Packs> Kind for Compact<P> {
 
     fn load(&self, state: KeyState, _: &mut ()) -> Option<Packed> {
         // Always fits: the rule's decoder bounds what it loads as `fits`
-        // assumed (`tests/compact_slots.rs` holds it to that).
+        // assumed (`tests/it/compact_slots.rs` holds it to that).
         let state = P::Engine::from_key_state(state).filter(|s| self.1.fits_state(s))?;
         Some(Packed::new(self.1, &state))
     }

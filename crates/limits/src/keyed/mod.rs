@@ -55,7 +55,7 @@ use tables::{with_table, Tables};
 /// a token-bucket check, and the keys a busy table sweeps are mostly busy).
 /// An operation on an existing key sweeps only one time in
 /// [`SWEEP_EVERY`]. What this guarantees, per shard
-/// (`tests/sweep_guarantee.rs`):
+/// (`tests/it/sweep_guarantee.rs`):
 ///
 /// - an operation that adds a key moves the cursor over two slots; of the
 ///   operations on existing keys, every [`SWEEP_EVERY`]-th, and the next

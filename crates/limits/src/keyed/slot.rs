@@ -152,7 +152,7 @@ pub(crate) struct Slot<K, H> {
 }
 
 // A `u64` key's slot: the key and the state with its marks, no word beside
-// them (`tests/slot_layout.rs` pins these through `memory()`).
+// them (`tests/it/slot_layout.rs` pins these through `memory()`).
 const _: () = assert!(std::mem::size_of::<Slot<u64, KeyState>>() == 40);
 const _: () =
     assert!(std::mem::size_of::<Slot<u64, Marked<crate::algorithms::TokenBucketState>>>() == 32);

@@ -7,13 +7,13 @@
 //!
 //! The same algorithm functions run in the same order on the same states as
 //! in `decide`, so the verdict, the wait, the delay and the state left behind
-//! are those of `check`, to the nanosecond (`tests/allow_fast_path.rs`); the
+//! are those of `check`, to the nanosecond (`tests/it/allow_fast_path.rs`); the
 //! exception is a single rate of the token bucket, fixed window, sliding
 //! window or leaky bucket, whose check, record and idle test are fused into
 //! one pass that gives the same numbers ([`AdmitOne`],
-//! `tests/token_bucket_admit.rs`, `tests/other_limiters_admit.rs`); the
+//! `tests/it/token_bucket_admit.rs`, `tests/it/other_limiters_admit.rs`); the
 //! sliding log keeps the steps but chooses its state's shape once for them
-//! (`tests/log_inline_entry.rs`).
+//! (`tests/it/log_inline_entry.rs`).
 
 use super::Rule;
 // The engine types the dispatch macro names, resolved here.

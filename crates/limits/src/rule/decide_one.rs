@@ -7,7 +7,7 @@
 //! one rate (advance, check, delay and record, derived fields), and an
 //! algorithm may fuse them into one pass giving the same `Decision` and
 //! state: every limiter but `NoLimit` does, in its own file
-//! (`tests/token_bucket_decide.rs`, `tests/other_limiters_decide.rs`).
+//! (`tests/it/token_bucket_decide.rs`, `tests/it/other_limiters_decide.rs`).
 
 use super::{decide_rates, rate_decision, Mode, Rule};
 // The engine that keeps the default steps.

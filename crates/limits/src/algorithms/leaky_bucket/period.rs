@@ -23,7 +23,7 @@
 //! `a` and `b` come from [`WholePeriod::split`] (which also takes queues
 //! past `u64`); `burst * T` is kept at most 2^62, `a` below it, so that no
 //! sum here overflows; anything else takes the general path
-//! (`tests/decide_fast_path_edges.rs`).
+//! (`tests/it/decide_fast_path_edges.rs`).
 
 use super::super::whole_period::WholePeriod;
 use super::{LeakyBucket, LeakyBucketState};

@@ -18,7 +18,7 @@
 //!   (nothing left: `remaining` 0) are `wait_after`'s.
 //!
 //! Products are taken in `u64` when they fit, in `u128` otherwise
-//! (`tests/other_limiters_decide.rs`, `tests/sliding_window_units.rs`).
+//! (`tests/it/other_limiters_decide.rs`).
 
 use super::super::sat64;
 use super::{SlidingWindow, SlidingWindowState};

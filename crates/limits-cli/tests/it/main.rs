@@ -1,0 +1,30 @@
+//! The integration tests of this crate, one binary (each binary links the
+//! whole dependency graph again): a module per area. One area alone:
+//! `cargo test -p limits-cli --test it AREA::`.
+
+mod common;
+#[path = "../../../limits-redis/tests/it/redis_server.rs"]
+mod redis_server;
+
+mod bench;
+mod new_response_map;
+mod replay;
+mod replay_idle_keys;
+mod replay_large;
+mod replay_redis;
+mod rls;
+mod rls_envoy;
+mod rls_state;
+mod rls_watch;
+mod serve;
+mod serve_client;
+mod serve_key_floods;
+mod serve_metrics_counts;
+mod serve_operations;
+mod serve_paths_and_bodies;
+mod serve_redis;
+mod serve_redis_clock;
+mod serve_redis_counts;
+mod serve_workers;
+mod simulate;
+mod simulate_stream;

@@ -1,0 +1,283 @@
+//! `limits replay`, run as a real binary on CSV traces and access logs,
+//! including every kind of bad input.
+
+use crate::common;
+
+use common::{limits, write};
+use limits::{format_seconds, Algorithm, KeyedLimiter, ManualClock, Rule};
+use std::time::Duration;
+
+/// The rows `--decisions` should write for `events` (ns, key, cost), from
+/// the core's own KeyedLimiter: every field of each Decision, formatted.
+fn expected_rows(limiter: &str, rates: &str, events: &[(u64, &str, u64)]) -> Vec<String> {
+    let algorithm: Algorithm = limiter.parse().unwrap();
+    let rule = Rule::new(algorithm, rates.parse().unwrap());
+    let keyed: KeyedLimiter<String, ManualClock> =
+        KeyedLimiter::with_clock(rule, ManualClock::new(0));
+    events
+        .iter()
+        .map(|&(t, key, cost)| {
+            let d = keyed.check_at(key, t, cost);
+            let retry = d
+                .retry_after
+                .duration()
+                .map_or(String::new(), format_seconds);
+            format!(
+                "{},{key},{cost},{},{},{retry},{},{}",
+                format_seconds(Duration::from_nanos(t)),
+                d.allowed,
+                d.remaining,
+                format_seconds(d.reset_after),
+                format_seconds(d.refill_after),
+            )
+        })
+        .collect()
+}
+
+fn sample_log() -> String {
+    format!("{}/tests/data/access.log", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn replay_csv_with_header_costs_and_exact_decisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = [
+        (0, "a", 1),
+        (1, "a", 2),
+        (500_000_000, "a", 1),
+        (999_999_999, "a", 1),
+        (1_000_000_001, "a", 1),
+        (2_000_000_000, "b", 4),
+    ];
+    let trace = write(
+        dir.path(),
+        "t.csv",
+        "time,key,cost\n0,a\n0.000000001,a,2\n0.5,a\n0.999999999,a\n1.000000001,a\n2,b,4\n",
+    );
+    let out_csv = dir.path().join("out.csv");
+    let (out, err, code) = limits(&[
+        "replay",
+        "--limiter",
+        "sliding-log",
+        "--limit",
+        "3",
+        "--window",
+        "1s",
+        trace.to_str().unwrap(),
+        "--decisions",
+        out_csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("replay "), "{out}");
+    let rows = std::fs::read_to_string(&out_csv).unwrap();
+    let rows: Vec<&str> = rows.lines().collect();
+    assert_eq!(
+        rows,
+        [
+            "time,key,cost,allowed,remaining,retry_after,reset_after,refill_after",
+            // back to full and one more free when the entry at 0 leaves, at 1s
+            "0,a,1,true,2,0,1,1",
+            "0.000000001,a,2,true,0,0,1,0.999999999",
+            // full: the entry at 0 leaves the window (t - 1s, t] at t = 1s
+            "0.5,a,1,false,0,0.5,0.500000001,0.5",
+            "0.999999999,a,1,false,0,0.000000001,0.000000002,0.000000001",
+            // at 1.000000001 the entry at 0 is gone and those at 1ns leave now
+            "1.000000001,a,1,true,2,0,1,1",
+            // cost above the limit: never; the key is untouched, so full
+            "2,b,4,false,3,,0,0",
+        ]
+    );
+    assert_eq!(rows[1..], expected_rows("sliding-log", "3/s", &events));
+    assert!(
+        out.contains("limited most (sliding-log): a (2 rejected), b (1 rejected)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn replay_access_log_sample_with_all_limiters() {
+    let (out, err, code) = limits(&["replay", "--limiter", "all", "--limit", "5", &sample_log()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(": 68 requests, limit 5 per second"), "{out}");
+    let sliding = out.lines().find(|l| l.starts_with("sliding-log")).unwrap();
+    let cols: Vec<&str> = sliding.split_whitespace().collect();
+    assert_eq!(
+        cols[3], "5",
+        "the sliding log never lets 6 through in a second: {sliding}"
+    );
+    assert!(
+        out.contains("limited most (sliding-log): 203.0.113.7"),
+        "{out}"
+    );
+    for name in [
+        "none",
+        "fixed-window",
+        "token-bucket",
+        "sliding-window",
+        "leaky-bucket",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(name)),
+            "{name} missing:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn replay_access_log_out_of_order_beyond_the_window_names_the_line() {
+    // The sample is up to 2 s out of order: fine with the default 5 s window,
+    // an error naming the line with a 1 s window.
+    let (_, err, code) = limits(&["replay", "--reorder-window", "1s", &sample_log()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("access.log:"), "{err}");
+    assert!(err.contains("more than the reorder window of 1s"), "{err}");
+    let (out, _, code) = limits(&[
+        "replay",
+        "--reorder-window",
+        "1s",
+        "--skip-bad",
+        &sample_log(),
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.contains("skipped "), "{out}");
+}
+
+#[test]
+fn replay_bad_csv_lines_stop_with_file_and_line_or_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, says) in [
+        ("0,a\n0.5\n", ":2: expected time,key[,cost], found 1 field"),
+        ("0,a\nsoon,a\n", ":2: time \"soon\" is not decimal seconds"),
+        (
+            "0,a\n0.1,a,0\n",
+            ":2: cost \"0\" is not a positive whole number",
+        ),
+        ("0,a\n0.1,a,x\n", ":2: cost \"x\""),
+        ("0,a\n-1,a\n", ":2: time \"-1\""),
+        ("0,a\n0.0000000001,a\n", ":2: time"),
+        ("0,a\n1,a\n0.5,b\n", ":3: time goes backwards"),
+        ("0,a\n1,,1\n", ":2: the key is empty"),
+        (
+            "0,a\n1,a,1,extra\n",
+            ":2: expected time,key[,cost], found 4 fields",
+        ),
+    ] {
+        let trace = write(dir.path(), "bad.csv", text);
+        let (_, err, code) = limits(&["replay", trace.to_str().unwrap()]);
+        assert_ne!(code, 0, "{text:?}");
+        assert!(err.contains(&format!("bad.csv{says}")), "{text:?}: {err}");
+        let (out, err, code) = limits(&["replay", "--skip-bad", trace.to_str().unwrap()]);
+        assert_eq!(code, 0, "{text:?}: {err}");
+        assert!(out.contains("skipped 1 bad line:"), "{text:?}: {out}");
+    }
+}
+
+#[test]
+fn replay_empty_missing_and_garbage_files_get_clear_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = write(dir.path(), "empty.csv", "");
+    let (_, err, code) = limits(&["replay", empty.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("empty"), "{err}");
+    let header_only = write(dir.path(), "header.csv", "time,key\n");
+    let (_, err, code) = limits(&["replay", header_only.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no events"), "{err}");
+    let (_, err, code) = limits(&["replay", "/nonexistent/trace.csv"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("/nonexistent/trace.csv") && err.contains("No such file"),
+        "{err}"
+    );
+    let garbage: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let path = dir.path().join("garbage.bin");
+    std::fs::write(&path, garbage).unwrap();
+    let (_, err, code) = limits(&["replay", path.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("garbage.bin:"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn replay_decisions_take_one_limiter() {
+    let (_, err, code) = limits(&[
+        "replay",
+        "--limiter",
+        "all",
+        "--decisions",
+        "x.csv",
+        &sample_log(),
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--decisions takes one limiter"), "{err}");
+}
+
+#[test]
+fn replay_decisions_keep_input_order_when_the_log_is_reordered() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_csv = dir.path().join("out.csv");
+    let (_, err, code) = limits(&[
+        "replay",
+        "--limit",
+        "5",
+        &sample_log(),
+        "--decisions",
+        out_csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rows = std::fs::read_to_string(&out_csv).unwrap();
+    let log = std::fs::read_to_string(sample_log()).unwrap();
+    assert_eq!(rows.lines().count(), log.lines().count() + 1);
+    // Row i is line i: same client, same time.
+    for (row, line) in rows.lines().skip(1).zip(log.lines()) {
+        let key = row.split(',').nth(1).unwrap();
+        assert!(line.starts_with(&format!("{key} ")), "{row} vs {line}");
+    }
+}
+
+#[test]
+fn replay_decisions_carry_reset_and_refill_of_every_limiter() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = [
+        (0, "a", 1),
+        (0, "a", 1),
+        (250_000_000, "a", 1),
+        (250_000_000, "b", 2),
+        (400_000_000, "a", 1),
+        (1_100_000_000, "a", 1),
+        (1_100_000_001, "b", 1),
+    ];
+    let text: String = events
+        .iter()
+        .map(|&(t, key, cost)| {
+            format!("{},{key},{cost}\n", format_seconds(Duration::from_nanos(t)))
+        })
+        .collect();
+    let trace = write(dir.path(), "t.csv", &text);
+    let out_csv = dir.path().join("out.csv");
+    for limiter in Algorithm::ALL.map(|a| a.name()) {
+        let (_, err, code) = limits(&[
+            "replay",
+            "--limiter",
+            limiter,
+            "--limit",
+            "2/s",
+            trace.to_str().unwrap(),
+            "--decisions",
+            out_csv.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{limiter}: {err}");
+        let rows = std::fs::read_to_string(&out_csv).unwrap();
+        let rows: Vec<&str> = rows.lines().skip(1).collect();
+        assert_eq!(rows, expected_rows(limiter, "2/s", &events), "{limiter}");
+        if limiter == "leaky-bucket" {
+            // A queue of 2 draining one per 0.5s: the first request leaves
+            // at once, the second at 0.5s, so one place is left; the bucket
+            // is full again one period after that departure (1s), and one
+            // more place frees at it (0.5s).
+            assert_eq!(rows[1], "0,a,1,true,1,0,1,0.5");
+        }
+    }
+}

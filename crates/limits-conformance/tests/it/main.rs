@@ -1,0 +1,6 @@
+//! The integration tests of this crate, one binary (each binary links the
+//! whole dependency graph again): a module per area. One area alone:
+//! `cargo test -p limits-conformance --test it AREA::`.
+
+mod memory;
+mod wrong_stores;

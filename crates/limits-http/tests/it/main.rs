@@ -1,0 +1,20 @@
+//! The integration tests of this crate, one binary (each binary links the
+//! whole dependency graph again): a module per area. One area alone:
+//! `cargo test -p limits-http --test it AREA::`.
+
+mod common;
+
+mod examples;
+mod key_ip_alone;
+mod layer;
+mod layer_client;
+mod layer_embedding;
+mod layer_keys;
+mod layer_paths_and_bodies;
+mod observer_timing;
+mod ratelimit_names;
+mod refusal_maps;
+mod repeated_values;
+mod rule_observer;
+mod sync_and_boxed_paths;
+mod too_many_response;

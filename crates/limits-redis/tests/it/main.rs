@@ -1,0 +1,13 @@
+//! The integration tests of this crate, one binary (each binary links the
+//! whole dependency graph again): a module per area. One area alone:
+//! `cargo test -p limits-redis --test it AREA::`.
+
+mod redis_server;
+
+mod clock;
+mod cluster;
+mod conformance;
+mod expiry_in_window;
+mod failure;
+mod redis_store;
+mod sliding_log_ring;

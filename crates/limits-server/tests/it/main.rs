@@ -1,0 +1,22 @@
+//! The integration tests of this crate, one binary (each binary links the
+//! whole dependency graph again): a module per area. One area alone:
+//! `cargo test -p limits-server --test it AREA::`.
+
+#[path = "../../../limits-redis/tests/it/redis_server.rs"]
+mod redis_server;
+mod rls_common;
+
+mod allocations_per_request;
+mod backend_service;
+mod drain_connections;
+mod embed;
+mod header_timeout;
+mod rls_config;
+mod rls_config_docs;
+mod rls_config_errors;
+mod rls_config_extensions;
+mod rls_config_props;
+mod rls_service;
+mod rls_stores;
+mod rule_store_decide_now;
+mod store_conformance;

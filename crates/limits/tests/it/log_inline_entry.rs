@@ -1,0 +1,219 @@
+//! The sliding log keeps a key's first entry inline (issue 9: memory at 1M
+//! keys), and a decision chooses the state's shape once, then runs that
+//! shape's own code. Checked here: each transition (first entry, second
+//! entry moving to a ring of 3, expiry in the ring down to one entry and to
+//! none, the inline entry expiring, drop) allocates and frees what it
+//! should, by an allocation-counting allocator; both shapes export and
+//! import as themselves (one entry loads inline) and leak nothing; and every
+//! decision, through `check`, `allow` and a rule of two rates (which reads
+//! the state through its shape at each step), is the reference model's.
+
+use limits::{Algorithm, KeyedLimiter, ManualClock, Options, Rate, Rates, RetryAfter, Rule};
+use limits_conformance::RuleModel;
+use proptest::prelude::*;
+use std::time::Duration;
+
+use crate::counting;
+use counting::counted;
+
+fn log(rates: &[(u64, u64)]) -> Rule {
+    let rates: Vec<Rate> = rates
+        .iter()
+        .map(|&(l, w)| Rate::new(l, Duration::from_nanos(w)).unwrap())
+        .collect();
+    Rule::new(Algorithm::SlidingLog, Rates::new(rates).unwrap())
+}
+
+/// The verdict `allow` must give for a decision.
+fn verdict(d: &limits::Decision) -> Result<Duration, RetryAfter> {
+    if d.allowed {
+        Ok(d.delay)
+    } else {
+        Err(d.retry_after)
+    }
+}
+
+#[test]
+fn each_transition_allocates_and_frees_what_it_should() {
+    let rule = log(&[(10, 1_000)]);
+    let mut model = RuleModel::new(Algorithm::SlidingLog, &[(10, 1_000)], None);
+    let mut state = rule.new_state();
+    let mut step = |state: &mut _, t, cost| {
+        let (d, n) = counted(|| rule.check(state, t, cost));
+        assert_eq!(d, model.decide(t, cost), "at {t}, cost {cost}");
+        n
+    };
+    // The first entry: inline, nothing allocated; a denied cost (past L)
+    // and a cost of 0 change nothing.
+    assert_eq!(step(&mut state, 0, 1), (0, 0, 0));
+    assert_eq!(step(&mut state, 0, 11), (0, 0, 0));
+    assert_eq!(step(&mut state, 0, 0), (0, 0, 0));
+    assert_eq!(rule.heap_bytes(&state), 0);
+    // The inline entry expires (at 1000): empty, still nothing allocated,
+    // and the next entry is inline again.
+    assert_eq!(step(&mut state, 1_000, 1), (0, 0, 0));
+    assert_eq!(rule.heap_bytes(&state), 0);
+    // A second entry: a ring of 3 (24 bytes, a 32-byte malloc chunk).
+    assert_eq!(step(&mut state, 1_500, 1), (1, 0, 24));
+    assert_eq!(rule.heap_bytes(&state), 24);
+    // The first expires (at 2000): one entry left in the ring, which stays
+    // (a ring's path never changes shape), then none.
+    assert_eq!(step(&mut state, 2_000, 0), (0, 0, 0));
+    assert_eq!(step(&mut state, 2_500, 0), (0, 0, 0));
+    assert_eq!(rule.heap_bytes(&state), 24);
+    // An empty ring takes entries again without allocating.
+    assert_eq!(step(&mut state, 2_600, 3), (0, 0, 0));
+    // Dropping a ring frees it; an inline log frees nothing.
+    let (_, n) = counted(|| drop(state));
+    assert_eq!(n, (0, 1, -24));
+    let mut one = rule.new_state();
+    rule.check(&mut one, 0, 1);
+    let (_, n) = counted(|| drop(one));
+    assert_eq!(n, (0, 0, 0));
+    // A first request of cost 2 or more goes to a ring at once.
+    let mut two = rule.new_state();
+    let (_, n) = counted(|| rule.check(&mut two, 0, 2));
+    assert_eq!(n, (1, 0, 24));
+    // L = 1: a log never holds more than its one inline entry.
+    let rule = log(&[(1, 1_000)]);
+    let mut state = rule.new_state();
+    for t in [0, 10, 999, 1_000, 1_001, 5_000] {
+        let (_, n) = counted(|| rule.check(&mut state, t, 1));
+        assert_eq!((n, rule.heap_bytes(&state)), ((0, 0, 0), 0), "at {t}");
+    }
+}
+
+#[test]
+fn both_shapes_export_and_import_as_themselves() {
+    let rule = log(&[(10, 1_000)]);
+    // Inline: one entry, no heap, loads inline.
+    let mut one = rule.new_state();
+    rule.check(&mut one, 5, 1);
+    let words = rule.encode_state(&one);
+    let loaded = rule.decode_state(&words).unwrap();
+    assert_eq!(
+        (rule.heap_bytes(&loaded), rule.encode_state(&loaded)),
+        (0, words.clone())
+    );
+    // A ring of 3 holding one entry after expiry: the same words as the
+    // inline entry, and it loads inline.
+    let mut ring = rule.new_state();
+    rule.check(&mut ring, 0, 1);
+    rule.check(&mut ring, 5, 1);
+    rule.peek(&mut ring, 1_000, 0);
+    assert_eq!(rule.heap_bytes(&ring), 24);
+    let ring_words = rule.encode_state(&ring);
+    assert_eq!(ring_words, words);
+    let loaded = rule.decode_state(&ring_words).unwrap();
+    assert_eq!(rule.heap_bytes(&loaded), 0);
+    // Several entries: a ring of exactly their number.
+    rule.check(&mut ring, 1_001, 3);
+    let words = rule.encode_state(&ring);
+    let (loaded, n) = counted(|| rule.decode_state(&words).unwrap());
+    assert_eq!((rule.heap_bytes(&loaded), n.2), (32, 32));
+    assert_eq!(rule.encode_state(&loaded), words);
+}
+
+#[test]
+fn a_keyed_export_and_import_of_both_shapes_leak_nothing() {
+    // A limit past the compact table's handle (2^27 - 1,
+    // `keyed/compact_log.rs`): the keyed limiter keeps the states whose
+    // shapes this test is about (`tests/it/compact_sliding_log.rs` has the
+    // compact table's).
+    let rule = log(&[(1 << 27, 1_000_000)]);
+    let options = || Options {
+        max_keys: None,
+        shards: 1,
+    };
+    let (_, n) = counted(|| {
+        let keyed: KeyedLimiter<u64, ManualClock> =
+            KeyedLimiter::with_options(rule.clone(), ManualClock::new(0), options());
+        // Keys of 1 (inline), 2 and 3 entries (rings).
+        for key in 0..60u64 {
+            for i in 0..=key % 3 {
+                assert!(keyed.check_at(&key, i, 1).allowed);
+            }
+        }
+        let exported = keyed.export();
+        let again: KeyedLimiter<u64, ManualClock> =
+            KeyedLimiter::with_options(rule.clone(), ManualClock::new(0), options());
+        assert_eq!(again.import(exported.clone()), 60);
+        // Decided, the keys of 2 entries have rings of 3; loaded, of 2 (those
+        // of 3 have 3 either way, those of 1 are inline either way).
+        assert_eq!(again.memory().bytes + 20 * 8, keyed.memory().bytes);
+        let mut back = again.export();
+        back.sort();
+        let mut want = exported;
+        want.sort();
+        assert_eq!(back, want);
+        // Each key decides on from what it loaded as from what it had.
+        for key in 0..60u64 {
+            assert_eq!(again.check_at(&key, 10, 1), keyed.check_at(&key, 10, 1));
+        }
+    });
+    assert_eq!(n.2, 0, "bytes left: {n:?}");
+    assert_eq!(n.0, n.1, "allocations and frees: {n:?}");
+}
+
+/// Steps of (time to wait, cost): mostly single requests a window or so
+/// apart (one entry, inline), some bursts (rings), long waits (expiry).
+fn trace() -> impl Strategy<Value = Vec<(u64, u64)>> {
+    let wait = prop_oneof![4 => 0..40u64, 4 => 900..1_100u64, 1 => 1_100..5_000u64];
+    let cost = prop_oneof![6 => 0..=1u64, 1 => 2..=5u64];
+    proptest::collection::vec((wait, cost), 1..100)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// One rate, through `check` and `allow` alternately (each path's
+    /// shape chosen once), with a round trip through the state's words
+    /// every other step: the model's decisions and verdicts.
+    #[test]
+    fn check_and_allow_on_either_shape_decide_as_the_model(
+        limit in prop_oneof![1..=3u64, 4..=20u64],
+        steps in trace(),
+    ) {
+        let rule = log(&[(limit, 1_000)]);
+        let mut model = RuleModel::new(Algorithm::SlidingLog, &[(limit, 1_000)], None);
+        let mut state = rule.new_state();
+        let mut t = 0;
+        for (i, (wait, cost)) in steps.into_iter().enumerate() {
+            t += wait;
+            let want = model.decide(t, cost);
+            if i % 3 == 0 {
+                prop_assert_eq!(rule.allow(&mut state, t, cost), verdict(&want), "step {} at {}", i, t);
+            } else {
+                prop_assert_eq!(rule.check(&mut state, t, cost), want, "step {} at {}", i, t);
+            }
+            prop_assert!(rule.heap_bytes(&state) <= 8 * limit as usize);
+            if i % 2 == 0 {
+                state = rule.decode_state(&rule.encode_state(&state)).unwrap();
+            }
+        }
+    }
+
+    /// Two rates: every step reads the state through its shape (the
+    /// all-or-nothing path), the model's decisions still.
+    #[test]
+    fn two_rates_on_either_shape_decide_as_the_model(
+        short in 1..=4u64,
+        long in 2..=12u64,
+        steps in trace(),
+    ) {
+        let rates = [(short, 1_000), (long, 3_000)];
+        let rule = log(&rates);
+        let mut model = RuleModel::new(Algorithm::SlidingLog, &rates, None);
+        let mut state = rule.new_state();
+        let mut t = 0;
+        for (i, (wait, cost)) in steps.into_iter().enumerate() {
+            t += wait;
+            let want = model.decide(t, cost);
+            if i % 3 == 0 {
+                prop_assert_eq!(rule.allow(&mut state, t, cost), verdict(&want), "step {} at {}", i, t);
+            } else {
+                prop_assert_eq!(rule.check(&mut state, t, cost), want, "step {} at {}", i, t);
+            }
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! The integration tests of this crate, one binary (each binary links the
+//! whole dependency graph again): a module per area. One area alone:
+//! `cargo test -p limits --test it AREA::`.
+
+mod counting;
+mod edges;
+mod keyed_trace;
+
+mod allow_fast_path;
+mod clock_order;
+mod compact_log_rings_of_three;
+mod compact_sliding_log;
+mod compact_sliding_window;
+mod compact_slots;
+mod decide_fast_path_edges;
+mod fixed_window;
+mod idle_from_decision;
+mod keyed;
+mod keyed_cap;
+mod leaky_bucket;
+mod log_inline_entry;
+mod log_ring_chunks;
+mod log_ring_growth;
+mod other_limiters_admit;
+mod other_limiters_decide;
+mod other_limiters_decide_edges;
+mod parsing;
+mod simulate;
+mod simulate_stream;
+mod sliding_log;
+mod sliding_window;
+mod slot_kinds;
+mod slot_layout;
+mod state_size;
+mod sweep_guarantee;
+mod token_bucket;
+mod token_bucket_admit;
+mod token_bucket_decide;
+mod token_bucket_derived;
+mod worst_window_compact;
