@@ -192,6 +192,7 @@ pub fn run(algorithm: Algorithm, plan: &Plan) -> Result<Measured, String> {
         denied: run.decisions - run.allowed,
         elapsed_ns: run.elapsed.as_nanos() as u64,
         ns_per_decision: ns,
+        calibration_ns_per_decision: per_decision_ns(&calibration),
         cpu_ns_per_decision: run
             .cpu
             .map(|cpu| cpu.as_nanos() as f64 / run.decisions.max(1) as f64),

@@ -132,6 +132,7 @@ async fn measure(
         denied: run.decisions - run.allowed,
         elapsed_ns: run.elapsed.as_nanos() as u64,
         ns_per_decision: ns,
+        calibration_ns_per_decision: calibration.per_decision_ns(),
         cpu_ns_per_decision: None,
         decisions_per_sec: if ns > 0.0 { 1e9 / ns } else { 0.0 },
         bytes_per_key: bytes,

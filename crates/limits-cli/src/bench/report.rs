@@ -52,6 +52,11 @@ pub struct Measured {
     pub elapsed_ns: u64,
     /// Wall time per decision, all threads together.
     pub ns_per_decision: f64,
+    /// Wall time per decision of the short calibration run before it, which
+    /// a derived rule (`--outcome`) is sized from: a measured run far from
+    /// this pace (the machine got busier or quieter) misses the outcome's
+    /// aim by as much.
+    pub calibration_ns_per_decision: f64,
     /// Memory only: the deciding threads' own CPU time per decision
     /// (`CLOCK_THREAD_CPUTIME_ID`; null where the OS does not tell it).
     /// Unlike wall time, other processes on the machine barely move it, so

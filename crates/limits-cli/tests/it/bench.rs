@@ -55,12 +55,20 @@ fn allowed_fraction(r: &Value) -> f64 {
     u(r, "allowed") as f64 / u(r, "decisions") as f64
 }
 
+/// Whether `r`'s measured run kept the pace of the calibration run its rule
+/// was sized from, within 2x either way. A derived rule aims at an outcome
+/// through that pace: when another process takes the core for part of the
+/// run, one key's checks come further apart than the rule assumed and more
+/// pass (0.41 of a "denied" run was seen), or closer and fewer do. Such a
+/// run says nothing about the sizing, so it is run again rather than judged.
+fn kept_pace(r: &Value) -> bool {
+    let ratio = f(r, "ns_per_decision") / f(r, "calibration_ns_per_decision");
+    (0.5..=2.0).contains(&ratio)
+}
+
 /// Asserts that `r`, run for `outcome`, was mostly allowed (and remembers
-/// its share by limiter) or mostly denied. A derived rule is sized to deny
-/// about 90% from the interval measured between one key's checks; on a
-/// loaded machine the checks can come several times slower than measured,
-/// and more pass (0.41 was seen), so "mostly denied" is judged against the
-/// same limiter's allowed run rather than as a fixed share.
+/// its share by limiter) or mostly denied: a derived rule aims at about
+/// 90% of one or the other.
 fn mostly(outcome: &str, r: &Value, allowed_shares: &mut HashMap<String, f64>) {
     let share = allowed_fraction(r);
     let limiter = r["limiter"].as_str().unwrap().to_owned();
@@ -80,42 +88,61 @@ fn results(report: &Value) -> &Vec<Value> {
     report["results"].as_array().expect("results")
 }
 
+/// Runs of each outcome before giving up on a limiter that never kept pace.
+const PACE_TRIES: usize = 6;
+
 #[test]
 fn every_limiter_in_memory_mostly_allowed_and_mostly_denied() {
     let mut allowed_shares = HashMap::new();
     for (outcome, threads) in [("allowed", "1"), ("denied", "2")] {
-        let report = bench_json(&[
-            "--keys",
-            "500",
-            "--decisions",
-            "5000",
-            "--threads",
-            threads,
-            "--outcome",
-            outcome,
-        ]);
-        assert_eq!(report["store"], "memory");
-        assert!(report["clock"].as_str().unwrap().contains("SystemClock"));
-        assert!(u(&report["machine"], "cores") >= 1);
-        let rows = results(&report);
-        let names: Vec<&str> = rows
-            .iter()
-            .map(|r| r["limiter"].as_str().unwrap())
-            .collect();
-        assert_eq!(names, LIMITERS);
-        for r in rows {
-            consistent(r, 500, 5000);
-            assert_eq!(r["outcome"], outcome);
-            assert_eq!(u(r, "threads"), threads.parse::<u64>().unwrap());
-            assert_eq!(u(r, "keys_resident"), 500, "{r}");
-            assert!(r["rss_bytes_per_key"].is_number(), "{r}");
-            // The deciding threads' CPU time: some, and no more than all
-            // the threads running for the whole wall time.
-            let cpu = f(r, "cpu_ns_per_decision") * u(r, "decisions") as f64;
-            let most = u(r, "threads") as f64 * u(r, "elapsed_ns") as f64;
-            assert!(cpu > 0.0 && cpu <= most * 1.01, "{cpu} of {most}: {r}");
-            mostly(outcome, r, &mut allowed_shares);
+        let mut judged = Vec::new();
+        for _ in 0..PACE_TRIES {
+            let report = bench_json(&[
+                "--keys",
+                "500",
+                "--decisions",
+                "5000",
+                "--threads",
+                threads,
+                "--outcome",
+                outcome,
+            ]);
+            assert_eq!(report["store"], "memory");
+            assert!(report["clock"].as_str().unwrap().contains("SystemClock"));
+            assert!(u(&report["machine"], "cores") >= 1);
+            let rows = results(&report);
+            let names: Vec<&str> = rows
+                .iter()
+                .map(|r| r["limiter"].as_str().unwrap())
+                .collect();
+            assert_eq!(names, LIMITERS);
+            for r in rows {
+                consistent(r, 500, 5000);
+                assert_eq!(r["outcome"], outcome);
+                assert_eq!(u(r, "threads"), threads.parse::<u64>().unwrap());
+                assert_eq!(u(r, "keys_resident"), 500, "{r}");
+                assert!(r["rss_bytes_per_key"].is_number(), "{r}");
+                assert!(f(r, "calibration_ns_per_decision") > 0.0, "{r}");
+                // The deciding threads' CPU time: some, and no more than all
+                // the threads running for the whole wall time.
+                let cpu = f(r, "cpu_ns_per_decision") * u(r, "decisions") as f64;
+                let most = u(r, "threads") as f64 * u(r, "elapsed_ns") as f64;
+                assert!(cpu > 0.0 && cpu <= most * 1.01, "{cpu} of {most}: {r}");
+                let limiter = r["limiter"].as_str().unwrap().to_owned();
+                if !judged.contains(&limiter) && kept_pace(r) {
+                    mostly(outcome, r, &mut allowed_shares);
+                    judged.push(limiter);
+                }
+            }
+            if judged.len() == LIMITERS.len() {
+                break;
+            }
         }
+        assert_eq!(
+            judged.len(),
+            LIMITERS.len(),
+            "{outcome}: only {judged:?} kept their calibration's pace in {PACE_TRIES} runs"
+        );
     }
 }
 
