@@ -72,7 +72,7 @@ impl RateAlgorithm for SlidingWindow {
 
     fn advance(&self, s: &mut SlidingWindowState, now: u64) -> u64 {
         let index = now / self.window;
-        if index == s.index.saturating_add(1) {
+        if s.index.checked_add(1) == Some(index) {
             *s = SlidingWindowState {
                 index,
                 previous: s.current,
@@ -205,8 +205,8 @@ impl SlidingWindow {
     /// the window's start to the time decided at: a time in the state's
     /// window, the next or before it is placed from the window's start
     /// without a division (the usual case: a key seen within two windows);
-    /// anything else, and the last index (where `advance` rolls every
-    /// time), is `advance`'s.
+    /// anything else, and the last index (whose next window would not fit
+    /// in time), is `advance`'s.
     #[inline(always)]
     fn roll(&self, s: &mut SlidingWindowState, now: u64) -> u64 {
         if s.index < u64::MAX {

@@ -53,3 +53,22 @@ fn sliding_window_weighs_the_previous_window_exactly() {
     // 10 * (1 - e) + 2 + 1 <= 10  <=>  e >= 0.3: 50 ms later.
     assert_eq!(denied.retry_after.duration().unwrap().as_millis(), 50);
 }
+
+/// Regression: at the last window of time (index u64::MAX, as with a 1 ns
+/// window at t = u64::MAX), the window after the state's saturated to the
+/// state's own, so every request was taken for the first of a new window
+/// and none was ever denied.
+#[test]
+fn sliding_window_limits_in_the_last_window_of_time() {
+    let rule = Rule::new(Algorithm::SlidingWindow, "2/1ns".parse().unwrap());
+    let mut state = rule.new_state();
+    let keyed = limits::KeyedLimiter::new(rule.clone());
+    let mut allowed = Vec::new();
+    for _ in 0..5 {
+        let one = rule.check(&mut state, u64::MAX, 1);
+        let by_key = keyed.check_at("k", u64::MAX, 1);
+        assert_eq!(one, by_key);
+        allowed.push(one.allowed);
+    }
+    assert_eq!(allowed, [true, true, false, false, false]);
+}
