@@ -1,8 +1,7 @@
 //! Check time side by side with governor: for every limiter, 1, 10k and 1M
 //! keys resident, mostly allowed and mostly denied, one thread and two
-//! threads on distinct keys. One thread runs ours twice: `limits` (`check`,
-//! the whole decision) and `allow` (the verdict only, as
-//! governor's `check_key` answers). Each group holds `limits` and `governor` on the
+//! threads on distinct keys. Ours is `limits` (`check`, the whole
+//! decision). Each group holds `limits` and `governor` on the
 //! same key stream and the same virtual clock scheme (see common), so that
 //! every figure is read as a ratio to governor's in the same run.
 //!
@@ -53,13 +52,6 @@ fn one_thread(c: &mut Criterion) {
                     let ours = Ours::new(&s, &ks.keys);
                     let mut pos = 0;
                     b.iter_custom(|iters| timed(&ks.stream, iters, &mut pos, |k| ours.run(k)));
-                });
-                group.bench_function("allow", |b| {
-                    let ours = Ours::new(&s, &ks.keys);
-                    let mut pos = 0;
-                    b.iter_custom(|iters| {
-                        timed(&ks.stream, iters, &mut pos, |k| ours.run_allow(k))
-                    });
                 });
                 group.bench_function("governor", |b| {
                     let gov = Governor::new(&s, &ks.keys);

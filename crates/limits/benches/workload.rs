@@ -3,9 +3,8 @@
 //! alone in `measured` so that callgrind can count just them
 //! (`--toggle-collect=*measured*`).
 //!
-//! `workload limits|limits-allow|governor ALGORITHM KEYS CHECKS [allowed|denied]`:
-//! `limits` is `check` (the whole decision), `limits-allow` the verdict-only
-//! `allow`.
+//! `workload limits|governor ALGORITHM KEYS CHECKS [allowed|denied]`:
+//! `limits` is `check` (the whole decision).
 
 mod common;
 
@@ -32,9 +31,6 @@ fn main() {
     let allowed = if side == "governor" {
         let gov = Governor::new(&s, &ks.keys);
         measured(&ks.stream, |k| gov.run(k))
-    } else if side == "limits-allow" {
-        let ours = Ours::new(&s, &ks.keys);
-        measured(&ks.stream, |k| ours.run_allow(k))
     } else {
         let ours = Ours::new(&s, &ks.keys);
         measured(&ks.stream, |k| ours.run(k))

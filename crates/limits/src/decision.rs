@@ -95,6 +95,25 @@ impl Decision {
         }
     }
 
+    /// The verdict alone: `Ok(delay)` if the request passes (the time to
+    /// hold it: zero but for the leaky bucket), `Err(retry_after)` if not.
+    ///
+    /// ```
+    /// use limits::{Decision, RetryAfter};
+    /// use std::time::Duration;
+    ///
+    /// assert_eq!(Decision::allow(3).verdict(), Ok(Duration::ZERO));
+    /// let denied = Decision { allowed: false, retry_after: RetryAfter::Never, ..Decision::allow(0) };
+    /// assert_eq!(denied.verdict(), Err(RetryAfter::Never));
+    /// ```
+    pub fn verdict(&self) -> Result<Duration, RetryAfter> {
+        if self.allowed {
+            Ok(self.delay)
+        } else {
+            Err(self.retry_after)
+        }
+    }
+
     /// Folds `other` (the decision of another rate of the same rule) into
     /// `self`, as the combined decision of both.
     pub fn combine(self, other: Decision) -> Decision {

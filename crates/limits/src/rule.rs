@@ -14,9 +14,7 @@ use crate::state_kinds::{with_engines, with_one_engine, Engines};
 use crate::{Algorithm, Decision, Rates, RetryAfter};
 use std::time::Duration;
 
-mod allow;
 mod decide_one;
-pub(crate) use allow::{Admission, AdmitOne};
 pub(crate) use decide_one::DecideOne;
 
 /// Whether a decision records the request (a check) or only looks (a peek).
@@ -156,6 +154,24 @@ impl Rule {
     /// Decides a request of `cost` at `now` and records it if allowed.
     pub fn check(&self, state: &mut KeyState, now: u64, cost: u64) -> Decision {
         self.decide(state, now, cost, Mode::Record, |_| {})
+    }
+
+    /// [`check`](Rule::check)'s verdict alone ([`Decision::verdict`]):
+    /// `Ok(delay)` if the request passes, `Err(retry_after)` if not.
+    ///
+    /// ```
+    /// use limits::{Algorithm, RetryAfter, Rule};
+    /// use std::time::Duration;
+    /// let rule = Rule::new(Algorithm::TokenBucket, "2/s".parse().unwrap());
+    /// let mut state = rule.new_state();
+    /// assert_eq!(rule.allow(&mut state, 0, 2), Ok(Duration::ZERO));
+    /// // One token comes back every 500 ms.
+    /// let wait = RetryAfter::After(Duration::from_millis(500));
+    /// assert_eq!(rule.allow(&mut state, 0, 1), Err(wait));
+    /// assert_eq!(rule.allow(&mut state, 0, 3), Err(RetryAfter::Never));
+    /// ```
+    pub fn allow(&self, state: &mut KeyState, now: u64, cost: u64) -> Result<Duration, RetryAfter> {
+        self.check(state, now, cost).verdict()
     }
 
     /// Decides without recording: `allowed` and `retry_after` say what a check

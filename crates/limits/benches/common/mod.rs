@@ -128,19 +128,6 @@ impl Ours {
         }
         allowed
     }
-
-    /// As [`run`](Self::run), through the verdict-only `allow`.
-    #[inline(never)]
-    pub fn run_allow(&self, stream: &[u64]) -> u64 {
-        let mut allowed = 0;
-        for chunk in stream.chunks(BATCH as usize) {
-            self.clock.advance(Duration::from_nanos(STEP * BATCH));
-            for k in chunk {
-                allowed += u64::from(self.limiter.allow(k, 1).is_ok());
-            }
-        }
-        allowed
-    }
 }
 
 /// Governor's keyed limiter (its default store, dashmap), on a virtual clock.

@@ -5,7 +5,7 @@
 //! pass within one window length that straddles a boundary.
 
 use super::{sat64, wait, RateAlgorithm};
-use crate::rule::{Admission, AdmitOne, DecideOne, Mode};
+use crate::rule::{DecideOne, Mode};
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
@@ -119,34 +119,6 @@ impl FixedWindow {
                 now % self.window
             }
         }
-    }
-}
-
-/// `Rule::allow`'s one pass for a single rate: the roll of `advance`, then
-/// the count against the limit, the record and the idle test (`count == 0`,
-/// what a zero `reset_after` says) without re-reading the state; the wait of
-/// a denial is `check`'s (`tests/it/other_limiters_admit.rs`).
-impl AdmitOne for FixedWindow {
-    #[inline(always)]
-    fn admit_one(&self, s: &mut FixedWindowState, now: u64, cost: u64) -> Admission {
-        let elapsed = self.roll(s, now);
-        // 1 <= cost <= L in one comparison: counted if it fits; denied with
-        // a count of at least L - cost + 1 > 0 (never idle) if not.
-        if cost.wrapping_sub(1) < self.limit {
-            let count = s.count + cost;
-            if count <= self.limit {
-                s.count = count;
-                return Admission {
-                    verdict: Ok(Duration::ZERO),
-                    idle: false,
-                };
-            }
-            return Admission {
-                verdict: Err(RetryAfter::from_nanos(self.window - elapsed)),
-                idle: false,
-            };
-        }
-        Admission::without_room(cost, s.count == 0)
     }
 }
 

@@ -9,7 +9,7 @@
 //! are exact rationals; delays and waits are rounded up to the nanosecond.
 
 use super::{ceil_div, sat64, wait, RateAlgorithm, ScaledTime};
-use crate::rule::{Admission, AdmitOne, DecideOne, Mode};
+use crate::rule::{DecideOne, Mode};
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
@@ -121,46 +121,9 @@ impl RateAlgorithm for LeakyBucket {
     }
 }
 
-/// `Rule::allow`'s one pass for a single rate: the departure of the
-/// request's last unit is found once and serves the check, the delay, the
-/// record and the idle test; the wait of a denial is `check`'s
-/// (`tests/it/other_limiters_admit.rs`).
-impl AdmitOne for LeakyBucket {
-    #[inline(always)]
-    fn admit_one(&self, s: &mut LeakyBucketState, now: u64, cost: u64) -> Admission {
-        let now_scaled = self.now_scaled(now);
-        let next_slot = s.next_slot.get();
-        // 1 <= cost <= burst + 1 in one comparison; 0 passes at once and
-        // records nothing, more than burst + 1 never passes.
-        if cost.wrapping_sub(1) <= self.burst {
-            let start = next_slot.max(now_scaled);
-            let departs = start + u128::from(cost - 1) * u128::from(self.window) - now_scaled;
-            let most = u128::from(self.burst) * u128::from(self.window);
-            if departs <= most {
-                s.next_slot
-                    .set(now_scaled + departs + u128::from(self.window));
-                let delay = sat64(ceil_div(departs, u128::from(self.limit)));
-                // The next slot is now past `now`: not idle.
-                return Admission {
-                    verdict: Ok(Duration::from_nanos(delay)),
-                    idle: false,
-                };
-            }
-            // Denied with cost <= burst + 1: something is queued (had the
-            // bucket been empty, the request would depart within burst slots).
-            let wait = sat64(ceil_div(departs - most, u128::from(self.limit)));
-            return Admission {
-                verdict: Err(RetryAfter::from_nanos(wait)),
-                idle: false,
-            };
-        }
-        Admission::without_room(cost, next_slot <= now_scaled)
-    }
-}
-
 /// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: the
 /// departure of the request's last unit found once (the check, the delay
-/// and, in `Record` mode, the new queue end, as in `admit_one`), then the
+/// and, in `Record` mode, the new queue end), then the
 /// derived fields from what is queued after it, `queued = q * W + r`: the
 /// `slots` it holds are `ceil(queued / W)`; `remaining` is `burst + 1 -
 /// slots`, `reset_after` is `ceil(queued / L)`, and `refill_after` is the

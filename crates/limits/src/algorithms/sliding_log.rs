@@ -8,7 +8,7 @@
 use super::log_buffer::Log;
 pub use super::log_state::SlidingLogState;
 use super::{sat64, RateAlgorithm};
-use crate::rule::{Admission, AdmitOne, DecideOne, Mode};
+use crate::rule::{DecideOne, Mode};
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
@@ -78,8 +78,7 @@ impl SlidingLog {
 
     /// `check` on either shape, the wait as plain nanoseconds (`None` for
     /// never): a `RetryAfter` is built once the shapes' paths have met
-    /// ([`retry`]), where the caller's tests of it fold away (built in each
-    /// path, `allow` computed the wait's `Duration` it then dropped).
+    /// ([`retry`]), where the caller's tests of it fold away.
     #[inline(always)]
     fn check_log<L: Log>(&self, log: &L, now: u64, cost: u64) -> Result<(), Option<u64>> {
         if cost > self.limit {
@@ -109,8 +108,8 @@ impl SlidingLog {
 impl RateAlgorithm for SlidingLog {
     type State = SlidingLogState;
 
-    /// Inlined (into `check`, `allow` and the sweep): a call was about 10
-    /// instructions of each. The shape is chosen once.
+    /// Inlined into `check` and the sweep, where it runs per decision. The
+    /// shape is chosen once.
     #[inline(always)]
     fn advance(&self, log: &mut SlidingLogState, now: u64) -> u64 {
         match log.ring_mut() {
@@ -181,22 +180,6 @@ impl DecideOne for SlidingLog {
     }
 }
 
-/// The verdict alone (`Rule::allow`): the default steps (advance, check,
-/// record, the idle test) on the shape chosen once.
-impl AdmitOne for SlidingLog {
-    #[inline(always)]
-    fn admit_one(&self, log: &mut SlidingLogState, now: u64, cost: u64) -> Admission {
-        let (verdict, idle) = match log.ring_mut() {
-            Some(ring) => self.admit_log(ring, now, cost),
-            None => self.admit_log(log, now, cost),
-        };
-        Admission {
-            verdict: verdict.map(|()| Duration::ZERO).map_err(retry),
-            idle,
-        }
-    }
-}
-
 /// A wait of `check_log`'s as a `RetryAfter`.
 #[inline(always)]
 fn retry(wait: Option<u64>) -> RetryAfter {
@@ -240,31 +223,6 @@ impl SlidingLog {
             decision.refill_after = Duration::from_nanos(refill);
         }
         decision
-    }
-
-    /// [`AdmitOne::admit_one`] on either shape: the verdict as
-    /// `check_log`'s, and whether the log is idle after.
-    #[inline(always)]
-    pub(crate) fn admit_log<L: Log>(
-        &self,
-        log: &mut L,
-        now: u64,
-        cost: u64,
-    ) -> (Result<(), Option<u64>>, bool) {
-        let t = self.advance_log(log, now);
-        let verdict = if cost == 0 {
-            Ok(())
-        } else {
-            let verdict = self.check_log(log, t, cost);
-            if verdict.is_ok() {
-                self.record_log(log, t, cost);
-            }
-            verdict
-        };
-        let idle = log
-            .back()
-            .is_none_or(|newest| self.until_expired(newest, t) == 0);
-        (verdict, idle)
     }
 }
 

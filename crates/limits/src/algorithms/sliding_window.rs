@@ -7,9 +7,7 @@
 //! `limits`, the estimate is not floored before comparing (stricter, exact).
 
 use super::{sat64, RateAlgorithm};
-use crate::rule::{Admission, AdmitOne};
 use crate::{Rate, RetryAfter};
-use std::time::Duration;
 
 mod decide;
 
@@ -152,51 +150,6 @@ impl RateAlgorithm for SlidingWindow {
     fn is_idle(&self, state: &mut SlidingWindowState, now: u64) -> bool {
         self.roll(state, now);
         self.is_idle_at(state, now)
-    }
-}
-
-/// `Rule::allow`'s one pass for a single rate: the roll of `advance`, the
-/// estimate against the limit, the record and the idle test (both counts
-/// zero, what a zero `reset_after` says); a denial's wait is `check`'s own
-/// search, but for the common case of a current count that leaves no room
-/// this window, where it is one division (`tests/it/other_limiters_admit.rs`).
-impl AdmitOne for SlidingWindow {
-    #[inline(always)]
-    fn admit_one(&self, s: &mut SlidingWindowState, now: u64, cost: u64) -> Admission {
-        let t = self.advance(s, now);
-        if cost.wrapping_sub(1) < self.limit {
-            // The room left under L by the current count and the cost,
-            // against the previous count's weight at `t`.
-            let w = u128::from(self.window);
-            let room = self.limit.checked_sub(s.current.saturating_add(cost));
-            let Some(room) = room else {
-                // The current count alone leaves no room this window: it
-                // fits in the next once the count's weight is at most
-                // L - cost, whose first_fit is W - floor((L - cost) * W /
-                // current), below W as current > L - cost.
-                let slack = super::floor_div(u128::from(self.limit - cost) * w, s.current.into());
-                let at = self.start(s.index) + 2 * w - slack;
-                return Admission {
-                    verdict: Err(RetryAfter::from_nanos(sat64(at - u128::from(t)))),
-                    idle: false,
-                };
-            };
-            let elapsed = u128::from(t) - self.start(s.index);
-            if u128::from(s.previous) * (w - elapsed) <= u128::from(room) * w {
-                s.current += cost;
-                return Admission {
-                    verdict: Ok(Duration::ZERO),
-                    idle: false,
-                };
-            }
-            // Denied with cost <= L: the estimate is above L - cost >= 0, so
-            // some count is not zero (not idle).
-            return Admission {
-                verdict: self.check(s, t, cost).map(|()| Duration::ZERO),
-                idle: false,
-            };
-        }
-        Admission::without_room(cost, s.previous == 0 && s.current == 0)
     }
 }
 

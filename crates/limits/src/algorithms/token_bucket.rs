@@ -7,7 +7,7 @@
 
 use super::whole_period::WholePeriod;
 use super::{ceil_div, sat64, wait, RateAlgorithm, ScaledTime};
-use crate::rule::{Admission, AdmitOne, DecideOne, Mode};
+use crate::rule::{DecideOne, Mode};
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
@@ -47,11 +47,9 @@ impl TokenBucket {
             .saturating_sub(u128::from(now) * u128::from(self.limit))
     }
 
-    /// The GCRA test of [`AdmitOne`] below for a request of `cost` at
-    /// `now_scaled` (now times L): `Ok(full time once recorded)` if it
-    /// passes (unchanged for a cost of 0), `Err(wait)` if not. (`admit_one`
-    /// keeps the test written out: through this function a denied `allow`
-    /// counted 4.7 instructions more, 219.1 -> 223.8.)
+    /// The GCRA test for a request of `cost` at `now_scaled` (now times L):
+    /// `Ok(full time once recorded)` if it passes (unchanged for a cost of
+    /// 0), `Err(wait)` if not.
     #[inline(always)]
     fn gcra(&self, full_at: u128, now_scaled: u128, cost: u64) -> Result<u128, RetryAfter> {
         // 1 <= cost <= L in one comparison; 0 passes and records nothing,
@@ -168,44 +166,8 @@ impl RateAlgorithm for TokenBucket {
     }
 }
 
-/// `check`, `record` and the idle test in one pass, GCRA-style: a request
-/// of `cost` (1 to L) passes iff the full time is at most `now` plus the
-/// tolerance `(L - cost) * W` (all times L), which is `check`'s
-/// `debt <= allowed_debt` without the saturating debt; it then moves the
-/// full time to `max(full_at, now) + cost * W` as `record` does, and the key
-/// is idle iff the full time is not after `now`. A denied request's wait is
-/// `check`'s, from the same excess. Nothing overflows for rates within
-/// `MAX_LIMIT` and `MAX_WINDOW`: `now * L + (L - cost) * W < 2^127`.
-impl AdmitOne for TokenBucket {
-    #[inline(always)]
-    fn admit_one(&self, s: &mut TokenBucketState, now: u64, cost: u64) -> Admission {
-        let now_scaled = u128::from(now) * u128::from(self.limit);
-        let full_at = s.full_at.get();
-        // 1 <= cost <= L in one comparison; 0 passes and records nothing,
-        // more than L never passes.
-        if cost.wrapping_sub(1) < self.limit {
-            let tolerance = u128::from(self.limit - cost) * u128::from(self.window);
-            if full_at <= now_scaled + tolerance {
-                let full_at = full_at.max(now_scaled) + u128::from(cost) * u128::from(self.window);
-                s.full_at.set(full_at);
-                return Admission {
-                    verdict: Ok(Duration::ZERO),
-                    idle: full_at <= now_scaled,
-                };
-            }
-            let excess = full_at - now_scaled - tolerance;
-            let wait = sat64(ceil_div(excess, u128::from(self.limit)));
-            return Admission {
-                verdict: Err(RetryAfter::from_nanos(wait)),
-                idle: false,
-            };
-        }
-        Admission::without_room(cost, full_at <= now_scaled)
-    }
-}
-
-/// The whole decision in one pass over the 16 bytes: the GCRA test of
-/// `admit_one`, the full time recorded (in `Record` mode), then
+/// The whole decision in one pass over the 16 bytes: the GCRA test, the
+/// full time recorded (in `Record` mode), then
 /// [`derived`](RateAlgorithm::derived) of the state left, as the general
 /// path computes it (three divisions; a denied request's wait is one more),
 /// or with a whole period, all of it in `u64` by `decide_whole` (two).

@@ -29,7 +29,7 @@
 //! words pack likewise, in widths its rule sets (`keyed/compact_window.rs`:
 //! a [`Packs`] is a packing, not an algorithm, so that one algorithm can
 //! have two). Each call unpacks the state, runs the algorithm's own
-//! `decide_one`, `admit_one` or `is_idle` on it and packs it back (for the
+//! `decide_one` or `is_idle` on it and packs it back (for the
 //! buckets, two loads and two stores, no arithmetic): every decision is the
 //! wide table's.
 
@@ -39,7 +39,7 @@ use crate::algorithms::{
     FixedWindow, FixedWindowState, LeakyBucket, LeakyBucketState, RateAlgorithm, ScaledTime,
     TokenBucket, TokenBucketState,
 };
-use crate::rule::{Admission, AdmitOne, DecideOne};
+use crate::rule::DecideOne;
 use crate::state_kinds::Inline;
 use crate::{Decision, KeyState, Mode, Rule};
 
@@ -49,7 +49,7 @@ use crate::{Decision, KeyState, Mode, Rule};
 /// packing, so that each table's code is compiled for its own.
 pub(crate) trait Packs: Copy + std::fmt::Debug {
     /// The algorithm whose states this packs.
-    type Engine: Inline + DecideOne + AdmitOne;
+    type Engine: Inline + DecideOne;
 
     /// The packing for `rule` (its one rate), if every state of the rule,
     /// decided or loaded, fits in 12 bytes this way (see the module).
@@ -304,14 +304,6 @@ impl<P: Packs> Kind for Compact<P> {
         held.put(self.1, &state);
         each(decision);
         decision
-    }
-
-    #[inline(always)]
-    fn admit(&self, held: &mut Packed, _: &mut (), now: u64, cost: u64) -> Admission {
-        let mut state = held.get(self.1);
-        let admission = self.0.admit_one(&mut state, now, cost);
-        held.put(self.1, &state);
-        admission
     }
 
     #[inline(always)]

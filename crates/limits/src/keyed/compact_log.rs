@@ -14,7 +14,7 @@
 //! (at most half again the entries).
 //!
 //! Every function is the algorithm's own (`SlidingLog::decide_log`,
-//! `admit_log`, ...), on a view of the handle and the arena
+//! `is_idle_log`, ...), on a view of the handle and the arena
 //! (`keyed/log_view.rs`): the decisions are the wide table's. A rule
 //! whose L does not fit the handle's length (27 bits) keeps the wide
 //! table (`keyed/tables.rs` chooses). The arena is the shard's, so a key
@@ -27,10 +27,8 @@ use super::log_arenas::Arenas;
 use super::log_view::{shape, Handle, View};
 use super::slot::{Held, Marks};
 use crate::algorithms::{SlidingLog, SlidingLogState};
-use crate::rule::Admission;
 use crate::state_kinds::Inline;
-use crate::{Decision, KeyState, Mode, RetryAfter, Rule};
-use std::time::Duration;
+use crate::{Decision, KeyState, Mode, Rule};
 
 /// The bits of the length; the class takes the 5 above them.
 const LEN_BITS: u32 = 27;
@@ -141,12 +139,6 @@ impl Held for LogHeld {
     }
 }
 
-/// A wait of the algorithm's (`None`: never) as a `RetryAfter`.
-#[inline(always)]
-fn retry(wait: Option<u64>) -> RetryAfter {
-    wait.map_or(RetryAfter::Never, RetryAfter::from_nanos)
-}
-
 /// Runs `$body` with `$view` bound to a view of `$held` in `$arena`, the
 /// shape chosen once, and stores the handle back.
 macro_rules! with_view {
@@ -193,16 +185,6 @@ impl Kind for CompactLog {
             .decide_log(&mut view, now, cost, mode));
         each(decision);
         decision
-    }
-
-    #[inline(always)]
-    fn admit(&self, held: &mut LogHeld, arena: &mut Arenas, now: u64, cost: u64) -> Admission {
-        let (verdict, idle) =
-            with_view!(held, arena, |view| self.0.admit_log(&mut view, now, cost));
-        Admission {
-            verdict: verdict.map(|()| Duration::ZERO).map_err(retry),
-            idle,
-        }
     }
 
     /// The newest entry read, nothing written (as `SlidingLog::is_idle`).

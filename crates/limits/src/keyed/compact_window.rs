@@ -3,7 +3,7 @@
 //! 24 bytes in place of 40, exactly.
 //!
 //! Both counts stay at most the limit L: a request is counted only if the
-//! current count and its cost fit under L (`decide_one`, `admit_one`), the
+//! current count and its cost fit under L (`decide_one`), the
 //! previous count is a current one rolled over, and the decoder loads
 //! neither above L. The index is at most `u64::MAX / W`: `advance` sets it
 //! to `now / W`, the roll moves it one window on only once `now` is there,

@@ -1,17 +1,18 @@
 //! The keyed limiter's whole decision, [`KeyedLimiter::check`] and its
 //! kin: the key's slot found (or a new key's state made), the rule's
-//! decision on it, the key's marks, and a step of the shard's sweep. The
-//! verdict-only twin is `keyed/allow.rs`.
+//! decision on it, the key's marks, and a step of the shard's sweep; and
+//! its verdict alone, [`KeyedLimiter::allow`].
 
 use super::kind::Kind;
 use super::shard::Shard;
 use super::slot::{Held, Slot};
 use super::tables::with_table;
 use super::{KeyedLimiter, Padded, SWEEP_PER_OPERATION};
-use crate::{Clock, Decision, Mode};
+use crate::{Clock, Decision, Mode, RetryAfter};
 use parking_lot::Mutex;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
+use std::time::Duration;
 
 impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     /// Checks a request of `cost` for `key` now, recording it if allowed.
@@ -49,6 +50,43 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         self.decide(key, Some(now), cost, Mode::Peek, |_| {})
+    }
+
+    /// [`check`](Self::check)'s verdict alone
+    /// ([`Decision::verdict`](crate::Decision::verdict)): `Ok(delay)` if
+    /// the request passes (the time to hold it: zero but for the leaky
+    /// bucket), `Err(retry_after)` if not.
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, ManualClock, RetryAfter, Rule};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new(0);
+    /// let rule = Rule::new(Algorithm::TokenBucket, "2/s".parse().unwrap());
+    /// let limiter: KeyedLimiter<u64, _> = KeyedLimiter::with_clock(rule, clock.clone());
+    /// assert!(limiter.allow(&7, 1).is_ok());
+    /// assert!(limiter.allow(&7, 1).is_ok());
+    /// let wait = limiter.allow(&7, 1).unwrap_err();
+    /// assert_eq!(wait, RetryAfter::After(Duration::from_millis(500)));
+    /// clock.advance(Duration::from_millis(500));
+    /// assert_eq!(limiter.allow(&7, 1), Ok(Duration::ZERO));
+    /// ```
+    pub fn allow<Q>(&self, key: &Q, cost: u64) -> Result<Duration, RetryAfter>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.check(key, cost).verdict()
+    }
+
+    /// [`allow`](Self::allow) at `now` (nanoseconds on the limiter's time
+    /// scale), as [`check_at`](Self::check_at).
+    pub fn allow_at<Q>(&self, key: &Q, now: u64, cost: u64) -> Result<Duration, RetryAfter>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.check_at(key, now, cost).verdict()
     }
 
     /// The general form: decides at `now` (when `None`, the clock's reading,

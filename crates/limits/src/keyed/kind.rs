@@ -18,7 +18,7 @@
 
 use super::slot::{Held, Marked};
 use crate::algorithms::RateAlgorithm;
-use crate::rule::{Admission, AdmitOne, DecideOne};
+use crate::rule::DecideOne;
 use crate::state_kinds::Inline;
 use crate::{Decision, KeyState, Mode, Rule};
 
@@ -40,15 +40,6 @@ pub(crate) trait Kind {
         mode: Mode,
         each: impl FnMut(Decision),
     ) -> Decision;
-
-    /// `Rule::admit` (the verdict of [`Rule::allow`]) on a key's state.
-    fn admit(
-        &self,
-        held: &mut Self::Held,
-        store: &mut Store<Self>,
-        now: u64,
-        cost: u64,
-    ) -> Admission;
 
     /// [`Rule::is_idle`] of a key's state.
     fn is_idle(&self, held: &mut Self::Held, store: &mut Store<Self>, now: u64) -> bool;
@@ -77,7 +68,7 @@ pub(crate) trait Kind {
 pub(crate) type Store<K> = <<K as Kind>::Held as Held>::Store;
 
 /// A single-rate rule: its one algorithm, on its state alone.
-impl<A: Inline + DecideOne + AdmitOne> Kind for A {
+impl<A: Inline + DecideOne> Kind for A {
     type Held = Marked<A::State>;
 
     #[inline(always)]
@@ -98,11 +89,6 @@ impl<A: Inline + DecideOne + AdmitOne> Kind for A {
         let decision = self.decide_one(&mut held.state, now, cost, mode);
         each(decision);
         decision
-    }
-
-    #[inline(always)]
-    fn admit(&self, held: &mut Self::Held, _: &mut (), now: u64, cost: u64) -> Admission {
-        self.admit_one(&mut held.state, now, cost)
     }
 
     #[inline(always)]
@@ -153,11 +139,6 @@ impl Kind for Whole<'_> {
         each: impl FnMut(Decision),
     ) -> Decision {
         self.0.decide(held, now, cost, mode, each)
-    }
-
-    #[inline(always)]
-    fn admit(&self, held: &mut KeyState, _: &mut (), now: u64, cost: u64) -> Admission {
-        self.0.admit(held, now, cost)
     }
 
     fn is_idle(&self, held: &mut KeyState, _: &mut (), now: u64) -> bool {

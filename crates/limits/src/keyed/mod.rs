@@ -20,7 +20,6 @@
 //!   [`KeyedLimiter::limited_evictions`]: it stays zero unless the table is
 //!   full of limited keys, the sign that `max_keys` is too small.
 
-mod allow;
 mod compact;
 mod compact_log;
 mod compact_window;

@@ -1,6 +1,5 @@
 //! Strategies for the edges random traces rarely reach, shared by the
-//! fused-path tests (`token_bucket_admit.rs`, `token_bucket_decide.rs`,
-//! `other_limiters_admit.rs`, `other_limiters_decide.rs`,
+//! fused-path tests (`token_bucket_decide.rs`, `other_limiters_decide.rs`,
 //! `decide_fast_path_edges.rs`): limits and
 //! windows up to their maxima, times near zero and the end of `u64`
 //! nanoseconds, costs around 0, 1 and the most that can pass, and states
