@@ -118,7 +118,7 @@ impl RlsMetrics {
         let folded = Counter::default();
         registry.register(
             "metric_values_folded",
-            "Descriptor decisions counted under descriptor=\"other\": their detailed_metric value would have made a series beyond --max-metric-series",
+            "Descriptor decisions counted under the descriptor label other: their detailed_metric value would have made a series beyond --max-metric-series",
             folded.clone(),
         );
         let series = SeriesCap::new(max_series, folded);
