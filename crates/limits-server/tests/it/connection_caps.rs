@@ -261,3 +261,44 @@ async fn the_admin_listener_answers_while_idle_sockets_fill_the_main_one() {
     held("127.0.0.7", server.addr, 1).await;
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rls_closes_a_connection_over_one_addresss_share_and_still_answers_others() {
+    use crate::rls_common::{Rls, OK};
+    let yaml = "domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 100 }\n";
+    let rls = Rls::start_with(yaml, |c| {
+        c.admin = Some("127.0.0.1:0".parse().unwrap());
+        c.max_connections = 10;
+        c.max_connections_per_client = 1;
+    })
+    .await;
+    let mut first = connect_from("127.0.0.8", rls.addr).await;
+    let mut second = connect_from("127.0.0.8", rls.addr).await;
+    let mut buf = [0u8; 64];
+    let closed = tokio::time::timeout(HANG, second.read(&mut buf))
+        .await
+        .expect("closed at once, not left waiting");
+    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    let still_open = tokio::time::timeout(Duration::from_millis(300), first.read(&mut buf)).await;
+    assert!(
+        still_open.is_err() || matches!(still_open, Ok(Ok(n)) if n > 0),
+        "the first connection from the address is served: {still_open:?}"
+    );
+    // The test's own client, from 127.0.0.1, is another address.
+    assert_eq!(rls.one("d", &[("k", "v")], 0).await.overall_code, OK);
+    let text = rls.metrics().await;
+    assert_eq!(
+        sample(
+            &text,
+            r#"limits_rls_connections_refused_total{listener="grpc",reason="per_client"}"#
+        ),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, r#"limits_rls_connections_open{listener="grpc"}"#),
+        2.0,
+        "{text}"
+    );
+    rls.stop().await.unwrap();
+}
