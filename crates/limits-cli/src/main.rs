@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod file_limit;
 mod plot;
 mod replay;
 mod report;

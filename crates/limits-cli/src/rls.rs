@@ -3,9 +3,9 @@
 //! reload, metrics) is `limits_server::rls`.
 
 use crate::runtime::RuntimeArgs;
-use crate::serve::{parse_timeout, StoreArgs};
+use crate::serve::{parse_timeout, ConnectionArgs, StoreArgs};
 use clap::{Args, ValueEnum};
-use limits_server::rls::{OnStoreError, RlsServer, RlsServerConfig};
+use limits_server::rls::{OnStoreError, RlsServer, RlsServerConfig, DEFAULT_MAX_METRIC_SERIES};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -52,6 +52,15 @@ pub struct RlsArgs {
     /// Longest wait for calls in flight on shutdown.
     #[arg(long, default_value = "30s", value_parser = parse_timeout)]
     drain_timeout: Duration,
+
+    #[command(flatten)]
+    connections: ConnectionArgs,
+
+    /// Most series per metric family named after descriptor values (limits
+    /// with detailed_metric); later values are counted in one
+    /// descriptor="other" series (and in limits_rls_metric_values_folded).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_METRIC_SERIES)]
+    max_metric_series: usize,
 }
 
 /// A duration, or `0` for none.
@@ -70,6 +79,9 @@ enum StoreErrorAnswer {
 }
 
 pub fn rls(args: RlsArgs) -> Result<(), String> {
+    let file_limit = crate::file_limit::raise();
+    // One descriptor per connection: the store's connections are shared.
+    let (max_connections, max_connections_per_client) = args.connections.caps(file_limit, 1)?;
     let runtime = args.runtime.build()?;
     runtime.block_on(async {
         let config = RlsServerConfig {
@@ -84,6 +96,9 @@ pub fn rls(args: RlsArgs) -> Result<(), String> {
             drain_timeout: args.drain_timeout,
             watch_interval: args.watch_interval,
             state: args.state,
+            max_connections,
+            max_connections_per_client,
+            max_metric_series: args.max_metric_series,
             ..RlsServerConfig::new(args.config)
         };
         RlsServer::new(config)?

@@ -31,7 +31,9 @@
 pub mod config;
 mod drain;
 mod header_timeout;
+mod label_value;
 mod listener;
+mod listener_caps;
 mod metrics;
 mod proxy;
 mod redis_metrics;
@@ -45,7 +47,11 @@ mod tasks;
 
 /// The Redis store's connection, for [`StoreOptions::redis`].
 pub use limits_redis::{RedisConnection, RedisOptions};
-pub use listener::Bounds;
+pub use listener::{Bounds, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_CLIENT};
+pub use listener_caps::{
+    connections_within_file_limit, ADMIN_MAX_CONNECTIONS, ADMIN_MAX_CONNECTIONS_PER_CLIENT,
+    RESERVED_DESCRIPTORS,
+};
 pub use proxy::{Forwarding, Proxy, ProxyBody, ProxyErrors};
 pub use rules::{check_cost, fingerprint, keep_state, same_shape, CostError, ServerRule};
 pub use server::{Backend, Server};

@@ -8,9 +8,14 @@
 //! connection. A connection is closed between T and 1.25 T after it began
 //! to wait for a request head (T the timeout), never while it is answering
 //! a request.
+//!
+//! How many connections are open at once is capped in total and per client
+//! address ([`listener_caps`](crate::listener_caps)): a connection over a
+//! cap is closed as soon as it is accepted.
 
 use crate::drain::Drain;
 use crate::header_timeout::{Answer, WatchedIo, Watches};
+use crate::listener_caps::ConnectionCaps;
 use bytes::Bytes;
 use http_body::{Body as _, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
@@ -22,6 +27,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -49,22 +55,45 @@ pub struct Bounds {
     pub max_headers: usize,
     /// Longest wait for in-flight requests on shutdown.
     pub drain_timeout: Duration,
+    /// Most connections open at once on the main listener (the admin
+    /// listener has its own, [`ADMIN_MAX_CONNECTIONS`](crate::ADMIN_MAX_CONNECTIONS)):
+    /// beyond it a new connection is closed as soon as it is accepted.
+    /// Keep it within the file limit
+    /// ([`connections_within_file_limit`](crate::connections_within_file_limit)),
+    /// so that an accept never fails for want of a descriptor.
+    pub max_connections: usize,
+    /// Most connections open at once from one client address (an IPv6
+    /// client by its `--ipv6-prefix` network; trusted proxies are bounded
+    /// by the total only); beyond it, as beyond the total.
+    pub max_connections_per_client: usize,
 }
 
+/// [`Bounds::max_connections`] unless told otherwise.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
+/// [`Bounds::max_connections_per_client`] unless told otherwise: a browser
+/// opens at most 6 connections to a host, so 256 is some 40 browsers behind
+/// one address all holding every connection they may open.
+pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 256;
+
 impl Default for Bounds {
-    /// Headers within 10 s, 16 KiB and 100 of them; 30 s to drain.
+    /// Headers within 10 s, 16 KiB and 100 of them; 30 s to drain; 10,000
+    /// connections, 256 per client address.
     fn default() -> Bounds {
         Bounds {
             header_timeout: Duration::from_secs(10),
             max_head_bytes: 16 * 1024,
             max_headers: 100,
             drain_timeout: Duration::from_secs(30),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
         }
     }
 }
 
 /// Serves on `listener` until `shutdown` completes, then stops accepting
-/// and lets in-flight requests finish (up to the drain timeout). Each
+/// and lets in-flight requests finish (up to the drain timeout). A
+/// connection that `caps` does not admit is closed at once. Each
 /// connection is served by `per_connection(peer)`: any service (the layer
 /// around a router or the proxy: no router around it to box its futures
 /// and bodies once more) that knows the client's address without an
@@ -73,6 +102,7 @@ pub(crate) async fn serve<M, A, B>(
     listener: TcpListener,
     per_connection: M,
     bounds: Bounds,
+    caps: Arc<ConnectionCaps>,
     shutdown: impl Future<Output = ()>,
 ) where
     M: Fn(SocketAddr) -> A,
@@ -115,6 +145,12 @@ pub(crate) async fn serve<M, A, B>(
             },
             () = &mut shutdown => break,
         };
+        let Ok(permit) = caps.admit(peer) else {
+            // Over a cap: closed before a byte is read (counted by `caps`).
+            tracing::debug!(%peer, "connection over the cap: closed");
+            drop(stream);
+            continue;
+        };
         let app = per_connection(peer);
         let watch = watches.watch();
         let service = {
@@ -130,6 +166,8 @@ pub(crate) async fn serve<M, A, B>(
             if let Err(e) = conn.await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
+            // The connection and its socket are gone: its place is free.
+            drop(permit);
         });
     }
     drop(listener);

@@ -2,9 +2,12 @@
 //! rule, decision latency (of a store over the network), keys tracked, evictions (and those of limited
 //! keys, which each let a limited client start afresh: a sign that
 //! `--max-keys` is too small), store, upstream and client errors,
-//! unreadable client addresses, the Redis store's calls, errors and outages;
+//! unreadable client addresses, the Redis store's calls, errors and outages,
+//! connections open and refused per listener;
 //! `/healthz` for load balancers (it says when the Redis store is degraded).
 
+use crate::label_value::LabelValue;
+use crate::listener_caps::ConnectionMetrics;
 use crate::proxy::ProxyErrors;
 use crate::redis_metrics::{KindLabel, RedisGauges};
 use crate::rules::{self, ServerRule};
@@ -23,14 +26,16 @@ use prometheus_client::registry::Registry;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
+// A rule's name is the operator's, but any text a rules file allows: it
+// is escaped like every label value.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RuleLabel {
-    rule: String,
+    rule: LabelValue,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DecisionLabels {
-    rule: String,
+    rule: LabelValue,
     outcome: String,
 }
 
@@ -50,6 +55,8 @@ pub struct Metrics {
     client_errors: Family<KindLabel, Gauge>,
     unreadable_clients: Counter,
     redis: RedisGauges,
+    /// Connections open and refused, per listener.
+    pub(crate) connections: ConnectionMetrics,
 }
 
 impl Metrics {
@@ -107,6 +114,7 @@ impl Metrics {
             unreadable_clients.clone(),
         );
         let redis = RedisGauges::register(&mut registry);
+        let connections = ConnectionMetrics::register(&mut registry);
         Metrics {
             registry,
             decisions,
@@ -120,6 +128,7 @@ impl Metrics {
             client_errors,
             unreadable_clients,
             redis,
+            connections,
         }
     }
 
@@ -135,7 +144,9 @@ impl Metrics {
             self.redis.update(redis);
         }
         for (name, keys, evictions, limited) in rules::sizes(rules) {
-            let label = RuleLabel { rule: name };
+            let label = RuleLabel {
+                rule: LabelValue::new(name),
+            };
             self.keys.get_or_create(&label).set(keys as i64);
             self.evictions.get_or_create(&label).set(evictions as i64);
             self.limited_evictions
@@ -184,7 +195,7 @@ fn outcome_slot(outcome: Outcome) -> (usize, &'static str) {
 fn series(decisions: &Family<DecisionLabels, Counter>, rule: &str, name: &str) -> Counter {
     decisions
         .get_or_create(&DecisionLabels {
-            rule: rule.to_string(),
+            rule: LabelValue::new(rule),
             outcome: name.to_string(),
         })
         .clone()
@@ -214,7 +225,7 @@ impl RuleObserver for RuleSeries {
         let create = || series(&self.decisions, &self.rule, name);
         self.series[slot].get_or_init(create).inc();
         if outcome == Outcome::StoreFailed {
-            let rule = self.rule.clone();
+            let rule = LabelValue::new(self.rule.clone());
             self.store_errors.get_or_create(&RuleLabel { rule }).inc();
         }
     }
@@ -270,7 +281,9 @@ impl Observer for Metrics {
         self.count_decision(rule, outcome);
         if outcome == Outcome::StoreFailed {
             self.store_errors
-                .get_or_create(&RuleLabel { rule: rule.into() })
+                .get_or_create(&RuleLabel {
+                    rule: LabelValue::new(rule),
+                })
                 .inc();
         }
     }

@@ -9,6 +9,7 @@
 use crate::config;
 use crate::listener;
 use crate::listener::Bounds;
+use crate::listener_caps::ConnectionCaps;
 use crate::metrics::Metrics;
 use crate::proxy::Proxy;
 use crate::rules::{self, ServerRule};
@@ -55,6 +56,7 @@ type Run = Box<
             TcpListener,
             RateLimitLayer<RuleStore>,
             Bounds,
+            Arc<ConnectionCaps>,
             Pin<Box<dyn Future<Output = ()> + Send>>,
         ) -> Pin<Box<dyn Future<Output = ()> + Send>>
         + Send,
@@ -120,10 +122,16 @@ impl Backend {
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let run: Run = Box::new(move |listener, layer, bounds, shutdown| {
+        let run: Run = Box::new(move |listener, layer, bounds, caps, shutdown| {
             let per_connection =
                 move |peer: SocketAddr| layer.layer(service.clone()).with_peer(peer);
-            Box::pin(listener::serve(listener, per_connection, bounds, shutdown))
+            Box::pin(listener::serve(
+                listener,
+                per_connection,
+                bounds,
+                caps,
+                shutdown,
+            ))
         });
         Backend {
             serves: Serves::Service(run),
@@ -233,6 +241,12 @@ impl Server {
         };
         let local = listener.local_addr().map_err(|e| e.to_string())?;
         let bounds = shared.config.bounds;
+        let caps = shared.metrics.connections.caps(
+            "main",
+            bounds.max_connections,
+            bounds.max_connections_per_client,
+            shared.config.layer.client_ip.clone(),
+        );
         let mut background = Vec::new();
         if let Some(addr) = shared.config.admin {
             background.push(tasks::start_admin(addr, shared.clone(), proxy, bounds).await?);
@@ -265,7 +279,7 @@ impl Server {
                     });
                     layer.layer(router).with_peer(peer)
                 };
-                listener::serve(listener, per_connection, bounds, shutdown).await;
+                listener::serve(listener, per_connection, bounds, caps, shutdown).await;
             }
             Serves::Service(run) => {
                 // The loop's type does not name `shutdown`'s (which need not
@@ -278,7 +292,7 @@ impl Server {
                     shutdown.await;
                     let _ = stop.send(());
                 };
-                tokio::join!(run(listener, layer, bounds, stopped), signal);
+                tokio::join!(run(listener, layer, bounds, caps, stopped), signal);
             }
             Serves::Proxy(proxy) => {
                 let per_connection = move |peer: SocketAddr| {
@@ -286,7 +300,7 @@ impl Server {
                         .layer(proxy.for_client(Some(peer.ip())))
                         .with_peer(peer)
                 };
-                listener::serve(listener, per_connection, bounds, shutdown).await;
+                listener::serve(listener, per_connection, bounds, caps, shutdown).await;
             }
         }
         for task in background {

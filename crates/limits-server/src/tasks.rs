@@ -2,6 +2,9 @@
 //! reload on SIGHUP; and the signals that end a server owning its process.
 
 use crate::listener::{self, Bounds};
+use crate::listener_caps::{
+    ConnectionMetrics, ADMIN_MAX_CONNECTIONS, ADMIN_MAX_CONNECTIONS_PER_CLIENT,
+};
 use crate::metrics;
 use crate::proxy::Proxy;
 use crate::rules;
@@ -15,8 +18,10 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 /// Binds the admin endpoint (`/metrics`, `/healthz`) of `limits serve`,
-/// with the main listener's bounds (a client that half-sends requests to the
-/// admin port holds nothing for long), and serves it until aborted.
+/// with the main listener's bounds but caps of its own (a client that
+/// half-sends requests to the admin port holds nothing for long, and a full
+/// main listener leaves the admin listener its connections), and serves it
+/// until aborted.
 pub(crate) async fn start_admin(
     addr: SocketAddr,
     shared: Arc<Shared>,
@@ -24,23 +29,27 @@ pub(crate) async fn start_admin(
     bounds: Bounds,
 ) -> Result<JoinHandle<()>, String> {
     let redis = shared.config.stores.redis.clone();
+    let connections = shared.metrics.connections.clone();
     let render = Arc::new(move || {
         let upstream = proxy.as_ref().map(Proxy::errors);
         let policy = shared.handle.current();
         let redis = shared.config.stores.redis.as_ref();
         shared.metrics.render(&policy.rules, upstream, redis)
     });
-    serve_admin("serve", addr, render, redis, bounds).await
+    serve_admin("serve", addr, render, redis, bounds, &connections).await
 }
 
 /// Binds an admin endpoint for `limits COMMAND` on `addr`, says where, and
-/// serves `render` on `/metrics` (and `/healthz`) until the task is aborted.
+/// serves `render` on `/metrics` (and `/healthz`) until the task is aborted;
+/// its connections are capped by the admin listener's own caps (counted in
+/// `connections` as `listener="admin"`), whatever the main listener holds.
 pub(crate) async fn serve_admin(
     command: &str,
     addr: SocketAddr,
     render: Arc<dyn Fn() -> String + Send + Sync>,
     redis: Option<RedisConnection>,
     bounds: Bounds,
+    connections: &ConnectionMetrics,
 ) -> Result<JoinHandle<()>, String> {
     let admin = TcpListener::bind(addr)
         .await
@@ -48,11 +57,20 @@ pub(crate) async fn serve_admin(
     let local = admin.local_addr().map_err(|e| e.to_string())?;
     println!("limits {command}: admin on http://{local}/metrics");
     let router = metrics::admin_router(render, redis);
+    // Per address, not per forwarded client: a proxy in front of the admin
+    // port is not expected, and its peers are capped by the total anyway.
+    let caps = connections.caps(
+        "admin",
+        ADMIN_MAX_CONNECTIONS,
+        ADMIN_MAX_CONNECTIONS_PER_CLIENT,
+        limits_http::ClientIp::default(),
+    );
     // No admin endpoint reads the client's address.
     Ok(tokio::spawn(listener::serve(
         admin,
         move |_peer| router.clone(),
         bounds,
+        caps,
         std::future::pending(),
     )))
 }

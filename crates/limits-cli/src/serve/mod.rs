@@ -3,10 +3,12 @@
 //! metrics, state, proxy) is the `limits-server` library; this module only
 //! adds what is the command's own: the demo API and the process's signals.
 
+mod connections;
 mod demo;
 mod flags;
 mod stores;
 
+pub use connections::ConnectionArgs;
 pub use stores::StoreArgs;
 
 use crate::args::RuleArgs;
@@ -105,6 +107,9 @@ pub struct ServeArgs {
     #[command(flatten)]
     runtime: RuntimeArgs,
 
+    #[command(flatten)]
+    connections: ConnectionArgs,
+
     /// When the store cannot decide: allow the request, or answer 503.
     #[arg(long, value_enum, default_value_t = OnStoreError::Allow)]
     on_store_error: OnStoreError,
@@ -152,15 +157,19 @@ pub(crate) fn parse_timeout(s: &str) -> Result<Duration, String> {
 }
 
 pub fn serve(args: ServeArgs) -> Result<(), String> {
+    let file_limit = crate::file_limit::raise();
+    // A proxied request holds the client's connection and one upstream.
+    let per_connection = if args.upstream.is_some() { 2 } else { 1 };
+    let caps = args.connections.caps(file_limit, per_connection)?;
     let runtime = args.runtime.build()?;
-    runtime.block_on(run(args))
+    runtime.block_on(run(args, caps))
 }
 
-async fn run(args: ServeArgs) -> Result<(), String> {
+async fn run(args: ServeArgs, caps: (usize, usize)) -> Result<(), String> {
     let layer = layer_options(&args)?;
     flags::warn_trust_everyone(&args.trust_proxy);
     let stores = args.stores.options().await?;
-    let server = Server::new(server_config(&args, layer, stores)?)?;
+    let server = Server::new(server_config(&args, layer, stores, caps)?)?;
     let backend = match &args.upstream {
         Some(url) => Backend::proxy(Proxy::new(url, args.upstream_timeout)?, url),
         None => Backend::service("the demo API", demo::service()),
@@ -192,11 +201,13 @@ fn layer_options(args: &ServeArgs) -> Result<LayerOptions, String> {
 }
 
 /// The server's configuration from the flags: the rules of `--config`, or
-/// the one command-line rule.
+/// the one command-line rule; `caps`, the connection caps (total, per
+/// client).
 fn server_config(
     args: &ServeArgs,
     layer: LayerOptions,
     stores: StoreOptions,
+    (max_connections, max_connections_per_client): (usize, usize),
 ) -> Result<ServerConfig, String> {
     let rules = match &args.config {
         Some(path) => RulesSource::File(path.clone()),
@@ -212,6 +223,8 @@ fn server_config(
         layer,
         bounds: Bounds {
             header_timeout: args.header_timeout,
+            max_connections,
+            max_connections_per_client,
             ..Bounds::default()
         },
         state: args.state.clone(),

@@ -18,6 +18,7 @@ mod rls_state;
 mod rls_watch;
 mod serve;
 mod serve_client;
+mod serve_connections;
 mod serve_key_floods;
 mod serve_metrics_counts;
 mod serve_operations;

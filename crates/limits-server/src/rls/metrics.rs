@@ -4,29 +4,35 @@
 //! of hits_addend 5 counts 5), per limit (label `descriptor`: the limit's
 //! id, "DOMAIN.key_value.key2"), or per descriptor value for a limit with
 //! `detailed_metric: true` (the request's own entries). Plus: decision
-//! latency, store errors, keys held, and the Redis store's health.
+//! latency, store errors, keys held, connections, and the Redis store's
+//! health.
+//!
+//! Series named after a client's values are capped per family (see
+//! `metric_series`), and every label value is escaped as the exposition
+//! format requires (`label_value`), so a client's value can neither grow
+//! the scrape without bound nor break it.
 //!
 //! One difference in meaning, from the exactness of our limiters: a denied
 //! request takes nothing (all or nothing), so `over_limit` counts every hit
 //! of a denied request, and `near_limit` the admitted hits that landed past
 //! 80% of the limit (the reference's default `NEAR_LIMIT_RATIO`).
 
+use super::config::Matched;
 use super::limits::RlsLimits;
+use super::metric_series::{DescriptorLabel, SeriesCap};
+use super::DEFAULT_MAX_METRIC_SERIES;
+use crate::label_value::LabelValue;
+use crate::listener_caps::ConnectionMetrics;
 use crate::redis_metrics::RedisGauges;
 use limits::Store;
 use limits_redis::RedisConnection;
-use prometheus_client::encoding::{text::encode, EncodeLabelSet};
+use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::time::Duration;
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DescriptorLabel {
-    descriptor: String,
-}
 
 /// What one decided descriptor adds to the counters, in hits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,17 +61,21 @@ pub struct RlsMetrics {
     latency: Histogram,
     keys: Family<DescriptorLabel, Gauge>,
     redis: RedisGauges,
+    series: SeriesCap,
+    /// Connections open and refused, per listener.
+    pub(crate) connections: ConnectionMetrics,
 }
 
 impl Default for RlsMetrics {
     fn default() -> RlsMetrics {
-        RlsMetrics::new()
+        RlsMetrics::with_series_cap(DEFAULT_MAX_METRIC_SERIES)
     }
 }
 
 impl RlsMetrics {
-    /// Every metric at zero.
-    pub fn new() -> RlsMetrics {
+    /// Every metric at zero; at most `max_series` series per family named
+    /// after descriptor values.
+    pub fn with_series_cap(max_series: usize) -> RlsMetrics {
         let mut registry = Registry::with_prefix("limits_rls");
         let counters = [
             (
@@ -105,6 +115,14 @@ impl RlsMetrics {
             keys.clone(),
         );
         let redis = RedisGauges::register(&mut registry);
+        let folded = Counter::default();
+        registry.register(
+            "metric_values_folded",
+            "Descriptor decisions counted under the descriptor label other: their detailed_metric value would have made a series beyond --max-metric-series",
+            folded.clone(),
+        );
+        let series = SeriesCap::new(max_series, folded);
+        let connections = ConnectionMetrics::register(&mut registry);
         let mut it = families.into_iter();
         let mut next = || it.next().unwrap_or_default();
         RlsMetrics {
@@ -118,15 +136,20 @@ impl RlsMetrics {
             latency,
             keys,
             redis,
+            series,
+            connections,
         }
     }
 
-    /// Counts one decided descriptor's `hits` under `descriptor`, and how
-    /// long it took.
-    pub fn decided(&self, descriptor: &str, hits: Hits, latency: Duration) {
-        let label = DescriptorLabel {
-            descriptor: descriptor.to_string(),
-        };
+    /// The label the decisions of `matched` are counted under (its limit's
+    /// id, its detailed name, or `other` beyond the cap).
+    pub(crate) fn label(&self, matched: &Matched<'_>) -> DescriptorLabel {
+        self.series.label(matched)
+    }
+
+    /// Counts one decided descriptor's `hits` under `label`, and how long
+    /// it took.
+    pub(crate) fn decided(&self, label: &DescriptorLabel, hits: Hits, latency: Duration) {
         for (family, n) in [
             (&self.total, hits.total),
             (&self.over, hits.over),
@@ -136,18 +159,14 @@ impl RlsMetrics {
         ] {
             // Create every series at its first hit, even at 0, so that a
             // dashboard sees it before anything is over.
-            family.get_or_create(&label).inc_by(n);
+            family.get_or_create(label).inc_by(n);
         }
         self.latency.observe(latency.as_secs_f64());
     }
 
-    /// Counts a decision the store of `descriptor` could not make.
-    pub fn store_failed(&self, descriptor: &str, latency: Duration) {
-        self.store_errors
-            .get_or_create(&DescriptorLabel {
-                descriptor: descriptor.to_string(),
-            })
-            .inc();
+    /// Counts a decision the store of `label` could not make.
+    pub(crate) fn store_failed(&self, label: &DescriptorLabel, latency: Duration) {
+        self.store_errors.get_or_create(label).inc();
         self.latency.observe(latency.as_secs_f64());
     }
 
@@ -157,7 +176,7 @@ impl RlsMetrics {
         for (id, store) in limits.stores() {
             if let Some(local) = store.local() {
                 let label = DescriptorLabel {
-                    descriptor: id.to_string(),
+                    descriptor: LabelValue::new(id),
                 };
                 self.keys
                     .get_or_create(&label)

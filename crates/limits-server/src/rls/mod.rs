@@ -13,9 +13,11 @@
 //! What each field of a response means, and where it follows the reference
 //! service, is said in the `service` and `decide` modules.
 
+mod capped_incoming;
 pub mod config;
 mod decide;
 mod limits;
+mod metric_series;
 mod metrics;
 pub mod proto;
 mod server;
@@ -80,13 +82,28 @@ pub struct RlsServerConfig {
     /// under its id), load them on start; the file `limits serve --state`
     /// writes, with the same checks.
     pub state: Option<PathBuf>,
+    /// Most connections open at once on the gRPC listener; beyond it a new
+    /// connection is closed as soon as it is accepted (the admin listener
+    /// has caps of its own).
+    pub max_connections: usize,
+    /// Most connections open at once from one address (an IPv6 peer by its
+    /// /64); beyond it, as beyond the total.
+    pub max_connections_per_client: usize,
+    /// Most series per metric family named after descriptor values (limits
+    /// with `detailed_metric`); values beyond it are counted in one
+    /// `descriptor="other"` series per family.
+    pub max_metric_series: usize,
 }
+
+/// [`RlsServerConfig::max_metric_series`] unless told otherwise.
+pub const DEFAULT_MAX_METRIC_SERIES: usize = 1000;
 
 impl RlsServerConfig {
     /// The limits of `config`, with the defaults of `limits rls`: listen on
     /// 127.0.0.1:8081, no admin, in memory, UNAVAILABLE on store errors,
     /// reload on SIGHUP and on change (checked every second), 30 s to drain,
-    /// no state file.
+    /// no state file, the connection caps of `limits serve`'s
+    /// [`Bounds`](crate::Bounds), 1,000 detailed series per metric family.
     pub fn new(config: PathBuf) -> RlsServerConfig {
         RlsServerConfig {
             config,
@@ -98,6 +115,9 @@ impl RlsServerConfig {
             watch_interval: Duration::from_secs(1),
             drain_timeout: Duration::from_secs(30),
             state: None,
+            max_connections: crate::DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_client: crate::DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+            max_metric_series: DEFAULT_MAX_METRIC_SERIES,
         }
     }
 }

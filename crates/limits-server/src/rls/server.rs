@@ -10,6 +10,7 @@
 //! Envoy's cluster takes it): scripts
 //! and tests read them.
 
+use super::capped_incoming::CappedIncoming;
 use super::limits::RlsLimits;
 use super::metrics::RlsMetrics;
 use super::proto::rate_limit_service_server::RateLimitServiceServer;
@@ -114,10 +115,11 @@ impl RlsServer {
             let n = state::load(path, limits.state_entries())?;
             tracing::info!(keys = n, file = %path.display(), "state loaded");
         }
+        let metrics = Arc::new(RlsMetrics::with_series_cap(config.max_metric_series));
         Ok(RlsServer {
             config,
             limits: Arc::new(ArcSwap::from_pointee(limits)),
-            metrics: Arc::new(RlsMetrics::new()),
+            metrics,
             loaded: Arc::new(Mutex::new(loaded)),
         })
     }
@@ -187,6 +189,14 @@ impl RlsServer {
         println!("limits rls: listening on {local} ({count} limits)");
         tracing::info!(%local, limits = count, "listening");
 
+        // The gRPC listener's caps: Envoy's connections arrive from its own
+        // addresses, none forwarded.
+        let caps = self.metrics.connections.caps(
+            "grpc",
+            self.config.max_connections,
+            self.config.max_connections_per_client,
+            limits_http::ClientIp::default(),
+        );
         let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
         let signal = async move {
             shutdown.await;
@@ -196,10 +206,7 @@ impl RlsServer {
         let serving = tonic::transport::Server::builder()
             .add_service(health)
             .add_service(RateLimitServiceServer::new(service))
-            .serve_with_incoming_shutdown(
-                tonic::transport::server::TcpIncoming::from(listener),
-                signal,
-            );
+            .serve_with_incoming_shutdown(CappedIncoming::new(listener, caps), signal);
         // Once stopping, the calls in flight are waited for (up to the drain
         // timeout), not the connections: tonic would wait for every client to
         // close its idle connection, which Envoy keeps open.
@@ -242,7 +249,8 @@ impl RlsServer {
         let (limits, metrics, connection) =
             (self.limits.clone(), self.metrics.clone(), redis.clone());
         let render = Arc::new(move || metrics.render(&limits.load(), connection.as_ref()));
-        tasks::serve_admin("rls", addr, render, redis, Bounds::default()).await
+        let connections = &self.metrics.connections;
+        tasks::serve_admin("rls", addr, render, redis, Bounds::default(), connections).await
     }
 }
 

@@ -151,7 +151,7 @@ impl RlsService {
                 response.statuses.push(decide::ok(0));
                 continue;
             };
-            let (limit, key, label) = (found.limit, &found.key, found.metric_name());
+            let (limit, key, label) = (found.limit, &found.key, self.metrics.label(found));
             let (cost, mode) = decide::cost(request.hits_addend, descriptor);
             if limit.blocked {
                 // `requests_per_unit: 0`: every request over, as the reference.

@@ -8,6 +8,7 @@ mod rls_common;
 
 mod allocations_per_request;
 mod backend_service;
+mod connection_caps;
 mod drain_connections;
 mod embed;
 mod header_timeout;
@@ -16,6 +17,7 @@ mod rls_config_docs;
 mod rls_config_errors;
 mod rls_config_extensions;
 mod rls_config_props;
+mod rls_metric_labels;
 mod rls_service;
 mod rls_stores;
 mod rule_store_decide_now;

@@ -36,7 +36,34 @@ impl Server {
     }
 
     pub fn try_start_command(command: &str, args: &[&str], admin: bool) -> Result<Server, String> {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_limits"));
+        Self::try_start_under(None, command, args, admin)
+    }
+
+    /// `limits COMMAND ARGS ...` started by `sh` after `ulimit ULIMIT`
+    /// (`-n 128`: a file limit of 128, soft and hard; `-Sn 100`: the soft
+    /// one only), as a service manager's limit would start it.
+    pub fn start_with_ulimit(ulimit: &str, command: &str, args: &[&str], admin: bool) -> Server {
+        Self::try_start_under(Some(ulimit), command, args, admin)
+            .unwrap_or_else(|e| panic!("ulimit {ulimit}; limits {command} {args:?}: {e}"))
+    }
+
+    fn try_start_under(
+        ulimit: Option<&str>,
+        command: &str,
+        args: &[&str],
+        admin: bool,
+    ) -> Result<Server, String> {
+        let mut cmd = match ulimit {
+            None => Command::new(env!("CARGO_BIN_EXE_limits")),
+            Some(ulimit) => {
+                // `exec`: the shell becomes `limits`, with its pid.
+                let mut sh = Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!("ulimit {ulimit} && exec \"$0\" \"$@\""))
+                    .arg(env!("CARGO_BIN_EXE_limits"));
+                sh
+            }
+        };
         cmd.arg(command)
             .args(args)
             .args(["--listen", "127.0.0.1:0"]);

@@ -20,6 +20,8 @@ pub struct Rls {
     pub client: RateLimitServiceClient<Channel>,
     pub reloader: RlsReloader,
     pub admin: Option<String>,
+    /// The gRPC listener's address.
+    pub addr: std::net::SocketAddr,
     pub dir: tempfile::TempDir,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<Result<(), String>>>,
@@ -73,6 +75,7 @@ impl Rls {
             client,
             reloader,
             admin,
+            addr,
             dir,
             stop: Some(stop),
             task: Some(task),
