@@ -3,7 +3,7 @@
 //! reload, metrics) is `limits_server::rls`.
 
 use crate::runtime::RuntimeArgs;
-use crate::serve::{parse_timeout, ConnectionArgs, StoreArgs};
+use crate::serve::{parse_timeout, ConnectionArgs, OnStoreFull, StoreArgs};
 use clap::{Args, ValueEnum};
 use limits_server::rls::{OnStoreError, RlsServer, RlsServerConfig, DEFAULT_MAX_METRIC_SERIES};
 use std::net::SocketAddr;
@@ -32,10 +32,12 @@ pub struct RlsArgs {
     #[command(flatten)]
     runtime: RuntimeArgs,
 
-    /// When the store cannot decide: `unavailable` fails the call with gRPC
-    /// UNAVAILABLE, so that Envoy's own failure_mode_deny decides (Envoy lets
-    /// the request through by default); `allow` answers OK; `deny` OVER_LIMIT.
-    #[arg(long, value_enum, default_value_t = StoreErrorAnswer::Unavailable)]
+    /// When the store cannot be reached: `local` decides in this process
+    /// with the same rule (N instances admit at most N times the limit);
+    /// `unavailable` fails the call with gRPC UNAVAILABLE, so that Envoy's
+    /// own failure_mode_deny decides (Envoy lets the request through by
+    /// default); `allow` answers OK; `deny` OVER_LIMIT.
+    #[arg(long, value_enum, default_value_t = StoreErrorAnswer::Local)]
     on_store_error: StoreErrorAnswer,
 
     /// How often to check --config for changes (file sizes, mtimes and
@@ -73,6 +75,7 @@ fn parse_interval(s: &str) -> Result<Duration, String> {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum StoreErrorAnswer {
+    Local,
     Unavailable,
     Allow,
     Deny,
@@ -84,14 +87,21 @@ pub fn rls(args: RlsArgs) -> Result<(), String> {
     let (max_connections, max_connections_per_client) = args.connections.caps(file_limit, 1)?;
     let runtime = args.runtime.build()?;
     runtime.block_on(async {
+        let local = args.on_store_error == StoreErrorAnswer::Local;
         let config = RlsServerConfig {
             listen: args.listen,
             admin: args.admin,
-            stores: args.stores.options().await?,
+            stores: args.stores.options(local).await?,
+            // `local` is the store's to carry out: no error reaches the
+            // service then, and deny is what is left if one did.
             on_store_error: match args.on_store_error {
                 StoreErrorAnswer::Unavailable => OnStoreError::Unavailable,
                 StoreErrorAnswer::Allow => OnStoreError::Allow,
-                StoreErrorAnswer::Deny => OnStoreError::Deny,
+                StoreErrorAnswer::Deny | StoreErrorAnswer::Local => OnStoreError::Deny,
+            },
+            on_store_full: match args.stores.on_store_full() {
+                OnStoreFull::Allow => OnStoreError::Allow,
+                OnStoreFull::Deny | OnStoreFull::Local => OnStoreError::Deny,
             },
             drain_timeout: args.drain_timeout,
             watch_interval: args.watch_interval,

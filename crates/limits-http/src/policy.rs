@@ -60,7 +60,11 @@ impl<S, K> HttpRule<S, K> {
     }
 }
 
-/// What to do when a store cannot decide (e.g. Redis is down).
+/// What to do when a store cannot decide (e.g. Redis is down, or full).
+///
+/// A store may also decide by itself when its backend cannot (the Redis
+/// store's local fallback): then no error reaches the layer, and this
+/// policy is what is left for a store that has no such fallback.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FailurePolicy {
     /// Let the request through (availability first).
@@ -229,8 +233,14 @@ pub struct LayerOptions {
     /// Who the client is: the peers whose forwarding header we believe, the
     /// one header read from them, and the IPv6 prefix a client is keyed by.
     pub client_ip: ClientIp,
-    /// What to do when a store cannot decide.
+    /// What to do when a store cannot decide because it is unavailable
+    /// ([`StoreErrorKind::Unavailable`](limits::StoreErrorKind::Unavailable)).
     pub on_store_error: FailurePolicy,
+    /// What to do when a store answers that it is full
+    /// ([`StoreErrorKind::Full`](limits::StoreErrorKind::Full), Redis's
+    /// `OOM`); by default [`FailurePolicy::Deny`]: a flood of keys may be
+    /// what filled it, and letting everyone through is what the flood wants.
+    pub on_store_full: FailurePolicy,
     /// The most body bytes read to find a form or JSON key field; a larger
     /// body on such a rule's route is answered 413.
     pub max_body: usize,
@@ -249,6 +259,7 @@ impl Default for LayerOptions {
             legacy_headers: false,
             client_ip: ClientIp::default(),
             on_store_error: FailurePolicy::Allow,
+            on_store_full: FailurePolicy::Deny,
             max_body: 16 * 1024,
             body_timeout: Duration::from_secs(10),
             body_budget: BodyBudget::new(DEFAULT_BODY_BUDGET),

@@ -21,7 +21,7 @@ use crate::{Key, KeyExtractor};
 use bytes::Bytes;
 use http::request::Parts;
 use http_body::Body;
-use limits::{Mode, Store, StoreError, Verdict};
+use limits::{Mode, Store, StoreError, StoreErrorKind, Verdict};
 use std::net::IpAddr;
 use std::time::Instant;
 
@@ -88,7 +88,11 @@ pub(crate) fn decide_now<S: Store, K: KeyExtractor>(
             Ok(key) => key,
             Err(refusal) => return Step::Refused(refusal),
         };
-        let Some(verdict) = rule.store.decide_now(key.as_str(), rule.cost, Mode::Record) else {
+        let client = matched.client;
+        let verdict = rule
+            .store
+            .decide_now_from(client, key.as_str(), rule.cost, Mode::Record);
+        let Some(verdict) = verdict else {
             let key = Some(key);
             let passed = std::mem::take(passed);
             return Step::Wait(Resume { at, key, passed });
@@ -137,15 +141,21 @@ where
         };
         // A store that answers at once does so here too (after a body read,
         // or after a rule whose store waited): untimed, as in `decide_now`.
-        let (verdict, started) = match rule.store.decide_now(key.as_str(), rule.cost, Mode::Record)
-        {
-            Some(verdict) => (verdict, None),
-            None => {
-                let started = Instant::now();
-                let verdict = rule.store.decide(key.as_str(), rule.cost, Mode::Record);
-                (verdict.await, Some(started))
-            }
-        };
+        let (client, cost) = (matched.client, rule.cost);
+        let (verdict, started) =
+            match rule
+                .store
+                .decide_now_from(client, key.as_str(), cost, Mode::Record)
+            {
+                Some(verdict) => (verdict, None),
+                None => {
+                    let started = Instant::now();
+                    let verdict = rule
+                        .store
+                        .decide_from(client, key.as_str(), cost, Mode::Record);
+                    (verdict.await, Some(started))
+                }
+            };
         if let Err(refusal) = fold(in_force, index, &key, verdict, started, &mut passed) {
             return Err(Refused::after(refusal, passed));
         }
@@ -200,10 +210,16 @@ fn fold<S: Store, K>(
         Ok(v) => v,
         Err(e) => {
             tell(Outcome::StoreFailed);
+            // A full store is answered by its own policy: it is up, and a
+            // flood of keys may be what filled it.
+            let policy = match e.kind {
+                StoreErrorKind::Full => options.on_store_full,
+                _ => options.on_store_error,
+            };
             // Counted by the observer; at debug level only, as a store
             // that is down fails every request: the store logs its outages.
-            tracing::debug!(rule = %name, key = %key, error = %e, policy = ?options.on_store_error, "rate limit store failed");
-            if options.on_store_error == FailurePolicy::Deny && !options.dry_run {
+            tracing::debug!(rule = %name, key = %key, error = %e, policy = ?policy, "rate limit store failed");
+            if policy == FailurePolicy::Deny && !options.dry_run {
                 return Err(Refusal::StoreDown);
             }
             return Ok(());

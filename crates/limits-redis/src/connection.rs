@@ -9,6 +9,8 @@
 //! the circuit closes and calls go to Redis again.
 
 use crate::clock;
+use crate::memory_policy;
+use limits::{Rate, StoreError};
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
@@ -36,6 +38,38 @@ pub struct RedisOptions {
     pub clock_check: Duration,
     /// A clock difference beyond this is logged (default 100 ms).
     pub clock_warning: Duration,
+    /// What a store does when Redis cannot answer (unreachable, timed
+    /// out): return the error, for the caller's policy to answer (the
+    /// default), or decide in this process ([`Fallback::Local`]).
+    pub on_error: Fallback,
+    /// What a store does when Redis answers that it is full (`OOM` under
+    /// `maxmemory`): return the error (of kind
+    /// [`Full`](limits::StoreErrorKind::Full), the default), or decide in
+    /// this process.
+    pub on_full: Fallback,
+    /// The most keys one client address may create per window through a
+    /// store (IPv6 by /64), when the caller names the client
+    /// ([`Store::decide_from`](limits::Store::decide_from)); beyond it its
+    /// requests on keys new to the store are denied, so that a flood of
+    /// distinct keys from a few addresses cannot fill Redis. `None`: no cap.
+    /// Default: 1000 per minute.
+    pub new_keys_per_client: Option<Rate>,
+    /// Most keys each store holds in this process for its local fallback,
+    /// and most client addresses and recent keys it tracks for the cap on
+    /// new keys (default 1,000,000).
+    pub local_max_keys: usize,
+}
+
+/// What a store does when Redis cannot decide.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Fallback {
+    /// Return the error: the caller's failure policy answers.
+    #[default]
+    Error,
+    /// Decide in this process with an in-memory limiter of the same rule:
+    /// each instance then admits at most the limit, so N instances at most
+    /// N times the limit, not everything.
+    Local,
 }
 
 impl Default for RedisOptions {
@@ -47,6 +81,12 @@ impl Default for RedisOptions {
             deny_cache: 100_000,
             clock_check: Duration::from_secs(10),
             clock_warning: Duration::from_millis(100),
+            on_error: Fallback::Error,
+            on_full: Fallback::Error,
+            new_keys_per_client: Some(
+                Rate::new(1000, Duration::from_secs(60)).expect("a valid rate"),
+            ),
+            local_max_keys: 1_000_000,
         }
     }
 }
@@ -115,6 +155,24 @@ pub(crate) struct Health {
     /// This host's clock minus Redis's `TIME`, in microseconds, at the last
     /// measurement ([`clock::UNKNOWN`] before the first).
     pub clock_offset_us: AtomicI64,
+    /// Whether Redis's last answer was `OOM` (no successful call since).
+    pub full: AtomicBool,
+    /// `OOM` answers: calls Redis refused for lack of memory.
+    pub full_answers: AtomicU64,
+    /// Whether the last reading of Redis's `maxmemory-policy` lets it evict
+    /// the limiter's keys.
+    pub evictable: AtomicBool,
+    /// Warnings logged that Redis may evict the limiter's keys (one at
+    /// connection and one after each outage, while the policy allows it).
+    pub eviction_warnings: AtomicU64,
+    /// Whether it was said that `CONFIG GET` is refused (said once).
+    pub config_unreadable: AtomicBool,
+    /// Decisions made in this process because Redis could not answer
+    /// ([`Fallback::Local`]).
+    pub local_decisions: AtomicU64,
+    /// Requests denied because their client created too many new keys
+    /// ([`RedisOptions::new_keys_per_client`]).
+    pub new_keys_refused: AtomicU64,
 }
 
 impl Default for Health {
@@ -126,6 +184,13 @@ impl Default for Health {
             outages: AtomicU64::new(0),
             deny_cache_hits: AtomicU64::new(0),
             clock_offset_us: AtomicI64::new(clock::UNKNOWN),
+            full: AtomicBool::new(false),
+            full_answers: AtomicU64::new(0),
+            evictable: AtomicBool::new(false),
+            eviction_warnings: AtomicU64::new(0),
+            config_unreadable: AtomicBool::new(false),
+            local_decisions: AtomicU64::new(0),
+            new_keys_refused: AtomicU64::new(0),
         }
     }
 }
@@ -187,6 +252,7 @@ impl RedisConnection {
             )
         };
         let health = Arc::new(Health::default());
+        memory_policy::check(&conn, &health, options.timeout).await;
         clock::spawn(
             conn.clone(),
             Arc::downgrade(&health),
@@ -243,30 +309,80 @@ impl RedisConnection {
         self.health.outages.load(Ordering::Relaxed)
     }
 
+    /// Calls Redis refused with `OOM` (full under `maxmemory`).
+    pub fn full_answers(&self) -> u64 {
+        self.health.full_answers.load(Ordering::Relaxed)
+    }
+
+    /// Whether the last reading of Redis's `maxmemory-policy` (at
+    /// connection and after each outage) lets Redis evict the limiter's
+    /// keys (any `allkeys-*` or `volatile-*` policy: the keys have TTLs).
+    /// False when it could not be read.
+    pub fn evictable(&self) -> bool {
+        self.health.evictable.load(Ordering::Relaxed)
+    }
+
+    /// How many times it was logged that Redis may evict the limiter's keys.
+    pub fn eviction_warnings(&self) -> u64 {
+        self.health.eviction_warnings.load(Ordering::Relaxed)
+    }
+
+    /// Decisions made in this process because Redis could not answer
+    /// (with [`Fallback::Local`]).
+    pub fn local_decisions(&self) -> u64 {
+        self.health.local_decisions.load(Ordering::Relaxed)
+    }
+
+    /// Requests denied because their client address created more new keys
+    /// than [`RedisOptions::new_keys_per_client`] allows.
+    pub fn new_keys_refused(&self) -> u64 {
+        self.health.new_keys_refused.load(Ordering::Relaxed)
+    }
+
     /// Runs `call` on the connection, with the timeout, through the circuit.
-    pub(crate) async fn run<T, F, Fut>(&self, call: F) -> Result<T, String>
+    pub(crate) async fn run<T, F, Fut>(&self, call: F) -> Result<T, StoreError>
     where
         F: FnOnce(Conn) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
         if self.health.down.load(Ordering::Relaxed) {
             self.health.errors.fetch_add(1, Ordering::Relaxed);
-            return Err("Redis is unreachable (failing fast until it answers again)".to_owned());
+            return Err(StoreError::new(
+                "Redis is unreachable (failing fast until it answers again)",
+            ));
         }
         self.health.calls.fetch_add(1, Ordering::Relaxed);
-        let failure =
-            match tokio::time::timeout(self.options.timeout, call(self.conn.clone())).await {
-                Ok(Ok(value)) => return Ok(value),
-                Ok(Err(e)) if is_reply_error(&e) => {
-                    self.health.errors.fetch_add(1, Ordering::Relaxed);
-                    return Err(format!("Redis: {e}"));
+        let failure = match tokio::time::timeout(self.options.timeout, call(self.conn.clone()))
+            .await
+        {
+            Ok(Ok(value)) => {
+                if self.health.full.load(Ordering::Relaxed)
+                    && self.health.full.swap(false, Ordering::Relaxed)
+                {
+                    tracing::warn!("the Redis store accepts writes again");
                 }
-                Ok(Err(e)) => format!("Redis: {e}"),
-                Err(_) => format!("Redis did not answer within {:?}", self.options.timeout),
-            };
+                return Ok(value);
+            }
+            Ok(Err(e)) if is_out_of_memory(&e) => {
+                self.health.errors.fetch_add(1, Ordering::Relaxed);
+                self.health.full_answers.fetch_add(1, Ordering::Relaxed);
+                if !self.health.full.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                            "the Redis store is FULL (it answers OOM: used memory > maxmemory); no limiter state can be written, and requests are answered per --on-store-full until it accepts writes again ({e})"
+                        );
+                }
+                return Err(StoreError::full(format!("Redis: {e}")));
+            }
+            Ok(Err(e)) if is_reply_error(&e) => {
+                self.health.errors.fetch_add(1, Ordering::Relaxed);
+                return Err(StoreError::new(format!("Redis: {e}")));
+            }
+            Ok(Err(e)) => format!("Redis: {e}"),
+            Err(_) => format!("Redis did not answer within {:?}", self.options.timeout),
+        };
         self.health.errors.fetch_add(1, Ordering::Relaxed);
         self.open_circuit(&failure);
-        Err(failure)
+        Err(StoreError::new(failure))
     }
 
     /// Opens the circuit (once per outage) and starts the probe that closes it.
@@ -287,6 +403,7 @@ impl RedisConnection {
                     probe.health.down.store(false, Ordering::Relaxed);
                     tracing::warn!("the Redis store answers again");
                     let options = &probe.options;
+                    memory_policy::check(&probe.conn, &probe.health, options.timeout).await;
                     if let Some(offset) = clock::measure(&probe.conn, options.timeout).await {
                         clock::record(&probe.health, offset, options.clock_warning);
                     }
@@ -295,6 +412,13 @@ impl RedisConnection {
             }
         });
     }
+}
+
+/// Redis refused a write for lack of memory (`-OOM command not allowed when
+/// used memory > 'maxmemory'`, also inside a script): Redis is up, and the
+/// answer is the store's own kind of failure, not an outage.
+fn is_out_of_memory(e: &redis::RedisError) -> bool {
+    e.code() == Some("OOM") || e.to_string().contains("OOM command not allowed")
 }
 
 /// An error Redis answered (a script error, a wrong type): Redis is up, so

@@ -14,6 +14,7 @@ impl RedisConnection {
         cmd.arg("USAGE").arg(key).arg("SAMPLES").arg(0);
         self.run(|mut conn| async move { cmd.query_async(&mut conn).await })
             .await
+            .map_err(|e| e.message)
     }
 
     /// Deletes `keys` in one `DEL` (so in a Redis Cluster they must share a
@@ -27,5 +28,6 @@ impl RedisConnection {
         cmd.arg(keys);
         self.run(|mut conn| async move { cmd.query_async(&mut conn).await })
             .await
+            .map_err(|e| e.message)
     }
 }

@@ -42,10 +42,12 @@ mod clock;
 mod connection;
 mod deny_cache;
 mod inspect;
+mod memory_policy;
+mod new_keys;
 mod scripts;
 mod shape;
 mod store;
 
-pub use connection::{ConnectError, RedisConnection, RedisOptions};
+pub use connection::{ConnectError, Fallback, RedisConnection, RedisOptions};
 pub use shape::UnsupportedRule;
 pub use store::RedisStore;

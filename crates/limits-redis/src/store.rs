@@ -1,13 +1,18 @@
 //! [`RedisStore`]: a rule's decisions made by one Lua script call in Redis,
 //! all rates at once, with the core's semantics.
 
-use crate::connection::RedisConnection;
+use crate::connection::{Fallback, RedisConnection};
 use crate::deny_cache::DenyCache;
+use crate::new_keys::NewKeyCap;
 use crate::scripts::script_for;
 use crate::shape::{fingerprint, Shape, UnsupportedRule, EXACT};
-use limits::{Decision, Mode, RetryAfter, Rule, Store, StoreError, Verdict};
+use limits::{
+    Decision, KeyedLimiter, Mode, Options, RetryAfter, Rule, Store, StoreError, SystemClock,
+    Verdict,
+};
 use redis::Script;
 use smallvec::SmallVec;
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -39,6 +44,13 @@ const ROW: usize = 11;
 ///
 /// A denial is remembered (see [`RedisOptions::deny_cache`](crate::RedisOptions)):
 /// the same key is denied again locally, exactly, until it could pass.
+///
+/// When Redis cannot answer, the store returns the error, or with
+/// [`Fallback::Local`] decides in this process with an in-memory limiter
+/// of the same rule ([`RedisOptions::on_error`](crate::RedisOptions),
+/// [`on_full`](crate::RedisOptions)). A caller that names the client
+/// ([`Store::decide_from`]) has its new keys capped per client address
+/// ([`RedisOptions::new_keys_per_client`](crate::RedisOptions)).
 pub struct RedisStore {
     rule: Rule,
     connection: RedisConnection,
@@ -46,6 +58,13 @@ pub struct RedisStore {
     shape: Shape,
     stem: String,
     denials: DenyCache,
+    /// The rule in memory, for [`Fallback::Local`]; `None` when neither
+    /// fallback is local.
+    // Boxed, both: most stores use neither, and a store is often held in an
+    // enum beside the in-memory one.
+    local: Option<Box<KeyedLimiter<String, SystemClock>>>,
+    /// The cap on new keys per client address, if any.
+    new_keys: Option<Box<NewKeyCap>>,
 }
 
 impl RedisStore {
@@ -63,13 +82,35 @@ impl RedisStore {
             connection.options().prefix,
             fingerprint(&rule)
         );
+        let options = connection.options();
+        let script = script_for(rule.algorithm(), rule.rates().len());
+        let max_keys = options.local_max_keys.max(1);
+        let local = (options.on_error == Fallback::Local || options.on_full == Fallback::Local)
+            .then(|| {
+                let options = Options {
+                    max_keys: Some(max_keys),
+                    ..Options::default()
+                };
+                Box::new(KeyedLimiter::with_options(
+                    rule.clone(),
+                    SystemClock::new(),
+                    options,
+                ))
+            });
+        // `none` keeps no state in Redis: nothing to cap.
+        let new_keys = options
+            .new_keys_per_client
+            .filter(|_| script.is_some())
+            .map(|rate| Box::new(NewKeyCap::new(rate, max_keys)));
         Ok(RedisStore {
-            script: script_for(rule.algorithm(), rule.rates().len()),
+            script,
             rule,
             connection: connection.clone(),
             shape,
             stem,
-            denials: DenyCache::new(connection.options().deny_cache),
+            denials: DenyCache::new(options.deny_cache),
+            local,
+            new_keys,
         })
     }
 
@@ -126,8 +167,7 @@ impl RedisStore {
         let packed: Vec<u8> = self
             .connection
             .run(|mut conn| async move { invocation.invoke_async(&mut conn).await })
-            .await
-            .map_err(StoreError)?;
+            .await?;
         verdict(&unpack(&packed)?, self.shape.key_count_rates())
     }
 
@@ -137,6 +177,97 @@ impl RedisStore {
         let hits = &self.connection.health.deny_cache_hits;
         hits.fetch_add(1, Ordering::Relaxed);
         Some(denied)
+    }
+
+    /// Decides in this process (the fallback), counted.
+    fn decide_locally(
+        &self,
+        local: &KeyedLimiter<String, SystemClock>,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> Verdict {
+        let decided = &self.connection.health.local_decisions;
+        decided.fetch_add(1, Ordering::Relaxed);
+        let mut per_rate = SmallVec::new();
+        let decision = local.decide(key, None, cost, mode, |d| per_rate.push(d));
+        Verdict { decision, per_rate }
+    }
+
+    /// The local decision while the circuit is open, when an unreachable
+    /// Redis falls back to this process: Redis would not be asked anyway.
+    fn local_while_down(&self, key: &str, cost: u64, mode: Mode) -> Option<Verdict> {
+        let local = self.local.as_ref()?;
+        if self.connection.options.on_error != Fallback::Local || self.connection.is_healthy() {
+            return None;
+        }
+        Some(self.decide_locally(local, key, cost, mode))
+    }
+
+    /// Redis's failure `e`, answered by the fallback of its kind.
+    fn fall_back(
+        &self,
+        e: StoreError,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> Result<Verdict, StoreError> {
+        let options = &self.connection.options;
+        let fallback = if e.is_full() {
+            options.on_full
+        } else {
+            options.on_error
+        };
+        match (fallback, &self.local) {
+            (Fallback::Local, Some(local)) => Ok(self.decide_locally(local, key, cost, mode)),
+            _ => Err(e),
+        }
+    }
+
+    /// The refusal of a request on a new key from a client at its cap:
+    /// each rate says what the client's budget of new keys says.
+    fn refused_new_key(&self, budget: Decision) -> Verdict {
+        let refused = &self.connection.health.new_keys_refused;
+        refused.fetch_add(1, Ordering::Relaxed);
+        let wait = budget.retry_after.duration().unwrap_or_default();
+        let decision = Decision {
+            allowed: false,
+            remaining: 0,
+            retry_after: budget.retry_after,
+            reset_after: wait,
+            delay: Duration::ZERO,
+            refill_after: wait,
+        };
+        let per_rate = (0..self.rule.rates().len()).map(|_| decision).collect();
+        Verdict { decision, per_rate }
+    }
+
+    /// What is answered at once for a request from `client`, without
+    /// Redis: the deny cache's denial, the local decision while Redis is
+    /// unreachable, or the refusal of a new key from a client at its cap.
+    fn answered_at_once(
+        &self,
+        client: Option<IpAddr>,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+        count_new_key: bool,
+    ) -> Option<Verdict> {
+        if let Some(denied) = self.denied_now(key, cost) {
+            return Some(denied);
+        }
+        if let Some(local) = self.local_while_down(key, cost, mode) {
+            return Some(local);
+        }
+        let (Some(cap), Some(client), Mode::Record) = (&self.new_keys, client, mode) else {
+            return None;
+        };
+        let denied = if count_new_key {
+            cap.admit(client, key)
+        } else {
+            cap.would_deny(client, key)
+        };
+        denied.map(|budget| self.refused_new_key(budget))
     }
 }
 
@@ -157,7 +288,7 @@ fn duration(us: i64, adj: i64) -> Duration {
 /// for Redis than an array of integers), as the integers they hold.
 fn unpack(packed: &[u8]) -> Result<Vec<i64>, StoreError> {
     if packed.len() % 8 != 0 {
-        return Err(StoreError(format!(
+        return Err(StoreError::new(format!(
             "the Redis script answered {} bytes, not a whole number of doubles",
             packed.len()
         )));
@@ -172,7 +303,7 @@ fn unpack(packed: &[u8]) -> Result<Vec<i64>, StoreError> {
             if x.fract() == 0.0 && x.abs() < (1u64 << 53) as f64 {
                 Ok(x as i64)
             } else {
-                Err(StoreError(format!(
+                Err(StoreError::new(format!(
                     "the Redis script answered {x}, not an exact integer"
                 )))
             }
@@ -183,7 +314,7 @@ fn unpack(packed: &[u8]) -> Result<Vec<i64>, StoreError> {
 /// The verdict from the script's answer: `now`, then a row per rate.
 fn verdict(answer: &[i64], rates: usize) -> Result<Verdict, StoreError> {
     if answer.len() != 1 + rates * ROW {
-        return Err(StoreError(format!(
+        return Err(StoreError::new(format!(
             "the Redis script answered {} numbers for {rates} rates",
             answer.len()
         )));
@@ -218,13 +349,28 @@ impl Store for RedisStore {
     }
 
     /// Decides at Redis's `TIME`, or locally if a recent denial of the key
-    /// implies this one.
+    /// implies this one (or by the fallback, when Redis cannot answer).
     async fn decide(&self, key: &str, cost: u64, mode: Mode) -> Result<Verdict, StoreError> {
-        if let Some(denied) = self.denied_now(key, cost) {
-            return Ok(denied);
+        self.decide_from(None, key, cost, mode).await
+    }
+
+    /// [`decide`](Store::decide), with the key counted against `client`'s
+    /// cap on new keys when it is new.
+    async fn decide_from(
+        &self,
+        client: Option<IpAddr>,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> Result<Verdict, StoreError> {
+        if let Some(verdict) = self.answered_at_once(client, key, cost, mode, true) {
+            return Ok(verdict);
         }
         let sent = Instant::now();
-        let verdict = self.call(key, None, cost, mode).await?;
+        let verdict = match self.call(key, None, cost, mode).await {
+            Ok(verdict) => verdict,
+            Err(e) => return self.fall_back(e, key, cost, mode),
+        };
         if !verdict.decision.allowed {
             self.denials.remember(key, cost, sent, &verdict);
         }
@@ -234,10 +380,24 @@ impl Store for RedisStore {
     /// Answers at once only from the deny cache: a key Redis denied lately,
     /// at this cost or less, is denied here exactly as [`Store::decide`]
     /// would deny it, without a round trip (so an HTTP layer need not
-    /// suspend for a flooding client). Anything else is `None`: Redis
-    /// decides it, and nothing was recorded.
-    fn decide_now(&self, key: &str, cost: u64, _mode: Mode) -> Option<Result<Verdict, StoreError>> {
-        self.denied_now(key, cost).map(Ok)
+    /// suspend for a flooding client); and, while Redis is unreachable
+    /// with [`Fallback::Local`], by the local limiter. Anything else is
+    /// `None`: Redis decides it, and nothing was recorded.
+    fn decide_now(&self, key: &str, cost: u64, mode: Mode) -> Option<Result<Verdict, StoreError>> {
+        self.decide_now_from(None, key, cost, mode)
+    }
+
+    /// [`decide_now`](Store::decide_now), and the refusal of a new key from
+    /// a client at its cap.
+    fn decide_now_from(
+        &self,
+        client: Option<IpAddr>,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> Option<Result<Verdict, StoreError>> {
+        self.answered_at_once(client, key, cost, mode, false)
+            .map(Ok)
     }
 
     /// Decides at `now` (nanoseconds, floored to the microsecond). The
@@ -253,7 +413,7 @@ impl Store for RedisStore {
     ) -> Result<Verdict, StoreError> {
         let micros = now / 1000;
         if u128::from(micros) >= EXACT / 2 {
-            return Err(StoreError(format!(
+            return Err(StoreError::new(format!(
                 "{now} ns is past the Redis store's time range (2^52 microseconds)"
             )));
         }

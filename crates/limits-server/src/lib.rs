@@ -46,7 +46,7 @@ mod store;
 mod tasks;
 
 /// The Redis store's connection, for [`StoreOptions::redis`].
-pub use limits_redis::{RedisConnection, RedisOptions};
+pub use limits_redis::{Fallback, RedisConnection, RedisOptions};
 pub use listener::{Bounds, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_CLIENT};
 pub use listener_caps::{
     connections_within_file_limit, ADMIN_MAX_CONNECTIONS, ADMIN_MAX_CONNECTIONS_PER_CLIENT,

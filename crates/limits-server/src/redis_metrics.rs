@@ -1,6 +1,7 @@
 //! The Redis store's gauges, the same on every server that has one (`limits
 //! serve` and `limits rls`): calls, errors, outages, deny-cache hits, health,
-//! and this host's clock minus Redis's.
+//! OOM answers, whether Redis may evict the limiter's keys, local decisions,
+//! new keys refused, and this host's clock minus Redis's.
 
 use limits_redis::RedisConnection;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -32,7 +33,7 @@ impl RedisGauges {
         };
         registry.register(
             "redis",
-            "The Redis store: calls (script calls sent), errors (failed, or refused at once while Redis was unreachable), outages (times it became unreachable), deny_cache_hits (denials answered locally, exactly, without Redis), healthy (1 or 0)",
+            "The Redis store: calls (script calls sent), errors (failed, or refused at once while Redis was unreachable), outages (times it became unreachable), deny_cache_hits (denials answered locally, exactly, without Redis), healthy (1 or 0), full (calls Redis refused with OOM), evictable (1 when its maxmemory-policy may evict the limiter's keys), eviction_warnings (times that was logged), local_decisions (decided in this process while Redis could not answer), new_keys_refused (requests denied because their client address made too many new keys)",
             gauges.kinds.clone(),
         );
         registry.register_with_unit(
@@ -56,6 +57,11 @@ impl RedisGauges {
         set("outages", redis.outages());
         set("deny_cache_hits", redis.deny_cache_hits());
         set("healthy", u64::from(redis.is_healthy()));
+        set("full", redis.full_answers());
+        set("evictable", u64::from(redis.evictable()));
+        set("eviction_warnings", redis.eviction_warnings());
+        set("local_decisions", redis.local_decisions());
+        set("new_keys_refused", redis.new_keys_refused());
         if let Some(us) = redis.clock_offset_micros() {
             self.clock.get_or_create(&Vec::new()).set(us as f64 / 1e6);
         }

@@ -10,6 +10,7 @@
 
 use limits::{KeyedLimiter, LocalStore, Mode, Rule, Store, StoreError, SystemClock, Verdict};
 use limits_redis::{RedisConnection, RedisStore};
+use std::net::IpAddr;
 
 /// The stores a rule can use, behind one type.
 ///
@@ -99,6 +100,36 @@ impl Store for RuleStore {
         match self {
             RuleStore::Memory(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Redis(s) => Store::decide_now(s, key, cost, mode),
+        }
+    }
+
+    /// [`decide`](Store::decide) for a request from `client`: Redis caps
+    /// the new keys one client address may create; memory needs no cap
+    /// (`--max-keys` bounds it).
+    async fn decide_from(
+        &self,
+        client: Option<IpAddr>,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> Result<Verdict, StoreError> {
+        match self {
+            RuleStore::Memory(s) => Store::decide(s, key, cost, mode).await,
+            // Boxed, as in `decide`.
+            RuleStore::Redis(s) => Box::pin(Store::decide_from(s, client, key, cost, mode)).await,
+        }
+    }
+
+    fn decide_now_from(
+        &self,
+        client: Option<IpAddr>,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> Option<Result<Verdict, StoreError>> {
+        match self {
+            RuleStore::Memory(s) => Store::decide_now(s, key, cost, mode),
+            RuleStore::Redis(s) => Store::decide_now_from(s, client, key, cost, mode),
         }
     }
 

@@ -97,7 +97,7 @@ mod tests {
             _: u64,
             _: Mode,
         ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
-            std::future::ready(Err(StoreError("unreachable".into())))
+            std::future::ready(Err(StoreError::new("unreachable")))
         }
     }
 

@@ -11,6 +11,7 @@ use crate::{Clock, Decision, KeyedLimiter, LocalStore, Mode, Rule};
 use smallvec::SmallVec;
 use std::fmt;
 use std::future::Future;
+use std::net::IpAddr;
 
 /// A decision with every rate's own decision, in the rule's rate order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,13 +22,64 @@ pub struct Verdict {
     pub per_rate: SmallVec<[Decision; 2]>,
 }
 
-/// A store could not decide (unreachable, timed out, refused).
+/// A store could not decide: why, and of which kind the failure is (a
+/// caller answers each kind by its own policy).
+///
+/// ```
+/// use limits::{StoreError, StoreErrorKind};
+///
+/// let down = StoreError::new("connection refused");
+/// assert_eq!(down.kind, StoreErrorKind::Unavailable);
+/// let full = StoreError::full("OOM command not allowed");
+/// assert_eq!((full.kind, full.to_string().as_str()), (StoreErrorKind::Full, "OOM command not allowed"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoreError(pub String);
+pub struct StoreError {
+    /// What went wrong, for logs.
+    pub message: String,
+    /// The kind of failure.
+    pub kind: StoreErrorKind,
+}
+
+/// The kinds of [`StoreError`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreErrorKind {
+    /// The store could not be asked or did not answer (unreachable, timed
+    /// out, refused, a bad answer).
+    Unavailable,
+    /// The store answered that it has no room for new state (Redis's
+    /// `OOM` under `maxmemory`): it is up, and a flood of keys may be what
+    /// filled it, so this is not answered as an outage is.
+    Full,
+}
+
+impl StoreError {
+    /// The store could not answer (kind [`StoreErrorKind::Unavailable`]).
+    pub fn new(message: impl Into<String>) -> StoreError {
+        StoreError {
+            message: message.into(),
+            kind: StoreErrorKind::Unavailable,
+        }
+    }
+
+    /// The store is full (kind [`StoreErrorKind::Full`]).
+    pub fn full(message: impl Into<String>) -> StoreError {
+        StoreError {
+            message: message.into(),
+            kind: StoreErrorKind::Full,
+        }
+    }
+
+    /// Whether the store answered that it is full.
+    pub fn is_full(&self) -> bool {
+        self.kind == StoreErrorKind::Full
+    }
+}
 
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -60,8 +112,8 @@ pub trait Store: Send + Sync + 'static {
         mode: Mode,
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
         let _ = (key, now, cost, mode);
-        std::future::ready(Err(StoreError(
-            "this store cannot decide at an explicit time".to_owned(),
+        std::future::ready(Err(StoreError::new(
+            "this store cannot decide at an explicit time",
         )))
     }
 
@@ -87,6 +139,36 @@ pub trait Store: Send + Sync + 'static {
     fn decide_now(&self, key: &str, cost: u64, mode: Mode) -> Option<Result<Verdict, StoreError>> {
         let _ = (key, cost, mode);
         None
+    }
+
+    /// Decides as [`decide`](Store::decide) does, for a request from the
+    /// client address `client` (when the caller knows it): a store that
+    /// bounds what one client can make it hold (the Redis store's cap on
+    /// new keys per client address) reads it. By default the client is
+    /// not needed, and this is [`decide`](Store::decide).
+    fn decide_from(
+        &self,
+        client: Option<IpAddr>,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
+        let _ = client;
+        self.decide(key, cost, mode)
+    }
+
+    /// [`decide_now`](Store::decide_now) for a request from `client`, as
+    /// [`decide_from`](Store::decide_from) is to [`decide`](Store::decide):
+    /// `Some` only with the verdict `decide_from` would have given.
+    fn decide_now_from(
+        &self,
+        client: Option<IpAddr>,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> Option<Result<Verdict, StoreError>> {
+        let _ = client;
+        self.decide_now(key, cost, mode)
     }
 
     /// The store's in-process features (sweeping, state files, key and

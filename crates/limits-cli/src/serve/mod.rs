@@ -9,7 +9,7 @@ mod flags;
 mod stores;
 
 pub use connections::ConnectionArgs;
-pub use stores::StoreArgs;
+pub use stores::{OnStoreFull, StoreArgs};
 
 use crate::args::RuleArgs;
 use crate::runtime::RuntimeArgs;
@@ -110,8 +110,10 @@ pub struct ServeArgs {
     #[command(flatten)]
     connections: ConnectionArgs,
 
-    /// When the store cannot decide: allow the request, or answer 503.
-    #[arg(long, value_enum, default_value_t = OnStoreError::Allow)]
+    /// When the store cannot be reached: `local` decides in this process
+    /// with the same rule (N instances admit at most N times the limit),
+    /// `allow` lets every request through, `deny` answers 503.
+    #[arg(long, value_enum, default_value_t = OnStoreError::Local)]
     on_store_error: OnStoreError,
 
     /// Longest wait for a request's headers, and idle keep-alive time.
@@ -131,6 +133,7 @@ pub struct ServeArgs {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum OnStoreError {
+    Local,
     Allow,
     Deny,
 }
@@ -168,7 +171,8 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
 async fn run(args: ServeArgs, caps: (usize, usize)) -> Result<(), String> {
     let layer = layer_options(&args)?;
     flags::warn_trust_everyone(&args.trust_proxy);
-    let stores = args.stores.options().await?;
+    let local = args.on_store_error == OnStoreError::Local;
+    let stores = args.stores.options(local).await?;
     let server = Server::new(server_config(&args, layer, stores, caps)?)?;
     let backend = match &args.upstream {
         Some(url) => Backend::proxy(Proxy::new(url, args.upstream_timeout)?, url),
@@ -190,9 +194,15 @@ fn layer_options(args: &ServeArgs) -> Result<LayerOptions, String> {
             args.client_ip_header,
             args.ipv6_prefix,
         )?,
+        // `local` is the store's to carry out: no error reaches the layer
+        // then, and deny is what is left if one did.
         on_store_error: match args.on_store_error {
             OnStoreError::Allow => FailurePolicy::Allow,
-            OnStoreError::Deny => FailurePolicy::Deny,
+            OnStoreError::Deny | OnStoreError::Local => FailurePolicy::Deny,
+        },
+        on_store_full: match args.stores.on_store_full() {
+            OnStoreFull::Allow => FailurePolicy::Allow,
+            OnStoreFull::Deny | OnStoreFull::Local => FailurePolicy::Deny,
         },
         body_timeout: args.body_timeout,
         body_budget: BodyBudget::new(args.max_body_memory),

@@ -1,10 +1,24 @@
-//! `--store URL --store-timeout D --max-keys N`: where the limiters' state
-//! lives, as `limits serve` and `limits rls` both take it.
+//! `--store URL --store-timeout D --max-keys N --on-store-full P
+//! --max-new-keys-per-client RATE`: where the limiters' state lives and
+//! how a shared store is kept from being filled, as `limits serve` and
+//! `limits rls` both take it.
 
 use super::flags;
-use clap::Args;
-use limits_server::{RedisConnection, RedisOptions, StoreOptions};
+use clap::{Args, ValueEnum};
+use limits::Rate;
+use limits_server::{Fallback, RedisConnection, RedisOptions, StoreOptions};
 use std::time::Duration;
+
+/// `--on-store-full`: the answer when Redis is full (`OOM`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnStoreFull {
+    /// Let the request through, unlimited.
+    Allow,
+    /// Refuse it (`limits serve`: 503; `limits rls`: OVER_LIMIT).
+    Deny,
+    /// Decide in this process with the same rule, as `--on-store-error local`.
+    Local,
+}
 
 #[derive(Args, Debug)]
 pub struct StoreArgs {
@@ -23,17 +37,55 @@ pub struct StoreArgs {
     /// answers a probe.
     #[arg(long, default_value = "50ms", value_parser = super::parse_timeout)]
     store_timeout: Duration,
+
+    /// When Redis answers that it is full (OOM under maxmemory, e.g. after
+    /// a flood of keys): deny (the default), allow, or decide locally.
+    #[arg(long, value_enum, default_value_t = OnStoreFull::Deny)]
+    on_store_full: OnStoreFull,
+
+    /// Most keys one client address (IPv6: its /64) may create in Redis per
+    /// window, per rule and instance (e.g. 1000/min; `off`: no cap); beyond
+    /// it, its requests on new keys get 429, its existing keys still pass.
+    #[arg(long, value_name = "RATE", default_value = "1000/min", value_parser = parse_new_keys)]
+    max_new_keys_per_client: NewKeys,
+}
+
+/// `--max-new-keys-per-client`: a rate, or no cap.
+#[derive(Clone, Copy, Debug)]
+pub struct NewKeys(Option<Rate>);
+
+fn parse_new_keys(s: &str) -> Result<NewKeys, String> {
+    if s.trim() == "off" {
+        return Ok(NewKeys(None));
+    }
+    s.parse::<Rate>()
+        .map(|rate| NewKeys(Some(rate)))
+        .map_err(|e| format!("{e} (a rate such as 1000/min, or off)"))
 }
 
 impl StoreArgs {
+    /// The answer when Redis is full.
+    pub fn on_store_full(&self) -> OnStoreFull {
+        self.on_store_full
+    }
+
     /// How each rule's store is built: connects to the Redis of `--store`
-    /// if it names one.
-    pub async fn options(&self) -> Result<StoreOptions, String> {
+    /// if it names one, deciding in this process while Redis is
+    /// unreachable when `local_on_error` (`--on-store-error local`).
+    pub async fn options(&self, local_on_error: bool) -> Result<StoreOptions, String> {
+        let local = |yes| match yes {
+            true => Fallback::Local,
+            false => Fallback::Error,
+        };
         let redis = match self.store.as_str() {
             "memory" => None,
             url if url.starts_with("redis://") || url.starts_with("redis+cluster://") => {
                 let options = RedisOptions {
                     timeout: self.store_timeout,
+                    on_error: local(local_on_error),
+                    on_full: local(self.on_store_full == OnStoreFull::Local),
+                    new_keys_per_client: self.max_new_keys_per_client.0,
+                    local_max_keys: self.max_keys,
                     ..RedisOptions::default()
                 };
                 let connection = RedisConnection::connect(url, options)

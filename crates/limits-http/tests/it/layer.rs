@@ -244,7 +244,7 @@ impl Store for Down {
         &self.0
     }
     async fn decide(&self, _: &str, _: u64, _: Mode) -> Result<Verdict, StoreError> {
-        Err(StoreError("connection refused".into()))
+        Err(StoreError::new("connection refused"))
     }
 }
 

@@ -4,8 +4,8 @@
 
 use crate::redis_server;
 
-use limits::{Algorithm, Mode, Rule, Store};
-use limits_redis::{RedisConnection, RedisOptions, RedisStore};
+use limits::{Algorithm, Mode, Rule, Store, StoreErrorKind};
+use limits_redis::{Fallback, RedisConnection, RedisOptions, RedisStore};
 use redis_server::RedisServer;
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,9 @@ async fn a_dead_redis_fails_fast_once_per_outage_and_comes_back() {
     let options = RedisOptions {
         timeout: Duration::from_millis(500),
         probe_interval: Duration::from_millis(100),
+        // The errors themselves, for the caller's policy (the library's
+        // default; `limits serve` and `limits rls` decide locally).
+        on_error: Fallback::Error,
         ..RedisOptions::default()
     };
     let conn = RedisConnection::connect(&server.url(), options)
@@ -29,7 +32,8 @@ async fn a_dead_redis_fails_fast_once_per_outage_and_comes_back() {
     let mut failed = 0;
     for _ in 0..200 {
         let err = store.decide("k", 1, Mode::Record).await.unwrap_err();
-        assert!(err.0.contains("Redis"), "{err}");
+        assert!(err.message.contains("Redis"), "{err}");
+        assert_eq!(err.kind, StoreErrorKind::Unavailable);
         failed += 1;
     }
     assert_eq!(failed, 200);

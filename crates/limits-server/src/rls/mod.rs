@@ -32,7 +32,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// What a descriptor's answer is when its store cannot decide (Redis
-/// unreachable or too slow).
+/// unreachable or too slow, or full). A Redis store may decide in this
+/// process instead ([`Fallback::Local`](limits_redis::Fallback)): then it
+/// returns no error, and this is not asked.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OnStoreError {
     /// Fail the call with gRPC UNAVAILABLE, so that Envoy's own
@@ -55,6 +57,7 @@ pub enum OnStoreError {
 /// let mut config = RlsServerConfig::new("config/".into());
 /// config.listen = "127.0.0.1:0".parse().unwrap();
 /// assert_eq!(config.on_store_error, OnStoreError::Unavailable);
+/// assert_eq!(config.on_store_full, OnStoreError::Deny);
 /// assert!(config.admin.is_none() && config.reload_on_hangup && config.state.is_none());
 /// assert_eq!(config.watch_interval, std::time::Duration::from_secs(1));
 /// ```
@@ -68,8 +71,12 @@ pub struct RlsServerConfig {
     pub admin: Option<SocketAddr>,
     /// How each limit's store is built (`--store`, `--max-keys`).
     pub stores: StoreOptions,
-    /// The answer when a store cannot decide.
+    /// The answer when a store cannot decide (unavailable).
     pub on_store_error: OnStoreError,
+    /// The answer when a store answers that it is full (Redis's `OOM`);
+    /// by default [`OnStoreError::Deny`]: a flood of keys may be what
+    /// filled it.
+    pub on_store_full: OnStoreError,
     /// Reload the configuration on SIGHUP (Unix).
     pub reload_on_hangup: bool,
     /// How often to check the configuration's files (sizes, mtimes,
@@ -111,6 +118,7 @@ impl RlsServerConfig {
             admin: None,
             stores: StoreOptions::default(),
             on_store_error: OnStoreError::Unavailable,
+            on_store_full: OnStoreError::Deny,
             reload_on_hangup: true,
             watch_interval: Duration::from_secs(1),
             drain_timeout: Duration::from_secs(30),

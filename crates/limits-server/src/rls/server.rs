@@ -178,6 +178,7 @@ impl RlsServer {
         let service = RlsService {
             limits: self.limits.clone(),
             on_store_error: self.config.on_store_error,
+            on_store_full: self.config.on_store_full,
             metrics: self.metrics.clone(),
             in_flight: in_flight.clone(),
         };

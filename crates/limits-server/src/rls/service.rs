@@ -19,11 +19,12 @@ use super::limits::RlsLimits;
 use super::metrics::{Hits, RlsMetrics};
 use super::proto::rate_limit_response::Code;
 use super::proto::rate_limit_service_server::RateLimitService;
-use super::proto::{RateLimitRequest, RateLimitResponse};
+use super::proto::{RateLimitDescriptor, RateLimitRequest, RateLimitResponse};
 use super::OnStoreError;
 use arc_swap::ArcSwap;
-use limits::{RetryAfter, Store};
+use limits::{RetryAfter, Store, StoreErrorKind};
 use std::collections::HashSet;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -34,6 +35,8 @@ use tonic::{Request, Response, Status};
 pub struct RlsService {
     pub(crate) limits: Arc<ArcSwap<RlsLimits>>,
     pub(crate) on_store_error: OnStoreError,
+    /// What to do when a store answers that it is full.
+    pub(crate) on_store_full: OnStoreError,
     pub(crate) metrics: Arc<RlsMetrics>,
     /// Calls being answered: shutdown waits for them, not for idle
     /// connections (a client may hold one open for ever).
@@ -125,6 +128,17 @@ fn lookup<'a>(limits: &'a RlsLimits, request: &RateLimitRequest) -> Vec<Option<M
     matched
 }
 
+/// The client address of a descriptor, when Envoy's `remote_address`
+/// action put one in it: what the Redis store's cap on new keys per client
+/// counts by (the gRPC peer is Envoy, not the client).
+fn client_address(descriptor: &RateLimitDescriptor) -> Option<IpAddr> {
+    let entry = descriptor
+        .entries
+        .iter()
+        .find(|e| e.key == "remote_address")?;
+    entry.value.parse().ok()
+}
+
 fn reported(limit: &RlsLimit) -> Reported {
     Reported {
         requests_per_unit: limit.reported.requests_per_unit,
@@ -179,12 +193,19 @@ impl RlsService {
                 continue;
             };
             let started = Instant::now();
-            let verdict = match store.decide(key, cost, mode).await {
+            let client = client_address(descriptor);
+            let verdict = match store.decide_from(client, key, cost, mode).await {
                 Ok(v) => v,
                 Err(e) => {
                     self.metrics.store_failed(&label, started.elapsed());
                     tracing::warn!(limit = %limit.id, error = %e, "store error");
-                    match self.on_store_error {
+                    // A full store has its own policy: it is up, and a
+                    // flood of keys may be what filled it.
+                    let policy = match e.kind {
+                        StoreErrorKind::Full => self.on_store_full,
+                        _ => self.on_store_error,
+                    };
+                    match policy {
                         OnStoreError::Unavailable => {
                             return Err(Status::unavailable(format!(
                                 "the store of limit {} cannot decide: {e}",

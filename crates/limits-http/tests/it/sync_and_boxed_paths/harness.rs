@@ -40,7 +40,7 @@ impl Store for Switch {
             // Pending once, as a store over the network would be.
             tokio::task::yield_now().await;
             if self.down {
-                return Err(StoreError("connection refused".into()));
+                return Err(StoreError::new("connection refused"));
             }
             Store::decide(&self.limiter, key, cost, mode).await
         }
@@ -51,7 +51,7 @@ impl Store for Switch {
             return None;
         }
         if self.down {
-            return Some(Err(StoreError("connection refused".into())));
+            return Some(Err(StoreError::new("connection refused")));
         }
         Store::decide_now(&self.limiter, key, cost, mode)
     }
