@@ -119,6 +119,36 @@ impl RedisServer {
         Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
     }
 
+    /// Writes 64 KiB values until Redis answers OOM (a server started with
+    /// `--maxmemory` and `--maxmemory-policy noeviction`), then lowers
+    /// `maxmemory` by a quarter: Redis counts clients' buffers as used
+    /// memory, so a connection closing could otherwise make room for a few
+    /// more writes. How many values fit.
+    pub fn fill_until_oom(&self) -> usize {
+        let value = "x".repeat(64 * 1024);
+        for i in 0..10_000 {
+            let reply = self
+                .command(&["SET", &format!("fill:{i}"), &value])
+                .unwrap();
+            if reply.starts_with("-OOM") {
+                let config = self.command(&["CONFIG", "GET", "maxmemory"]).unwrap();
+                let max: u64 = config
+                    .lines()
+                    .filter_map(|l| l.parse().ok())
+                    .last()
+                    .unwrap_or_else(|| panic!("CONFIG GET maxmemory: {config:?}"));
+                let lower = (max / 4 * 3).to_string();
+                let set = self
+                    .command(&["CONFIG", "SET", "maxmemory", &lower])
+                    .unwrap();
+                assert!(set.starts_with("+OK"), "CONFIG SET maxmemory: {set:?}");
+                return i;
+            }
+            assert!(reply.starts_with("+OK"), "SET fill:{i}: {reply:?}");
+        }
+        panic!("no OOM after 10,000 writes of 64 KiB: is --maxmemory set?");
+    }
+
     /// An integer reply (`:N`).
     pub fn integer(&self, args: &[&str]) -> i64 {
         let reply = self.command(args).unwrap();
