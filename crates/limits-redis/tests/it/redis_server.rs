@@ -134,8 +134,8 @@ impl RedisServer {
                 let config = self.command(&["CONFIG", "GET", "maxmemory"]).unwrap();
                 let max: u64 = config
                     .lines()
-                    .filter_map(|l| l.parse().ok())
-                    .last()
+                    .rev()
+                    .find_map(|l| l.parse().ok())
                     .unwrap_or_else(|| panic!("CONFIG GET maxmemory: {config:?}"));
                 let lower = (max / 4 * 3).to_string();
                 let set = self
