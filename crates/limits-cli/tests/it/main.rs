@@ -26,6 +26,7 @@ mod serve_paths_and_bodies;
 mod serve_redis;
 mod serve_redis_clock;
 mod serve_redis_counts;
+mod serve_redis_flood;
 mod serve_workers;
 mod simulate;
 mod simulate_stream;

@@ -219,7 +219,8 @@ descriptors:
 async fn envoy_decides_by_failure_mode_deny_when_the_store_is_down() {
     let mut redis = redis_server::RedisServer::start();
     let upstream = RecordingUpstream::start();
-    let (rls, _dir) = rls(PER_CLIENT, &["--store", &redis.url()]);
+    let store = ["--store", &redis.url(), "--on-store-error", "unavailable"];
+    let (rls, _dir) = rls(PER_CLIENT, &store);
     let open = envoy(
         &upstream,
         &rls.url,
@@ -232,7 +233,7 @@ async fn envoy_decides_by_failure_mode_deny_when_the_store_is_down() {
         "Redis up: decided there"
     );
     redis.stop();
-    // limits rls answers UNAVAILABLE (the default --on-store-error), and
+    // limits rls answers UNAVAILABLE (--on-store-error unavailable), and
     // Envoy's failure_mode_deny decides.
     assert_eq!(
         statuses(&open, 3, &[]).await,

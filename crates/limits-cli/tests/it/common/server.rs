@@ -14,6 +14,9 @@ pub struct Server {
     pub admin: Option<String>,
     /// The whole `limits COMMAND: listening on ...` line.
     pub listening: String,
+    /// Every line before it (stderr's prefixed `stderr: `), for what is
+    /// said at start.
+    pub startup: Vec<String>,
     lines: Receiver<String>,
 }
 
@@ -95,6 +98,7 @@ impl Server {
             url: String::new(),
             admin: None,
             listening: String::new(),
+            startup: Vec::new(),
             lines,
         };
         loop {
@@ -113,6 +117,7 @@ impl Server {
             if line.starts_with("stderr: error") {
                 return Err(line);
             }
+            server.startup.push(line);
         }
     }
 
@@ -127,6 +132,11 @@ impl Server {
             .status()
             .expect("kill");
         assert!(status.success());
+    }
+
+    /// The lines that have come since the last read, without waiting.
+    pub fn lines_so_far(&self) -> Vec<String> {
+        self.lines.try_iter().collect()
     }
 
     /// Waits for the next stdout line containing `needle`.
