@@ -1,6 +1,7 @@
 //! `limits rls` on a real Redis (`--store redis://...`): the limits shared
-//! by two servers, and the three answers to a store that fails; and reload
-//! keeping the counts of unchanged limits.
+//! by two servers, and the three answers to a store that fails; a full
+//! Redis (OOM) answered by its own policy; and reload keeping the counts of
+//! unchanged limits.
 
 use crate::rls_common;
 
@@ -79,6 +80,37 @@ async fn two_servers_on_one_redis_share_the_limit_and_each_store_error_answer_ho
             .requests_per_unit,
         3
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_redis_is_over_limit_by_default_whatever_the_outage_policy() {
+    let redis =
+        RedisServer::start_with(&["--maxmemory", "3mb", "--maxmemory-policy", "noeviction"]);
+    let stores = on_redis(&redis.url()).await;
+    let mut servers = Vec::new();
+    for full in [None, Some(OnStoreError::Allow)] {
+        let stores = stores.clone();
+        servers.push(
+            Rls::start_with(CONFIG, move |c| {
+                c.stores = stores;
+                // Allowing an outage must not allow a full Redis.
+                c.on_store_error = OnStoreError::Allow;
+                if let Some(full) = full {
+                    c.on_store_full = full;
+                }
+            })
+            .await,
+        );
+    }
+    redis.fill_until_oom();
+    let user = [("user", "fresh")];
+    let denied = servers[0].one("shop", &user, 0).await;
+    assert_eq!((denied.overall_code, denied.statuses[0].code), (OVER, OVER));
+    let allowed = servers[1].one("shop", &user, 0).await;
+    assert_eq!((allowed.overall_code, allowed.statuses[0].code), (OK, OK));
+    let connection = stores.redis.as_ref().unwrap();
+    assert_eq!(connection.full_answers(), 2);
+    assert!(connection.is_healthy(), "not an outage");
 }
 
 #[tokio::test]
