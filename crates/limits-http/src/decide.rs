@@ -10,6 +10,7 @@
 
 use crate::body::{BodyError, Reservation};
 use crate::headers::{Member, MemberName, Rate};
+use crate::method::{self, MethodCase};
 use crate::path::{match_path, normalize_target, PathError};
 use crate::policy::{HttpRule, Policy};
 use crate::{KeyError, KeyExtractor};
@@ -30,8 +31,8 @@ pub struct PeerAddr(pub SocketAddr);
 
 /// What the layer knows of a request before any rule decides.
 pub(crate) enum Prepared {
-    /// Its path is one we refuse to interpret (400).
-    Refuse(PathError),
+    /// Its path or method is one we refuse to interpret (400).
+    Refuse(Refusal),
     /// No rule matches: pass it on untouched, without headers.
     Unmatched,
     /// Rules match it: they decide next.
@@ -76,6 +77,8 @@ pub(crate) struct Admitted<B> {
 pub(crate) enum Refusal {
     /// The path is one we refuse to interpret (400).
     Path(PathError),
+    /// The method is a standard one in another case (400).
+    Method(MethodCase),
     /// The body a key needs could not be read (413, 408, 400, 503).
     Body(BodyError),
     /// A rule found no key for the request (400).
@@ -157,11 +160,15 @@ pub(crate) fn prepare<S, K>(
     parts: &mut Parts,
     connection_peer: Option<SocketAddr>,
 ) -> Prepared {
+    if let Err(e) = method::check(&parts.method) {
+        tracing::debug!(method = %parts.method, error = %e, "method refused");
+        return Prepared::Refuse(Refusal::Method(e));
+    }
     let rewritten = match normalize_target(parts) {
         Ok(rewritten) => rewritten,
         Err(e) => {
             tracing::debug!(uri = %parts.uri, error = %e, "path refused");
-            return Prepared::Refuse(e);
+            return Prepared::Refuse(Refusal::Path(e));
         }
     };
     let path = match &rewritten {

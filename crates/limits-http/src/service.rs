@@ -5,9 +5,7 @@
 //! response. It decides in `call` when the stores answer at once, so that
 //! the common request needs no boxed future ([`future`](crate::future)).
 
-use crate::decide::{
-    members, prepare, Admitted, Counted, Matched, Passed, Prepared, Refusal, Refused,
-};
+use crate::decide::{members, prepare, Admitted, Counted, Matched, Passed, Prepared, Refused};
 use crate::future::{Headers, ResponseFuture};
 use crate::headers::{self, Known};
 use crate::key::{KeyExtractor, KeySpec};
@@ -63,6 +61,7 @@ impl<Inner, S, K> RateLimit<Inner, S, K> {
     /// let layer = RateLimitLayer::new(Policy::new(vec![HttpRule {
     ///     name: "per-ip".into(),
     ///     path_prefix: "/".into(),
+    ///     path_match: Default::default(),
     ///     methods: vec![],
     ///     key: KeySpec::ip(),
     ///     cost: 1,
@@ -136,7 +135,7 @@ where
             ResponseFuture::ready(ours(answer))
         };
         let matched = match prepare(&in_force.policy, &mut parts, self.peer) {
-            Prepared::Refuse(e) => return refusal(&in_force, Refusal::Path(e), &[], parts),
+            Prepared::Refuse(r) => return refusal(&in_force, r, &[], parts),
             Prepared::Unmatched => {
                 return ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), None)
             }

@@ -174,6 +174,7 @@ pub(crate) fn single(
     Ok(HttpRule {
         name: "default".into(),
         path_prefix: "/".into(),
+        path_match: Default::default(),
         methods: vec![],
         key,
         cost,
