@@ -79,7 +79,7 @@ impl fmt::Display for KeyError {
             KeyErrorReason::Invalid(why) => write!(f, "the key field {field} is invalid: {why}"),
             KeyErrorReason::Ambiguous(why) => write!(
                 f,
-                "the key field {field} is ambiguous: {why}, which upstreams read differently"
+                "common upstreams read the key field {field} differently: {why}"
             ),
             KeyErrorReason::Charset(why) => write!(
                 f,
