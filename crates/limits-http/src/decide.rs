@@ -179,8 +179,9 @@ pub(crate) fn prepare<S, K>(
     // `extend`, which reserves from the iterator's size hint first (about
     // 100 instructions per request more, for one rule).
     let mut rules: SmallVec<[usize; 4]> = SmallVec::new();
+    let overrides = method::overrides(parts);
     for (i, rule) in policy.rules.iter().enumerate() {
-        if rule.matches(&parts.method, &path) {
+        if rule.matches(&parts.method, &path) || overrides.iter().any(|m| rule.matches(m, &path)) {
             rules.push(i);
         }
     }

@@ -106,7 +106,8 @@ pub(super) fn text<'a>(
     })
 }
 
-/// `type/subtype` and every charset parameter, lower case.
+/// `type/subtype` and every charset parameter (`charset` or `charset*`),
+/// lower case.
 fn media_type(value: &str) -> (String, Vec<String>) {
     let mut items = split_unquoted(value.as_bytes(), b';');
     let essence = items
@@ -116,8 +117,9 @@ fn media_type(value: &str) -> (String, Vec<String>) {
         .filter_map(|p| {
             let p = lossy(p);
             let (k, v) = p.split_once('=')?;
-            k.trim()
-                .eq_ignore_ascii_case("charset")
+            // `charset*` is RFC 2231's spelling, which Django decodes.
+            let k = k.trim();
+            (k.eq_ignore_ascii_case("charset") || k.eq_ignore_ascii_case("charset*"))
                 .then(|| v.trim().trim_matches('"').to_ascii_lowercase())
         })
         .collect();
@@ -204,8 +206,10 @@ mod tests {
             "é".as_bytes(),
             true
         )));
-        // A second charset parameter is read too.
+        // A second charset parameter is read too, and RFC 2231's spelling.
         let ct = Some("application/x-www-form-urlencoded; charset=utf-8; charset=latin1");
+        assert!(is_charset(read(ct, b"a=1", false)));
+        let ct = Some("application/x-www-form-urlencoded; charset*=utf-8''utf-16le");
         assert!(is_charset(read(ct, b"a=1", false)));
     }
 

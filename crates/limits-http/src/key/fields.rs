@@ -11,7 +11,8 @@
 //!   array of `api_key` to PHP, Rails and Express; ASP.NET Core reads names
 //!   without regard to case. Names are compared after all of these.
 //! - headers: CGI-style upstreams (PHP, WSGI, CGI) read `X_Api_Key` and
-//!   `X-Api-Key` as one `HTTP_X_API_KEY`.
+//!   `X-Api-Key` as one `HTTP_X_API_KEY` (Apache, any character but a
+//!   letter or digit as `_`).
 //! - a query or form splits at `&`, and at `;` too for some upstreams
 //!   (Python before 3.9.2, Rack before 3, Go before 1.17): a field found in
 //!   either reading counts, and a key field whose value a `;` would cut is
@@ -68,7 +69,8 @@ impl Lookup {
 }
 
 /// Every line of header `name`, and of every header a CGI-style upstream
-/// reads as it (`_` for `-`).
+/// reads as it (Apache's CGI environment writes every character but a
+/// letter or digit as `_`: `X_Api_Key` and `X.Api.Key` are `X-Api-Key`).
 pub(super) fn header(headers: &HeaderMap, name: &HeaderName) -> Lookup {
     let lines = |name: &HeaderName| {
         Lookup::all(headers.get_all(name).iter().map(|v| match v.to_str() {
@@ -79,7 +81,7 @@ pub(super) fn header(headers: &HeaderMap, name: &HeaderName) -> Lookup {
     let mut found = lines(name);
     let same = |other: &HeaderName| {
         let (a, b) = (other.as_str().as_bytes(), name.as_str().as_bytes());
-        let dash = |b: u8| if b == b'_' { b'-' } else { b };
+        let dash = |b: u8| if b.is_ascii_alphanumeric() { b } else { b'-' };
         a.len() == b.len() && a.iter().zip(b).all(|(&x, &y)| dash(x) == dash(y))
     };
     for other in headers.keys() {
@@ -162,6 +164,12 @@ fn value(v: &str) -> Lookup {
         Ok(decoded) => Lookup::Found(decoded),
         Err(why) => Lookup::ambiguous(why),
     }
+}
+
+/// `raw` as a query or form decodes it (`+` a space); an error for a
+/// malformed escape or bytes that are not UTF-8.
+pub(crate) fn decode_plus(raw: &str) -> Result<String, &'static str> {
+    decode(raw, true)
 }
 
 /// `raw` with its `%XX` escapes decoded (and `+` as a space when
@@ -366,6 +374,7 @@ mod tests {
         h.append("x_api_key", "k".parse().unwrap());
         h.append("x-api-key", "k".parse().unwrap());
         h.append("x-api_keys", "other".parse().unwrap());
+        h.append("x.api.key", "k".parse().unwrap());
         assert_eq!(header(&h, &name), found("k"));
         let underscored = HeaderName::from_static("x_api_key");
         assert_eq!(header(&h, &underscored), found("k"));

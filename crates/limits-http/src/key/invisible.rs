@@ -67,6 +67,27 @@ pub(crate) fn first_refused(value: &str) -> Option<char> {
     value.chars().find(|&c| is_refused(c))
 }
 
+/// Why a key field's (normalized) value is refused, if it is: a refused
+/// character, or white space some runtime trims at either end (left there
+/// by a rule without `trim`: upstreams that trim read another value than
+/// those that do not).
+pub(crate) fn refusal(value: &str) -> Option<String> {
+    if let Some(c) = first_refused(value) {
+        return Some(format!(
+            "it has U+{:04X}, a control or invisible character",
+            c as u32
+        ));
+    }
+    let end = value.chars().next().filter(|&c| is_trimmed(c));
+    let end = end.or_else(|| value.chars().next_back().filter(|&c| is_trimmed(c)));
+    end.map(|c| {
+        format!(
+            "it starts or ends with U+{:04X}, white space some upstreams trim",
+            c as u32
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +118,9 @@ mod tests {
         assert_eq!(first_refused("alice"), None);
         assert_eq!(first_refused("al\u{200B}ice"), Some('\u{200B}'));
         assert_eq!(first_refused("zoë"), None);
+        assert_eq!(refusal("a b"), None);
+        assert!(refusal(" ab").unwrap().contains("U+0020"));
+        assert!(refusal("ab\u{A0}").unwrap().contains("U+00A0"));
+        assert!(refusal("a\u{200B}b").unwrap().contains("U+200B"));
     }
 }

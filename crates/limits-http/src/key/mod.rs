@@ -46,6 +46,7 @@ mod text;
 pub(crate) use body::content_type;
 pub use error::{KeyError, KeyErrorReason};
 pub use extractor::{Key, KeyExtractor};
+pub(crate) use fields::decode_plus as percent_decode;
 use fields::Lookup;
 pub use normalize::{Normalize, NormalizeStep};
 pub use spec::{KeySpecError, Missing};
@@ -244,13 +245,10 @@ impl KeySpec {
             let reason = match lookup {
                 Lookup::Found(v) => {
                     let v = self.normalize_for(part).apply(&v);
-                    if let Some(c) = invisible::first_refused(&v) {
+                    if let Some(why) = invisible::refusal(&v) {
                         return Err(KeyError {
                             field: part.to_string(),
-                            reason: KeyErrorReason::Ambiguous(format!(
-                                "it has U+{:04X}, a control or invisible character",
-                                c as u32
-                            )),
+                            reason: KeyErrorReason::Ambiguous(why),
                         });
                     }
                     if !v.is_empty() {

@@ -169,3 +169,34 @@ async fn case_and_format_suffixes_are_covered_by_a_rule_that_asks() {
     assert!(!matched(&send(&app, sent("POST", "/login.json")).await));
     assert!(matched(&send(&app, sent("POST", "/login/")).await));
 }
+
+#[tokio::test]
+async fn a_post_that_overrides_its_method_meets_the_rules_of_that_method() {
+    // Rails, Laravel, Symfony and Express's method-override run the DELETE
+    // handler for a POST that names DELETE in a header or `_method`.
+    let (app, _) = counted(Policy::new(vec![login_rule(
+        &[Method::DELETE],
+        PathMatch::default(),
+    )]));
+    let overriding = |n: usize| {
+        let mut r = match n % 3 {
+            0 => sent("POST", "/login?_method=delete"),
+            1 => sent("POST", "/login"),
+            _ => sent("DELETE", "/login"),
+        };
+        if n % 3 == 1 {
+            r.headers_mut()
+                .insert("x-http-method-override", "DELETE".parse().unwrap());
+        }
+        r
+    };
+    let mut statuses = Vec::new();
+    for n in 0..5 {
+        statuses.push(send(&app, overriding(n)).await.status().as_u16());
+    }
+    assert_eq!(statuses, [200, 200, 200, 429, 429]);
+    // A plain POST is no DELETE.
+    let r = send(&app, sent("POST", "/login")).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(header(&r, "ratelimit"), "");
+}
