@@ -15,6 +15,7 @@ use crate::path::{match_path, normalize_target, PathError};
 use crate::policy::{HttpRule, Policy};
 use crate::{KeyError, KeyExtractor};
 use http::request::Parts;
+use http::Method;
 use limits::{RetryAfter, Store};
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -31,8 +32,12 @@ pub struct PeerAddr(pub SocketAddr);
 
 /// What the layer knows of a request before any rule decides.
 pub(crate) enum Prepared {
-    /// Its path or method is one we refuse to interpret (400).
-    Refuse(Refusal),
+    /// Its path is one we refuse to interpret (400).
+    Refuse(PathError),
+    /// Its method is a standard one in another case (400). Apart from
+    /// `Refuse`, and not a whole `Refusal`: this enum is returned on every
+    /// request, and sized by its largest variant.
+    RefuseMethod(MethodCase),
     /// No rule matches: pass it on untouched, without headers.
     Unmatched,
     /// Rules match it: they decide next.
@@ -162,13 +167,13 @@ pub(crate) fn prepare<S, K>(
 ) -> Prepared {
     if let Err(e) = method::check(&parts.method) {
         tracing::debug!(method = %parts.method, error = %e, "method refused");
-        return Prepared::Refuse(Refusal::Method(e));
+        return Prepared::RefuseMethod(e);
     }
     let rewritten = match normalize_target(parts) {
         Ok(rewritten) => rewritten,
         Err(e) => {
             tracing::debug!(uri = %parts.uri, error = %e, "path refused");
-            return Prepared::Refuse(Refusal::Path(e));
+            return Prepared::Refuse(e);
         }
     };
     let path = match &rewritten {
@@ -179,10 +184,22 @@ pub(crate) fn prepare<S, K>(
     // `extend`, which reserves from the iterator's size hint first (about
     // 100 instructions per request more, for one rule).
     let mut rules: SmallVec<[usize; 4]> = SmallVec::new();
-    let overrides = method::overrides(parts);
-    for (i, rule) in policy.rules.iter().enumerate() {
-        if rule.matches(&parts.method, &path) || overrides.iter().any(|m| rule.matches(m, &path)) {
-            rules.push(i);
+    // Only a POST can stand for another method: every other request
+    // matches on its own method alone, with no list to build or drop.
+    if parts.method == Method::POST {
+        let overrides = method::overrides(parts);
+        for (i, rule) in policy.rules.iter().enumerate() {
+            if rule.matches(&parts.method, &path)
+                || overrides.iter().any(|m| rule.matches(m, &path))
+            {
+                rules.push(i);
+            }
+        }
+    } else {
+        for (i, rule) in policy.rules.iter().enumerate() {
+            if rule.matches(&parts.method, &path) {
+                rules.push(i);
+            }
         }
     }
     drop(path);

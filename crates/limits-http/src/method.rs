@@ -57,11 +57,20 @@ impl fmt::Display for MethodCase {
 
 /// Refuses a standard method spelled in another case; every other method
 /// (standard, or an extension such as `PROPFIND`) passes.
+#[inline]
 pub(crate) fn check(method: &Method) -> Result<(), MethodCase> {
-    if STANDARD.contains(method) {
+    // `http` knows a standard method only in upper case: a method without
+    // a lower-case letter is one, or an extension no case can make one.
+    let sent = method.as_str();
+    if !sent.bytes().any(|b| b.is_ascii_lowercase()) {
         return Ok(());
     }
-    let sent = method.as_str();
+    spelled_in_another_case(sent)
+}
+
+/// The standard method `sent` spells in another case, as an error.
+#[cold]
+fn spelled_in_another_case(sent: &str) -> Result<(), MethodCase> {
     match STANDARD
         .iter()
         .find(|m| m.as_str().eq_ignore_ascii_case(sent))
@@ -83,6 +92,12 @@ pub(crate) fn overrides(parts: &Parts) -> SmallVec<[Method; 2]> {
     if parts.method != Method::POST {
         return out;
     }
+    overrides_of_post(parts, &mut out);
+    out
+}
+
+/// [`overrides`] of a POST, into `out`.
+fn overrides_of_post(parts: &Parts, out: &mut SmallVec<[Method; 2]>) {
     let mut push = |value: &[u8]| {
         let upper = value.trim_ascii().to_ascii_uppercase();
         if let Ok(m) = Method::from_bytes(&upper) {
@@ -105,7 +120,6 @@ pub(crate) fn overrides(parts: &Parts) -> SmallVec<[Method; 2]> {
             }
         }
     }
-    out
 }
 
 #[cfg(test)]

@@ -57,16 +57,19 @@ impl<S, K> HttpRule<S, K> {
     /// assert!(rule.matches(&http::Method::GET, "/api/items"));
     /// assert!(!rule.matches(&http::Method::GET, "/apis"));
     /// ```
+    #[inline]
     pub fn matches(&self, method: &Method, path: &str) -> bool {
         self.path_matches(path) && self.method_matches(method)
     }
 
+    #[inline]
     fn method_matches(&self, method: &Method) -> bool {
         self.methods.is_empty()
             || self.methods.contains(method)
             || (*method == Method::HEAD && self.methods.contains(&Method::GET))
     }
 
+    #[inline]
     fn path_matches(&self, path: &str) -> bool {
         let suffixes = self.path_match.format_suffixes;
         if self.path_match.case_insensitive {
@@ -82,6 +85,7 @@ impl<S, K> HttpRule<S, K> {
 /// Whether what follows the prefix in a path (`None`: the path does not
 /// start with it) leaves the prefix whole: nothing, a new segment, or (with
 /// `suffixes`) a format suffix.
+#[inline]
 fn at_boundary(prefix: &str, rest: Option<&str>, suffixes: bool) -> bool {
     match rest {
         Some(rest) => {

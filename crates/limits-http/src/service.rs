@@ -5,7 +5,9 @@
 //! response. It decides in `call` when the stores answer at once, so that
 //! the common request needs no boxed future ([`future`](crate::future)).
 
-use crate::decide::{members, prepare, Admitted, Counted, Matched, Passed, Prepared, Refused};
+use crate::decide::{
+    members, prepare, Admitted, Counted, Matched, Passed, Prepared, Refusal, Refused,
+};
 use crate::future::{Headers, ResponseFuture};
 use crate::headers::{self, Known};
 use crate::key::{KeyExtractor, KeySpec};
@@ -135,7 +137,8 @@ where
             ResponseFuture::ready(ours(answer))
         };
         let matched = match prepare(&in_force.policy, &mut parts, self.peer) {
-            Prepared::Refuse(r) => return refusal(&in_force, r, &[], parts),
+            Prepared::Refuse(e) => return refusal(&in_force, Refusal::Path(e), &[], parts),
+            Prepared::RefuseMethod(e) => return refusal(&in_force, Refusal::Method(e), &[], parts),
             Prepared::Unmatched => {
                 return ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), None)
             }
