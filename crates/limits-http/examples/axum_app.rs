@@ -27,6 +27,7 @@ pub fn app() -> Router {
         .rule(HttpRule {
             name: "api".into(),
             path_prefix: "/api".into(),
+            path_match: Default::default(),
             methods: vec![],
             key: KeySpec::ip(),
             cost: 1,

@@ -82,6 +82,7 @@ pub fn app(subject: Subject) -> Router {
         .rule(HttpRule {
             name: "per-user".into(),
             path_prefix: "/".into(),
+            path_match: Default::default(),
             methods: vec![],
             key: subject,
             cost: 1,

@@ -76,6 +76,7 @@ fn layer() -> RateLimitLayer<KeyedLimiter<String>> {
         .rule(HttpRule {
             name: "grpc".into(),
             path_prefix: "/".into(),
+            path_match: Default::default(),
             methods: vec![],
             key: KeySpec::ip(),
             cost: 1,

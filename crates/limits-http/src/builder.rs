@@ -24,6 +24,7 @@ use std::time::Duration;
 ///     .rule(HttpRule {
 ///         name: "api".into(),
 ///         path_prefix: "/api".into(),
+///         path_match: Default::default(),
 ///         methods: vec![],
 ///         key: KeySpec::ip(),
 ///         cost: 1,

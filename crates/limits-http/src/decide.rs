@@ -10,10 +10,12 @@
 
 use crate::body::{BodyError, Reservation};
 use crate::headers::{Member, MemberName, Rate};
+use crate::method::{self, MethodCase};
 use crate::path::{match_path, normalize_target, PathError};
 use crate::policy::{HttpRule, Policy};
 use crate::{KeyError, KeyExtractor};
 use http::request::Parts;
+use http::Method;
 use limits::{RetryAfter, Store};
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -32,6 +34,10 @@ pub struct PeerAddr(pub SocketAddr);
 pub(crate) enum Prepared {
     /// Its path is one we refuse to interpret (400).
     Refuse(PathError),
+    /// Its method is a standard one in another case (400). Apart from
+    /// `Refuse`, and not a whole `Refusal`: this enum is returned on every
+    /// request, and sized by its largest variant.
+    RefuseMethod(MethodCase),
     /// No rule matches: pass it on untouched, without headers.
     Unmatched,
     /// Rules match it: they decide next.
@@ -76,6 +82,8 @@ pub(crate) struct Admitted<B> {
 pub(crate) enum Refusal {
     /// The path is one we refuse to interpret (400).
     Path(PathError),
+    /// The method is a standard one in another case (400).
+    Method(MethodCase),
     /// The body a key needs could not be read (413, 408, 400, 503).
     Body(BodyError),
     /// A rule found no key for the request (400).
@@ -157,6 +165,10 @@ pub(crate) fn prepare<S, K>(
     parts: &mut Parts,
     connection_peer: Option<SocketAddr>,
 ) -> Prepared {
+    if let Err(e) = method::check(&parts.method) {
+        tracing::debug!(method = %parts.method, error = %e, "method refused");
+        return Prepared::RefuseMethod(e);
+    }
     let rewritten = match normalize_target(parts) {
         Ok(rewritten) => rewritten,
         Err(e) => {
@@ -172,9 +184,22 @@ pub(crate) fn prepare<S, K>(
     // `extend`, which reserves from the iterator's size hint first (about
     // 100 instructions per request more, for one rule).
     let mut rules: SmallVec<[usize; 4]> = SmallVec::new();
-    for (i, rule) in policy.rules.iter().enumerate() {
-        if rule.matches(&parts.method, &path) {
-            rules.push(i);
+    // Only a POST can stand for another method: every other request
+    // matches on its own method alone, with no list to build or drop.
+    if parts.method == Method::POST {
+        let overrides = method::overrides(parts);
+        for (i, rule) in policy.rules.iter().enumerate() {
+            if rule.matches(&parts.method, &path)
+                || overrides.iter().any(|m| rule.matches(m, &path))
+            {
+                rules.push(i);
+            }
+        }
+    } else {
+        for (i, rule) in policy.rules.iter().enumerate() {
+            if rule.matches(&parts.method, &path) {
+                rules.push(i);
+            }
         }
     }
     drop(path);

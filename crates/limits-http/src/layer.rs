@@ -164,6 +164,7 @@ impl<S, K> PolicyHandle<S, K> {
 /// let layer = RateLimitLayer::new(Policy::new(vec![HttpRule {
 ///     name: "default".into(),
 ///     path_prefix: "/".into(),
+///     path_match: Default::default(),
 ///     methods: vec![],
 ///     key: KeySpec::ip(),
 ///     cost: 1,

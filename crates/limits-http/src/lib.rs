@@ -20,6 +20,7 @@ pub mod headers;
 mod key;
 mod layer;
 mod memo;
+mod method;
 mod path;
 mod policy;
 mod problem;
@@ -42,8 +43,8 @@ pub use key::{
 pub use layer::{PolicyHandle, RateLimitLayer};
 pub use path::{match_path, normalize_path, PathError};
 pub use policy::{
-    FailurePolicy, HttpRule, LayerOptions, NoObserver, Observer, Outcome, Policy, RuleObserver,
-    DEFAULT_BODY_BUDGET,
+    FailurePolicy, HttpRule, LayerOptions, NoObserver, Observer, Outcome, PathMatch, Policy,
+    RuleObserver, DEFAULT_BODY_BUDGET,
 };
 pub use problem::{problem, problem_with, PROBLEM_JSON};
 pub use service::{LimitedBody, RateLimit};

@@ -16,11 +16,12 @@
 //! 2. merges repeated slashes (`//login` is `/login`);
 //! 3. removes dot segments (RFC 3986 section 5.2.4: `/x/../login` is `/login`).
 //!
-//! It refuses, rather than guesses: an encoded slash or backslash (`%2F`,
-//! `%5C`: some upstreams decode them into separators, others do not), a
-//! malformed escape (`%4`, `%zz`), and a path whose `..` would climb above the
-//! root. Case is kept (most upstreams are case-sensitive), and so are `;`
-//! parameters: the path forwarded is the normalized path, parameters and all.
+//! It refuses, rather than guesses: a backslash, raw or encoded, and an
+//! encoded slash (`\`, `%5C`, `%2F`: some upstreams read them as
+//! separators, others do not), a malformed escape (`%4`, `%zz`), and a path
+//! whose `..` would climb above the root. Case is kept (upstreams differ:
+//! a rule says whether it matches without regard to case, see
+//! [`PathMatch`](crate::PathMatch)), and so are `;` parameters: the path forwarded is the normalized path, parameters and all.
 //! Rule matching ([`match_path`]) then reads each segment up to its first `;`
 //! (encoded or not), so `/login;x` meets the rules of `/login`, as it would
 //! meet that route on an upstream that strips path parameters.
@@ -33,6 +34,9 @@ use std::fmt;
 pub enum PathError {
     /// `%2F` or `%5C`: an encoded slash or backslash.
     EncodedSeparator,
+    /// A raw `\`: WHATWG URL parsers (Node's `new URL`, Bun, Deno) and IIS
+    /// read it as `/`, other upstreams as a character of the segment.
+    Backslash,
     /// A `%` not followed by two hex digits.
     BadEscape,
     /// More `..` segments than there are segments to remove.
@@ -44,6 +48,9 @@ impl fmt::Display for PathError {
         f.write_str(match self {
             PathError::EncodedSeparator => {
                 "the path has an encoded slash or backslash (%2F, %5C), which upstreams read differently"
+            }
+            PathError::Backslash => {
+                "the path has a backslash, which some upstreams read as '/' and others do not"
             }
             PathError::BadEscape => "the path has a '%' not followed by two hex digits",
             PathError::EscapesRoot => "the path climbs above the root with '..'",
@@ -63,9 +70,13 @@ impl std::error::Error for PathError {}
 /// assert_eq!(normalize_path("/./login").unwrap(), "/login");
 /// assert_eq!(normalize_path("/x/../login").unwrap(), "/login");
 /// assert_eq!(normalize_path("/a%2fb"), Err(PathError::EncodedSeparator));
+/// assert_eq!(normalize_path("/x\\..\\login"), Err(PathError::Backslash));
 /// assert_eq!(normalize_path("/../etc/passwd"), Err(PathError::EscapesRoot));
 /// ```
 pub fn normalize_path(path: &str) -> Result<Cow<'_, str>, PathError> {
+    if path.contains('\\') {
+        return Err(PathError::Backslash);
+    }
     let decoded = decode_unreserved(path)?;
     if is_normal(&decoded) {
         return Ok(decoded);
@@ -128,6 +139,38 @@ pub fn match_path(normal: &str) -> Cow<'_, str> {
         })
         .collect();
     Cow::Owned(cut.join("/"))
+}
+
+/// `path` as a rule that matches without regard to case compares it:
+/// percent-escapes of non-ASCII bytes read as the characters they spell
+/// (ASP.NET Core compares decoded paths), then Unicode lower case. A rule's
+/// prefix goes through the same, so `/Café`, `/CAF%C3%89` and `/café` meet.
+pub(crate) fn fold_case(path: &str) -> Cow<'_, str> {
+    if path.is_ascii() && !path.contains('%') {
+        if !path.bytes().any(|b| b.is_ascii_uppercase()) {
+            return Cow::Borrowed(path);
+        }
+        return Cow::Owned(path.to_ascii_lowercase());
+    }
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |j: usize| bytes.get(j).and_then(|&b| (b as char).to_digit(16));
+        match (bytes[i], hex(i + 1), hex(i + 2)) {
+            (b'%', Some(hi), Some(lo)) if hi >= 8 => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    // Bytes that spell no character fold to U+FFFD: two such paths then
+    // meet, which only widens what a rule covers.
+    Cow::Owned(String::from_utf8_lossy(&out).to_lowercase())
 }
 
 /// Starts with `/`; no `//`, no `.` or `..` segment. One pass over the
@@ -284,6 +327,24 @@ mod tests {
         for bad in ["/%", "/%4", "/%zz", "/%4g"] {
             assert_eq!(normalize_path(bad), Err(PathError::BadEscape), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_raw_backslash_is_refused_like_an_encoded_one() {
+        // Regression: `/x\..\login` reached a WHATWG-parsing upstream's
+        // `/login` without meeting its rules.
+        for bad in ["/x\\..\\login", "/\\login", "/login\\", "/a\\b"] {
+            assert_eq!(normalize_path(bad), Err(PathError::Backslash), "{bad}");
+        }
+    }
+
+    #[test]
+    fn case_folding_reads_non_ascii_escapes_as_characters() {
+        assert_eq!(fold_case("/login"), "/login");
+        assert_eq!(fold_case("/LogIn"), "/login");
+        assert_eq!(fold_case("/CAF%C3%89"), "/café");
+        assert_eq!(fold_case("/Café"), "/café");
+        assert_eq!(fold_case("/a%20B"), "/a%20b");
     }
 
     #[test]

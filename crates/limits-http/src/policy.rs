@@ -2,6 +2,7 @@
 //! decided by which store) and options (dry run, headers, trusted proxies,
 //! what to do when the store cannot answer).
 
+use crate::path::fold_case;
 use crate::{BodyBudget, ClientIp, KeyExtractor, KeySpec};
 use http::Method;
 use limits::Store;
@@ -12,8 +13,9 @@ use std::time::Duration;
 pub const DEFAULT_BODY_BUDGET: usize = 64 << 20;
 
 /// One rule: requests whose path starts with `path_prefix` (at a segment
-/// boundary) and whose method is in `methods` (any, if empty), keyed by
-/// `key`, costing `cost`, decided by `store`.
+/// boundary, or as `path_match` widens it) and whose method is in `methods`
+/// (any, if empty; HEAD counts under GET), keyed by `key`, costing `cost`,
+/// decided by `store`.
 ///
 /// `key` is a [`KeySpec`] unless you say otherwise: any [`KeyExtractor`]
 /// will do, and `Arc<dyn KeyExtractor>` mixes kinds in one policy.
@@ -22,7 +24,11 @@ pub struct HttpRule<S, K = KeySpec> {
     pub name: String,
     /// Path prefix: `/api` matches `/api` and `/api/items`, not `/apis`.
     pub path_prefix: String,
-    /// Methods; empty matches every method.
+    /// How the prefix meets a path beyond that: without regard to case, or
+    /// followed by a format suffix. By default, neither.
+    pub path_match: PathMatch,
+    /// Methods; empty matches every method. A rule that names GET also
+    /// matches HEAD, since most frameworks answer HEAD with the GET handler.
     pub methods: Vec<Method>,
     /// How a request is turned into a key.
     pub key: K,
@@ -42,6 +48,7 @@ impl<S, K> HttpRule<S, K> {
     /// let rule = HttpRule {
     ///     name: "api".into(),
     ///     path_prefix: "/api".into(),
+    ///     path_match: Default::default(),
     ///     methods: vec![],
     ///     key: KeySpec::ip(),
     ///     cost: 1,
@@ -50,14 +57,81 @@ impl<S, K> HttpRule<S, K> {
     /// assert!(rule.matches(&http::Method::GET, "/api/items"));
     /// assert!(!rule.matches(&http::Method::GET, "/apis"));
     /// ```
+    #[inline]
     pub fn matches(&self, method: &Method, path: &str) -> bool {
-        let prefix = self.path_prefix.as_str();
-        let path_ok = match path.strip_prefix(prefix) {
-            Some(rest) => rest.is_empty() || prefix.ends_with('/') || rest.starts_with('/'),
-            None => false,
-        };
-        path_ok && (self.methods.is_empty() || self.methods.contains(method))
+        self.path_matches(path) && self.method_matches(method)
     }
+
+    #[inline]
+    fn method_matches(&self, method: &Method) -> bool {
+        self.methods.is_empty()
+            || self.methods.contains(method)
+            || (*method == Method::HEAD && self.methods.contains(&Method::GET))
+    }
+
+    #[inline]
+    fn path_matches(&self, path: &str) -> bool {
+        let suffixes = self.path_match.format_suffixes;
+        if self.path_match.case_insensitive {
+            let prefix = fold_case(&self.path_prefix);
+            let path = fold_case(path);
+            return at_boundary(&prefix, path.strip_prefix(&*prefix), suffixes);
+        }
+        let prefix = self.path_prefix.as_str();
+        at_boundary(prefix, path.strip_prefix(prefix), suffixes)
+    }
+}
+
+/// Whether what follows the prefix in a path (`None`: the path does not
+/// start with it) leaves the prefix whole: nothing, a new segment, or (with
+/// `suffixes`) a format suffix.
+#[inline]
+fn at_boundary(prefix: &str, rest: Option<&str>, suffixes: bool) -> bool {
+    match rest {
+        Some(rest) => {
+            rest.is_empty()
+                || prefix.ends_with('/')
+                || rest.starts_with('/')
+                || (suffixes && rest.starts_with('.'))
+        }
+        None => false,
+    }
+}
+
+/// How a rule's path prefix meets a request's path, beyond the default: a
+/// prefix of whole segments, compared byte for byte.
+///
+/// Upstreams differ on both, and a rule must cover every path its upstream
+/// routes to the handler it protects:
+///
+/// ```
+/// use limits::{Algorithm, KeyedLimiter, Rule};
+/// use limits_http::{HttpRule, KeySpec, PathMatch};
+/// use std::sync::Arc;
+/// let rule = HttpRule {
+///     name: "login".into(),
+///     path_prefix: "/login".into(),
+///     path_match: PathMatch { case_insensitive: true, format_suffixes: true },
+///     methods: vec![],
+///     key: KeySpec::ip(),
+///     cost: 1,
+///     store: Arc::new(KeyedLimiter::<String>::new(Rule::new(Algorithm::SlidingLog, "5/s".parse().unwrap()))),
+/// };
+/// for path in ["/login", "/LOGIN", "/Login.json", "/login.xml", "/login/x"] {
+///     assert!(rule.matches(&http::Method::POST, path), "{path}");
+/// }
+/// assert!(!rule.matches(&http::Method::POST, "/logins"));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PathMatch {
+    /// Match without regard to case (Unicode lower case; percent-escapes of
+    /// non-ASCII characters read as the characters), as Express, ASP.NET
+    /// Core and IIS route: `/login` also covers `/LOGIN` and `/Login`.
+    pub case_insensitive: bool,
+    /// Also match the prefix followed by a format suffix, `.` and anything
+    /// (`/login.json`, `/login.xml`), as Rails routes `/login.FORMAT` to the
+    /// action of `/login`.
+    pub format_suffixes: bool,
 }
 
 /// What to do when a store cannot decide (e.g. Redis is down, or full).

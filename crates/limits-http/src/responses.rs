@@ -1,7 +1,7 @@
 //! The answers the layer gives itself, instead of the inner service's:
 //! 429 with Retry-After, and the problems (RFC 9457) for requests it cannot
-//! decide on (a path it refuses, a body it cannot read, a store that cannot
-//! answer).
+//! decide on (a path or method it refuses, a body it cannot read, a key
+//! field upstreams read differently, a store that cannot answer).
 
 use crate::body::BodyError;
 use crate::decide::{members, Counted, Refusal};
@@ -37,9 +37,10 @@ pub(crate) fn refusal<S: Store, K>(
 ) -> Response<Full<Bytes>> {
     match refusal {
         Refusal::Path(e) => problem_members(StatusCode::BAD_REQUEST, e, NO_MEMBERS),
+        Refusal::Method(e) => problem_members(StatusCode::BAD_REQUEST, e, NO_MEMBERS),
         Refusal::Body(e) => body_refused(e),
         Refusal::Key { rule, error } => problem_members(
-            StatusCode::BAD_REQUEST,
+            error.reason.status(),
             &error,
             [("rule", rule.as_str()), ("field", error.field.as_str())],
         ),

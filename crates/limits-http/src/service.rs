@@ -63,6 +63,7 @@ impl<Inner, S, K> RateLimit<Inner, S, K> {
     /// let layer = RateLimitLayer::new(Policy::new(vec![HttpRule {
     ///     name: "per-ip".into(),
     ///     path_prefix: "/".into(),
+    ///     path_match: Default::default(),
     ///     methods: vec![],
     ///     key: KeySpec::ip(),
     ///     cost: 1,
@@ -137,6 +138,7 @@ where
         };
         let matched = match prepare(&in_force.policy, &mut parts, self.peer) {
             Prepared::Refuse(e) => return refusal(&in_force, Refusal::Path(e), &[], parts),
+            Prepared::RefuseMethod(e) => return refusal(&in_force, Refusal::Method(e), &[], parts),
             Prepared::Unmatched => {
                 return ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), None)
             }

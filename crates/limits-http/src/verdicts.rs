@@ -17,7 +17,7 @@ use crate::body::{read_bounded, BodyError, Reservation};
 use crate::decide::{Admitted, Counted, Matched, Passed, Refusal, Refused};
 use crate::layer::InForce;
 use crate::policy::{FailurePolicy, HttpRule, LayerOptions, Outcome, Policy};
-use crate::{Key, KeyExtractor};
+use crate::{Key, KeyError, KeyExtractor};
 use bytes::Bytes;
 use http::request::Parts;
 use http_body::Body;
@@ -120,6 +120,9 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let policy = &*in_force.policy;
+    if let Err(refusal) = one_content_type(policy, matched, parts) {
+        return Err(Refused::after(refusal, resume.passed));
+    }
     let (body, bytes, held) = match read_if_needed(policy, matched, body).await {
         Ok(read) => read,
         Err(e) => return Err(Refused::after(Refusal::Body(e), resume.passed)),
@@ -249,6 +252,37 @@ fn fold<S: Store, K>(
         rule: index,
         retry_after: d.retry_after,
     })
+}
+
+/// Refuses a request with two Content-Types (or one naming two media
+/// types) when a matching rule reads its body, whoever reads it (a
+/// [`KeySpec`](crate::KeySpec) or an application's extractor): upstreams
+/// differ on which one they read the body as.
+fn one_content_type<S, K: KeyExtractor>(
+    policy: &Policy<S, K>,
+    matched: &Matched,
+    parts: &Parts,
+) -> Result<(), Refusal> {
+    let Some(&index) = matched
+        .rules
+        .iter()
+        .find(|&&i| policy.rules[i].key.needs_body())
+    else {
+        return Ok(());
+    };
+    crate::key::content_type(&parts.headers)
+        .map(drop)
+        .map_err(|reason| {
+            let error = KeyError {
+                field: "header:content-type".into(),
+                reason,
+            };
+            tracing::debug!(error = %error, "no key: 400");
+            Refusal::Key {
+                rule: policy.rules[index].name.clone(),
+                error,
+            }
+        })
 }
 
 /// The body, its bytes and their charge to the budget when a matching rule

@@ -28,7 +28,7 @@ use crate::rules::{check_cost, ServerRule};
 use crate::store::StoreOptions;
 use http::Method;
 use limits::{Algorithm, Rule, MAX_LIMIT};
-use limits_http::{HttpRule, KeySpec};
+use limits_http::{HttpRule, KeySpec, PathMatch};
 use raw::{RawFile, RawRule, Whole};
 use serde_spanned::Spanned;
 use std::collections::HashMap;
@@ -153,6 +153,11 @@ fn rule_config(
         }
     };
 
+    let path_match = PathMatch {
+        case_insensitive: raw.case_insensitive.unwrap_or(false),
+        format_suffixes: raw.format_suffixes.unwrap_or(false),
+    };
+
     let methods = raw.methods.map_or_else(Vec::new, |list| methods(list, p));
 
     let key = match raw.key {
@@ -193,6 +198,7 @@ fn rule_config(
     (p.found.len() == before).then(|| HttpRule {
         name,
         path_prefix,
+        path_match,
         methods,
         key,
         cost,

@@ -20,6 +20,7 @@ pub type ServerRule = HttpRule<RuleStore>;
 pub fn same_shape(a: &ServerRule, b: &ServerRule) -> bool {
     a.name == b.name
         && a.path_prefix == b.path_prefix
+        && a.path_match == b.path_match
         && a.methods == b.methods
         && a.key == b.key
         && a.cost == b.cost
@@ -174,6 +175,7 @@ pub(crate) fn single(
     Ok(HttpRule {
         name: "default".into(),
         path_prefix: "/".into(),
+        path_match: Default::default(),
         methods: vec![],
         key,
         cost,

@@ -3,6 +3,8 @@
 //! - an object member along the path that appears twice with different
 //!   values is [`Lookup::Repeated`] (JSON parsers differ: most keep the last
 //!   member, some the first; `serde_json::Value` would silently keep one);
+//! - member names are compared without regard to case, as ASP.NET Core's
+//!   JSON binding reads them (`Username` is `username` there);
 //! - nesting of any depth is read (an upstream with no depth limit would
 //!   otherwise read a body we call unreadable): serde_json's recursion limit
 //!   is off, and `serde_stacker` grows the stack on the heap instead of
@@ -90,7 +92,7 @@ impl<'de> Visitor<'de> for At<'_> {
         };
         let mut seen: Option<Lookup> = None;
         while let Some(name) = map.next_key::<String>()? {
-            if name != *step {
+            if !same_name(&name, step) {
                 map.next_value::<IgnoredAny>()?;
                 continue;
             }
@@ -103,6 +105,14 @@ impl<'de> Visitor<'de> for At<'_> {
         }
         Ok(seen.unwrap_or(Lookup::Absent))
     }
+}
+
+/// Whether member `name` is the path's `step`, case aside.
+fn same_name(name: &str, step: &str) -> bool {
+    if name.is_ascii() && step.is_ascii() {
+        return name.eq_ignore_ascii_case(step);
+    }
+    name.to_lowercase() == step.to_lowercase()
 }
 
 #[cfg(test)]
@@ -138,6 +148,10 @@ mod tests {
         assert_eq!(field(null_then, "username"), Lookup::Repeated);
         let inner = r#"{"user":{"name":"a","name":"b"}}"#;
         assert_eq!(field(inner, "user.name"), Lookup::Repeated);
+        // Regression: ASP.NET Core binds `Username` to `username`.
+        let cased = r#"{"Username":"rnd","username":"alice"}"#;
+        assert_eq!(field(cased, "username"), Lookup::Repeated);
+        assert_eq!(field(r#"{"USER":{"Name":"a"}}"#, "user.name"), found("a"));
     }
 
     #[test]

@@ -15,13 +15,17 @@
 //!   [`KeyExtractor`]) or a hashed key (`sha256:…`);
 //! - a field repeated with different values is refused ([`KeyError`]): the
 //!   upstream may read the other one;
-//! - bodies are read as a tolerant upstream reads them (BOM, charset,
-//!   nesting of any depth), and what happens when the field is missing or
-//!   unreadable is the rule's choice ([`Missing`]);
+//! - every name a common upstream reads as the field's is the field
+//!   (`api.key` is PHP's `api_key`, `X_Api_Key` CGI's `X-Api-Key`);
+//! - bodies are read as upstreams read them, as raw UTF-8 bytes: another
+//!   charset, a UTF-16 or UTF-32 byte order mark, or two Content-Types are
+//!   refused; nesting of any depth is read; and what happens when the field
+//!   is missing or unreadable is the rule's choice ([`Missing`]);
 //! - client values are normalized per rule ([`Normalize`]), so that `Alice`
-//!   and ` alice ` are one account.
+//!   and ` alice ` are one account; a control or invisible character left
+//!   in a value is refused, since upstreams strip or keep it differently.
 
-use http::header::{HeaderName, CONTENT_TYPE};
+use http::header::HeaderName;
 use http::request::Parts;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -31,6 +35,7 @@ mod body;
 mod error;
 mod extractor;
 mod fields;
+mod invisible;
 mod json;
 mod normalize;
 mod spec;
@@ -38,8 +43,10 @@ mod spec;
 mod tests;
 mod text;
 
+pub(crate) use body::content_type;
 pub use error::{KeyError, KeyErrorReason};
 pub use extractor::{Key, KeyExtractor};
+pub(crate) use fields::decode_plus as percent_decode;
 use fields::Lookup;
 pub use normalize::{Normalize, NormalizeStep};
 pub use spec::{KeySpecError, Missing};
@@ -173,8 +180,9 @@ impl KeySpec {
     /// escaped), joined by `|`, hashed when longer than [`MAX_KEY_LEN`]. When
     /// a part is missing, empty or unreadable: `missing:ip=ADDRESS`,
     /// `missing:shared`, or an error, as [`KeySpec::missing_for`] says. A
-    /// field repeated with different values is always an error. The body is
-    /// read with the charset of the request's Content-Type.
+    /// field repeated with different values, or in a form upstreams read
+    /// differently ([`KeyErrorReason::Ambiguous`], [`KeyErrorReason::Charset`]),
+    /// is always an error. The body is read as UTF-8.
     pub fn extract(
         &self,
         parts: &Parts,
@@ -200,7 +208,8 @@ impl KeySpec {
         }
         let client_text = || client.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
         // Looked up only for a body's key (an address key needs none).
-        let content_type = || parts.headers.get(CONTENT_TYPE);
+        let content_type = || body::content_type(&parts.headers);
+        let body_text = |b, json| content_type().and_then(|ct| body::text(ct, b, json));
         // The key is written as it is found, into one string: the parts'
         // tags and values escaped, joined by `|`.
         let mut key = KeyText::new();
@@ -219,23 +228,29 @@ impl KeySpec {
                 KeyPart::Header(name) => fields::header(&parts.headers, name),
                 KeyPart::Cookie(name) => fields::cookie(&parts.headers, name),
                 KeyPart::Query(name) => match parts.uri.query() {
-                    Some(q) => fields::pairs(q.as_bytes(), name),
+                    Some(q) => fields::pairs(q, name),
                     None => Lookup::Absent,
                 },
-                KeyPart::Form(name) => match body.map(|b| body::text(content_type(), b, false)) {
+                KeyPart::Form(name) => match body.map(|b| body_text(b, false)) {
                     None => Lookup::Absent,
-                    Some(Ok(text)) => fields::pairs(text.as_bytes(), name),
-                    Some(Err(why)) => Lookup::Unreadable(why),
+                    Some(Ok(text)) => fields::pairs(text, name),
+                    Some(Err(why)) => Lookup::Refused(why),
                 },
-                KeyPart::Json(path) => match body.map(|b| body::text(content_type(), b, true)) {
+                KeyPart::Json(path) => match body.map(|b| body_text(b, true)) {
                     None => Lookup::Absent,
-                    Some(Ok(text)) => json::field(&text, path),
-                    Some(Err(why)) => Lookup::Unreadable(why),
+                    Some(Ok(text)) => json::field(text, path),
+                    Some(Err(why)) => Lookup::Refused(why),
                 },
             };
             let reason = match lookup {
                 Lookup::Found(v) => {
                     let v = self.normalize_for(part).apply(&v);
+                    if let Some(why) = invisible::refusal(&v) {
+                        return Err(KeyError {
+                            field: part.to_string(),
+                            reason: KeyErrorReason::Ambiguous(why),
+                        });
+                    }
                     if !v.is_empty() {
                         if failed.is_none() {
                             if !key.is_empty() {
@@ -251,6 +266,13 @@ impl KeySpec {
                 }
                 Lookup::Absent => KeyErrorReason::Missing,
                 Lookup::Unreadable(why) => KeyErrorReason::Unreadable(why),
+                Lookup::Refused(reason) if reason.missing_policy_applies() => reason,
+                Lookup::Refused(reason) => {
+                    return Err(KeyError {
+                        field: part.to_string(),
+                        reason,
+                    })
+                }
                 Lookup::Repeated => {
                     return Err(KeyError {
                         field: part.to_string(),

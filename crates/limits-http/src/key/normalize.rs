@@ -4,6 +4,7 @@
 //! trim, fold case or normalize before looking it up), so they must reach
 //! the same limit. Unicode tables come from `unicode-normalization`.
 
+use super::invisible::is_trimmed;
 use super::spec::KeySpecError;
 use std::fmt;
 use std::str::FromStr;
@@ -12,7 +13,10 @@ use unicode_normalization::UnicodeNormalization;
 /// One normalization step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NormalizeStep {
-    /// Remove leading and trailing white space (Unicode `White_Space`).
+    /// Remove leading and trailing white space: every character that
+    /// Python's `str.strip()`, Java's `String.trim()`, JavaScript's `trim()`,
+    /// Go's `strings.TrimSpace` or .NET's `String.Trim()` removes (C0
+    /// controls, Unicode white space, U+FEFF).
     Trim,
     /// Lower case (Rust's `str::to_lowercase`, full Unicode case mapping).
     Lowercase,
@@ -115,7 +119,7 @@ impl Normalize {
             }
         }
         if self.trim {
-            v = v.trim().to_string();
+            v = v.trim_matches(is_trimmed).to_string();
         }
         v
     }

@@ -138,10 +138,14 @@ fn body_fields_are_normalized_by_default_and_others_are_not() {
         Ok("query:k=AbC".to_string())
     );
     let off = spec("json:username").with_normalize(Normalize::NONE);
+    let inner: &[u8] = r#"{"username":"Ａ ＬＩＣＥ"}"#.as_bytes();
     assert_eq!(
-        off.extract(&p, IP, Some(body)),
-        Ok("json:username= ＡＬＩＣＥ ".to_string())
+        off.extract(&p, IP, Some(inner)),
+        Ok("json:username=Ａ ＬＩＣＥ".to_string())
     );
+    // Without trim, white space at an end is read two ways upstream.
+    let err = off.extract(&p, IP, Some(body)).unwrap_err();
+    assert!(matches!(err.reason, KeyErrorReason::Ambiguous(_)), "{err}");
     let lower = spec("query:k").with_normalize(Normalize::from_steps([NormalizeStep::Lowercase]));
     assert_eq!(lower.extract(&p, IP, None), Ok("query:k=abc".to_string()));
     // A value that normalizes to nothing is missing.
@@ -253,7 +257,19 @@ proptest! {
                 }
             }
             let p = parts(&format!("/?{}", query.finish()), &[]);
-            let key = spec.extract(&p, ip, None).unwrap();
+            let key = match spec.extract(&p, ip, None) {
+                Ok(key) => key,
+                Err(e) => {
+                    // Refused only for white space at an end, which
+                    // upstreams that trim read as another value.
+                    let spaced = |v: &Option<String>| {
+                        v.as_deref().is_some_and(|v| v.starts_with(' ') || v.ends_with(' '))
+                    };
+                    prop_assert!(matches!(e.reason, KeyErrorReason::Ambiguous(_)), "{}", e);
+                    prop_assert!(named.iter().any(|(_, v)| spaced(v)), "{}", e);
+                    continue;
+                }
+            };
             let meant = meaning(&spec, ip, &named);
             if let Some(before) = seen.insert(key.clone(), meant.clone()) {
                 prop_assert_eq!(before, meant, "{} for both", key);

@@ -82,6 +82,7 @@ async fn a_custom_extractors_keys_never_meet_the_built_in_ones() {
     let rule = |name: &str, path: &str, key: Arc<dyn KeyExtractor>| HttpRule {
         name: name.into(),
         path_prefix: path.into(),
+        path_match: Default::default(),
         methods: vec![],
         key,
         cost: 1,

@@ -11,6 +11,8 @@ mod layer_client;
 mod layer_embedding;
 mod layer_keys;
 mod layer_paths_and_bodies;
+mod layer_readings;
+mod layer_routes;
 mod observer_timing;
 mod ratelimit_names;
 mod refusal_maps;

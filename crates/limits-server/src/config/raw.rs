@@ -21,6 +21,8 @@ pub(super) struct RawFile {
 pub(super) struct RawRule {
     pub name: Option<Spanned<String>>,
     pub path: Option<Spanned<String>>,
+    pub case_insensitive: Option<bool>,
+    pub format_suffixes: Option<bool>,
     pub methods: Option<Spanned<Vec<Spanned<String>>>>,
     pub key: Option<Spanned<KeyField>>,
     pub missing: Option<Spanned<String>>,

@@ -169,6 +169,46 @@ fn load_names_the_file_it_could_not_read() {
 }
 
 #[test]
+fn case_insensitive_and_format_suffixes_widen_a_rules_path() {
+    // Regression: Express and ASP.NET Core route /LOGIN to /login, Rails
+    // /login.json: a /login rule had no way to cover them.
+    let text = "[[rule]]\nname = \"login\"\npath = \"/login\"\nrates = \"3/m\"\n\
+                case_insensitive = true\nformat_suffixes = true\n\n\
+                [[rule]]\nname = \"plain\"\npath = \"/login\"\nrates = \"3/m\"\n";
+    let rules = super::parse(text, "p.toml", &StoreOptions::default()).expect("valid");
+    let post = Method::POST;
+    for path in ["/login", "/LOGIN", "/Login.json", "/login.xml"] {
+        assert!(rules[0].matches(&post, path), "{path}");
+    }
+    assert!(!rules[0].matches(&post, "/logins"));
+    assert_eq!(rules[1].path_match, limits_http::PathMatch::default());
+    assert!(!rules[1].matches(&post, "/LOGIN"));
+    assert!(!rules[1].matches(&post, "/login.json"));
+    // The example's login rules cover both.
+    let example = super::load(&example_path(), &StoreOptions::default()).expect("example");
+    for rule in example.iter().filter(|r| r.path_prefix == "/login") {
+        assert!(rule.matches(&post, "/Login.json"), "{}", rule.name);
+    }
+    // A reload that changes either is a new shape.
+    let (_, kept) = crate::rules::keep_state(
+        super::parse(
+            &text.replace("format_suffixes = true", ""),
+            "p.toml",
+            &StoreOptions::default(),
+        )
+        .expect("valid"),
+        &rules,
+    );
+    assert_eq!(kept, 1);
+    let err = parse(
+        "[[rule]]\nname = \"a\"\nlimit = 1\ncase_insensitive = \"yes\"\n",
+        "b.toml",
+    )
+    .unwrap_err();
+    assert!(err.starts_with("b.toml:4:"), "{err}");
+}
+
+#[test]
 fn missing_and_normalize_set_the_keys_policies() {
     let text = "[[rule]]\nname = \"login\"\nrates = \"3/m\"\nkey = \"ip+json:user.email\"\n\
                 missing = \"shared\"\nnormalize = [\"lowercase\", \"trim\"]\n\n\

@@ -27,6 +27,7 @@ pub fn rule<S>(name: &str, path: &str, key: &str, store: Arc<S>) -> HttpRule<S> 
     HttpRule {
         name: name.into(),
         path_prefix: path.into(),
+        path_match: Default::default(),
         methods: vec![],
         key: key.parse::<KeySpec>().unwrap(),
         cost: 1,

@@ -116,6 +116,7 @@ pub async fn run(defs: &[Def], options: &LayerOptions, at_once: &[bool], script:
         .map(|(&(name, path, key, ..), store)| HttpRule {
             name: name.into(),
             path_prefix: path.into(),
+            path_match: Default::default(),
             methods: vec![],
             key: key
                 .parse::<KeySpec>()
