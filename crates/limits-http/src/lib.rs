@@ -21,6 +21,7 @@ mod key;
 mod layer;
 mod memo;
 mod method;
+pub use method::STANDARD_METHODS;
 mod path;
 mod policy;
 mod problem;

@@ -25,8 +25,12 @@ const OVERRIDE_HEADERS: [&str; 3] = [
     "x-method-override",
 ];
 
-/// The methods RFC 9110 and RFC 5789 define.
-const STANDARD: [Method; 9] = [
+/// The methods RFC 9110 and RFC 5789 define: the ones a rule may name.
+///
+/// ```
+/// assert!(limits_http::STANDARD_METHODS.contains(&http::Method::PATCH));
+/// ```
+pub const STANDARD_METHODS: [Method; 9] = [
     Method::GET,
     Method::HEAD,
     Method::POST,
@@ -71,7 +75,7 @@ pub(crate) fn check(method: &Method) -> Result<(), MethodCase> {
 /// The standard method `sent` spells in another case, as an error.
 #[cold]
 fn spelled_in_another_case(sent: &str) -> Result<(), MethodCase> {
-    match STANDARD
+    match STANDARD_METHODS
         .iter()
         .find(|m| m.as_str().eq_ignore_ascii_case(sent))
     {

@@ -9,7 +9,7 @@ use super::Problems;
 use crate::store::{RuleStore, StoreKind, StoreOptions};
 use http::Method;
 use limits::{parse_duration, Rate, RateError, Rates, Rule, DEFAULT_WINDOW};
-use limits_http::{KeySpec, Missing, Normalize, NormalizeStep};
+use limits_http::{KeySpec, Missing, Normalize, NormalizeStep, STANDARD_METHODS};
 use serde_spanned::Spanned;
 use std::ops::Range;
 
@@ -168,25 +168,12 @@ pub(super) fn key_options(
     ok.then_some(key)
 }
 
-/// The methods a rule may name: the standard ones, in upper case.
-const METHODS: [Method; 9] = [
-    Method::GET,
-    Method::HEAD,
-    Method::POST,
-    Method::PUT,
-    Method::DELETE,
-    Method::CONNECT,
-    Method::OPTIONS,
-    Method::TRACE,
-    Method::PATCH,
-];
-
 /// The standard method `name`, or why it is not one.
 pub(super) fn method(name: &str) -> Result<Method, String> {
-    if let Some(m) = METHODS.iter().find(|m| m.as_str() == name) {
+    if let Some(m) = STANDARD_METHODS.iter().find(|m| m.as_str() == name) {
         return Ok(m.clone());
     }
-    if let Some(m) = METHODS
+    if let Some(m) = STANDARD_METHODS
         .iter()
         .find(|m| m.as_str().eq_ignore_ascii_case(name))
     {
@@ -194,7 +181,7 @@ pub(super) fn method(name: &str) -> Result<Method, String> {
             "unknown method {name:?}: methods are upper case ({m})"
         ));
     }
-    let known: Vec<&str> = METHODS.iter().map(Method::as_str).collect();
+    let known: Vec<&str> = STANDARD_METHODS.iter().map(Method::as_str).collect();
     Err(format!(
         "unknown method {name:?} (expected one of: {})",
         known.join(", ")
