@@ -7,7 +7,7 @@
 //! `limits`, the estimate is not floored before comparing (stricter, exact).
 
 use super::{sat64, RateAlgorithm};
-use crate::{Rate, RetryAfter};
+use crate::{Decision, Mode, Rate, RetryAfter};
 
 mod decide;
 
@@ -150,6 +150,12 @@ impl RateAlgorithm for SlidingWindow {
     fn is_idle(&self, state: &mut SlidingWindowState, now: u64) -> bool {
         self.roll(state, now);
         self.is_idle_at(state, now)
+    }
+
+    /// The one-pass decision of `decide.rs`.
+    #[inline(always)]
+    fn decide_one(&self, s: &mut SlidingWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
+        self.decide_fused(s, now, cost, mode)
     }
 }
 

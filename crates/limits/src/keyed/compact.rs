@@ -34,12 +34,11 @@
 //! wide table's.
 
 use super::kind::Kind;
-use super::slot::{Held, Marks};
+use super::slot::{Held, Marks, Slot};
 use crate::algorithms::{
     FixedWindow, FixedWindowState, LeakyBucket, LeakyBucketState, RateAlgorithm, ScaledTime,
     TokenBucket, TokenBucketState,
 };
-use crate::rule::DecideOne;
 use crate::state_kinds::Inline;
 use crate::{Decision, KeyState, Mode, Rule};
 
@@ -49,7 +48,7 @@ use crate::{Decision, KeyState, Mode, Rule};
 /// packing, so that each table's code is compiled for its own.
 pub(crate) trait Packs: Copy + std::fmt::Debug {
     /// The algorithm whose states this packs.
-    type Engine: Inline + DecideOne;
+    type Engine: Inline;
 
     /// The packing for `rule` (its one rate), if every state of the rule,
     /// decided or loaded, fits in 12 bytes this way (see the module).
@@ -248,6 +247,9 @@ pub(crate) struct Packed {
     pub(super) high: [u8; 4],
     marks: Marks,
 }
+
+// A `u64` key's slot: the key and the packed state, no word beside them.
+const _: () = assert!(std::mem::size_of::<Slot<u64, Packed>>() == 24);
 
 impl Packed {
     /// The state held.

@@ -58,7 +58,7 @@ pub(crate) enum Tables<K> {
     Window(Typed<K, SlidingWindow>),
     Leaky(Typed<K, LeakyBucket>),
     /// A rule of several rates: its whole state per key.
-    Many(Shards<K, KeyState>),
+    Many(Shards<K, Marked<KeyState>>),
 }
 
 impl<K: Hash> Tables<K> {
@@ -166,7 +166,7 @@ macro_rules! with_table {
                 $body
             }
             Tables::Many($shards) => {
-                let $kind = &$crate::keyed::kind::Whole(&limiter.rule);
+                let $kind = &$crate::keyed::kind::AnyRule(&limiter.rule);
                 $body
             }
         }

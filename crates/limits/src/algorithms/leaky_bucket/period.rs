@@ -28,7 +28,7 @@
 use super::super::whole_period::WholePeriod;
 use super::{LeakyBucket, LeakyBucketState};
 use crate::duration::of_nanos;
-use crate::rule::Mode;
+use crate::Mode;
 use crate::{Decision, RetryAfter};
 use std::num::NonZeroU64;
 use std::time::Duration;

@@ -16,7 +16,9 @@
 //!
 //! How a full shard picks the key to give up is the evict module's.
 
-use super::evict::Room;
+mod evict;
+
+pub(crate) use evict::Room;
 use super::kind::Kind;
 use super::slot::{Held, Slot, HINT_BITS};
 use super::SWEEP_EVERY;
@@ -298,8 +300,8 @@ pub(super) fn next(at: usize, len: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::slot::Marked;
-    use super::super::Padded;
+    use crate::keyed::slot::Marked;
+    use crate::keyed::Padded;
     use super::*;
     use crate::algorithms::TokenBucketState;
     use parking_lot::Mutex;
