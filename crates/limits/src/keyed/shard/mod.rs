@@ -38,7 +38,7 @@ use std::hash::{BuildHasher, Hash};
 /// (`tests::written_fields_share_the_lock_line`).
 #[repr(C)]
 pub(crate) struct Shard<K, H: Held> {
-    /// The latest clock reading this shard decided at: see [`Shard::at_least_latest`].
+    /// The latest time this shard decided at: see [`Shard::at_least_latest`].
     latest: u64,
     /// Operations on existing keys since the sweep last looked (it looks
     /// every `SWEEP_EVERY`-th: see the keyed module).
@@ -70,10 +70,11 @@ impl<K: Hash, H: Held> Shard<K, H> {
         }
     }
 
-    /// `now` (a clock reading taken under this shard's lock), or the latest
-    /// reading the shard has decided at if that is later: one key's times
-    /// never run backwards, even on a clock whose readings on two cores
-    /// differ by a little (the TSC).
+    /// `now` (a clock reading taken under this shard's lock, or a caller's
+    /// time), or the latest time the shard has decided at if that is
+    /// later: one key's times never run backwards, even on a clock whose
+    /// readings on two cores differ by a little (the TSC), so a key found
+    /// idle can be forgotten without changing a later decision.
     pub fn at_least_latest(&mut self, now: u64) -> u64 {
         self.latest = self.latest.max(now);
         self.latest
