@@ -118,8 +118,8 @@ macro_rules! rule_kinds {
             }
 
             /// The states of a key never seen: one rate's made inline, not
-            /// boxed and unboxed (a new key's allocation and free were about
-            /// 50 instructions of every check that meets an idle key again).
+            /// boxed and unboxed (an allocation and a free on every check
+            /// that meets an idle key again).
             pub(crate) fn new_state(&self) -> StateKind {
                 match self {
                     $(Engines::$kind(e) if e.len() == 1 => {

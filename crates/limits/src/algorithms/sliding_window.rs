@@ -144,8 +144,8 @@ impl RateAlgorithm for SlidingWindow {
 
     /// As [`is_idle_at`](Self::is_idle_at), after the roll (without a
     /// division for a key seen within two windows); inlined into the
-    /// sweep, as the fixed window's is (a call was 10 instructions of every
-    /// check and allow).
+    /// sweep, as the fixed window's is (a call there would run on every
+    /// check).
     #[inline(always)]
     fn is_idle(&self, state: &mut SlidingWindowState, now: u64) -> bool {
         self.roll(state, now);

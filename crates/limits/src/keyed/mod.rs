@@ -48,8 +48,8 @@ use tables::{with_table, Tables};
 ///
 /// An operation that adds a key looks at two slots; any other stops at the
 /// first slot it keeps, so it looks at one slot, or two when the first was
-/// idle and dropped (issue 9: the second look cost about 36 instructions of
-/// a token-bucket check, and the keys a busy table sweeps are mostly busy).
+/// idle and dropped (a second look costs a good part of a check, and the
+/// keys a busy table sweeps are mostly busy).
 /// An operation on an existing key sweeps only one time in
 /// [`SWEEP_EVERY`]. What this guarantees, per shard
 /// (`tests/it/sweep_guarantee.rs`):
@@ -71,11 +71,11 @@ pub(crate) const SWEEP_PER_OPERATION: usize = 2;
 
 /// How often an operation on an existing key sweeps: every `SWEEP_EVERY`-th
 /// such operation per shard, and the next one whenever a sweep dropped a
-/// key (see [`SWEEP_PER_OPERATION`] for what this guarantees). Issue 9: the
-/// sweep's look at a slot other than the key's own was 13-40 instructions
-/// and a third of an L1 miss per check, and with two threads a line the
-/// other core had just written, on most checks; one look in eight keeps
-/// the bound on idle keys a small multiple of the shard's size.
+/// key (see [`SWEEP_PER_OPERATION`] for what this guarantees). A look at a
+/// slot other than the key's own reads memory the check does not need, and
+/// with two threads often a line the other core has just written; one look
+/// in eight keeps the bound on idle keys a small multiple of the shard's
+/// size.
 pub(crate) const SWEEP_EVERY: u32 = 8;
 
 /// How a [`KeyedLimiter`] is laid out.
@@ -291,8 +291,8 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
 /// Locks a shard. A panic while holding a shard's lock cannot leave a state
 /// half-updated in a way that breaks the next decision, so the lock does not
 /// poison (`parking_lot`'s: a shard is used as it is after a panic rather
-/// than taking the limiter down; and its lock + unlock, without std's
-/// poison checks, is 14 instructions cheaper per check, issue 9).
+/// than taking the limiter down, and its lock and unlock skip std's
+/// poison checks).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock()
 }
