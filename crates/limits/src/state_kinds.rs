@@ -4,9 +4,7 @@
 //! small. The keyed table of a single-rate rule keeps its algorithm's state
 //! alone ([`Inline`] converts it), so its keys do not pay for the largest.
 
-use crate::algorithms::{
-    FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, TokenBucket,
-};
+use crate::algorithms::RateAlgorithm;
 
 /// What a rule keeps for one key: one state per rate.
 ///
@@ -219,10 +217,10 @@ pub(crate) trait Inline: RateAlgorithm {
 }
 
 rule_kinds! {$
-    None(NoLimit),
-    Fixed(FixedWindow),
-    Log(SlidingLog),
-    Token(TokenBucket),
-    Window(SlidingWindow),
-    Leaky(LeakyBucket),
+    None(crate::algorithms::NoLimit),
+    Fixed(crate::algorithms::FixedWindow),
+    Log(crate::algorithms::SlidingLog),
+    Token(crate::algorithms::TokenBucket),
+    Window(crate::algorithms::SlidingWindow),
+    Leaky(crate::algorithms::LeakyBucket),
 }
