@@ -1,7 +1,7 @@
 //! Durations as text: `1s`, `1.5s`, `500ms`, `2 minutes`, parsed exactly to the
 //! nanosecond (no floating point), and printed back in a form that parses again.
 
-use crate::parse::{tokens, TokenKind, ParseError, Token};
+use crate::parse::{tokens, ParseError, Token, TokenKind};
 use std::time::Duration;
 
 const NS: u64 = 1;

@@ -4,7 +4,7 @@
 //! configuration and the Redis store all go through it.
 
 use crate::duration::{duration_tokens, largest_unit, nanos_of};
-use crate::parse::{tokens, TokenKind, ParseError, Token};
+use crate::parse::{tokens, ParseError, Token, TokenKind};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;

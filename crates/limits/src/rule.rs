@@ -6,12 +6,12 @@
 //! "allowed if nothing else arrives" only ever turns from no to yes, so the
 //! longest of the rates' waits is the exact wait of the rule.
 
+use crate::algorithms::rate_decision;
 use crate::algorithms::{
     FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, TokenBucket,
 };
 pub use crate::state_kinds::KeyState;
 use crate::state_kinds::{with_engines, with_one_engine, Engines};
-use crate::algorithms::rate_decision;
 use crate::{Algorithm, Decision, Mode, Rates, RetryAfter};
 use std::time::Duration;
 

@@ -23,7 +23,6 @@
 //! then hashes the key again) and hashes the key itself where a wrong hash
 //! would misfile it (the table growing or shrinking).
 
-
 /// A key's bookkeeping in the keyed table, beside its state ([`Marked`]).
 /// Four bytes, so that a packed 12-byte state and its marks make 16
 /// (`keyed/compact.rs`).

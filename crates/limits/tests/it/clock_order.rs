@@ -83,7 +83,11 @@ mod any_time_order {
             let state = states.entry(key).or_insert_with(|| rule.new_state());
             let expected = rule.check(state, latest, cost);
             let got = limiter.check_at(&key, t, cost);
-            assert_eq!(got, expected, "{algorithm:?} {rates}: request {i} {:?}", trace[i]);
+            assert_eq!(
+                got, expected,
+                "{algorithm:?} {rates}: request {i} {:?}",
+                trace[i]
+            );
         }
     }
 

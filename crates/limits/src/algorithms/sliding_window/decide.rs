@@ -29,7 +29,13 @@ use std::time::Duration;
 impl SlidingWindow {
     /// The decision in one pass (see the module).
     #[inline(always)]
-    pub(super) fn decide_fused(&self, s: &mut SlidingWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
+    pub(super) fn decide_fused(
+        &self,
+        s: &mut SlidingWindowState,
+        now: u64,
+        cost: u64,
+        mode: Mode,
+    ) -> Decision {
         let elapsed = self.roll(s, now);
         let left = self.window - elapsed;
         let mut decision = Decision::allow(0);

@@ -18,11 +18,11 @@
 
 mod evict;
 
-pub(crate) use evict::Room;
 use super::kind::Kind;
 use super::slot::{Held, Slot, HINT_BITS};
 use super::SWEEP_EVERY;
 use crate::Rule;
+pub(crate) use evict::Room;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use std::borrow::Borrow;
@@ -301,10 +301,10 @@ pub(super) fn next(at: usize, len: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use crate::keyed::slot::Marked;
-    use crate::keyed::Padded;
     use super::*;
     use crate::algorithms::TokenBucketState;
+    use crate::keyed::slot::Marked;
+    use crate::keyed::Padded;
     use parking_lot::Mutex;
 
     /// What every operation writes (the lock byte, `latest`, `quiet`, and
