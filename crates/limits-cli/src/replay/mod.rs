@@ -14,7 +14,7 @@ pub(crate) mod store;
 mod summary;
 mod trace;
 
-use crate::args::{parse_algorithm, RateArgs};
+use crate::args::{parse_limiters, Limiters, RateArgs};
 use clap::Args;
 use keys::Keys;
 use limits::{parse_duration, Algorithm};
@@ -68,18 +68,6 @@ pub struct ReplayArgs {
     store: String,
 }
 
-#[derive(Clone, Debug)]
-struct Limiters(Vec<Algorithm>);
-
-fn parse_limiters(s: &str) -> Result<Limiters, String> {
-    if s == "all" {
-        return Ok(Limiters(Algorithm::ALL.to_vec()));
-    }
-    parse_algorithm(s)
-        .map(|a| Limiters(vec![a]))
-        .map_err(|e| format!("{e}, or all"))
-}
-
 /// A duration, or zero ("0", "0s") for no reordering at all.
 fn parse_window(s: &str) -> Result<u64, String> {
     let number: String = s
@@ -114,6 +102,7 @@ impl BadLines {
 
 pub fn replay(args: ReplayArgs) -> Result<(), String> {
     let rates = args.rate.rates()?;
+    args.rate.burst_applies(&args.limiter.0)?;
     let window = rates.as_slice()[0].window_nanos();
     if args.decisions.is_some() && args.limiter.0.len() > 1 {
         return Err(format!(
