@@ -37,7 +37,8 @@ pub struct ReplayArgs {
     rate: RateArgs,
 
     /// The trace: CSV `time,key[,cost]` (time in decimal seconds from the
-    /// trace's zero) or an nginx/Apache combined access log.
+    /// trace's zero) or an nginx/Apache combined access log; `-` reads
+    /// standard input (a gzipped file: `zcat FILE | limits replay ... -`).
     trace: PathBuf,
 
     /// Write every decision to this CSV file (one limiter only).
