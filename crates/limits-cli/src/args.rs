@@ -3,6 +3,8 @@
 
 use clap::Args;
 use limits::{parse_duration, Algorithm, Rate, Rates, Rule, DEFAULT_WINDOW};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::num::NonZeroUsize;
 
 /// `--limiter NAME --limit N [--window D] [--burst B]`, or `--limit 100/min`.
 #[derive(Args, Clone, Debug)]
@@ -19,6 +21,7 @@ pub struct RuleArgs {
 impl RuleArgs {
     /// The rule these arguments describe.
     pub fn rule(&self) -> Result<Rule, String> {
+        self.rate.burst_applies(&[self.limiter])?;
         self.rate.rule(self.limiter)
     }
 }
@@ -44,6 +47,23 @@ pub struct RateArgs {
 }
 
 impl RateArgs {
+    /// Refuses a `--burst` that none of `limiters` would use: only the
+    /// leaky bucket has a queue, and a flag silently ignored misleads.
+    pub fn burst_applies(&self, limiters: &[Algorithm]) -> Result<(), String> {
+        match self.burst {
+            Some(_) if !limiters.contains(&Algorithm::LeakyBucket) => Err(format!(
+                "--burst is the leaky bucket's queue, and --limiter {} has none \
+                 (drop --burst, or use --limiter leaky-bucket)",
+                limiters
+                    .iter()
+                    .map(|a| a.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// A rule of `limiter` with these rates and burst.
     pub fn rule(&self, limiter: Algorithm) -> Result<Rule, String> {
         Ok(Rule::build(limiter, self.rates()?, self.burst))
@@ -78,6 +98,53 @@ pub fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
         .map_err(|e: limits::UnknownAlgorithm| e.to_string())
 }
 
+/// `--limiter NAME`, or `--limiter all` for every limiter in table order.
+#[derive(Clone, Debug)]
+pub struct Limiters(pub Vec<Algorithm>);
+
+/// Parses `--limiter NAME|all` for clap.
+pub fn parse_limiters(s: &str) -> Result<Limiters, String> {
+    if s == "all" {
+        return Ok(Limiters(Algorithm::ALL.to_vec()));
+    }
+    parse_algorithm(s)
+        .map(|a| Limiters(vec![a]))
+        .map_err(|e| format!("{e}, or all"))
+}
+
+/// Parses a listening address: `HOST:PORT` (a name such as `localhost` is
+/// resolved), or a bare `PORT` on 127.0.0.1. `:PORT` is refused: some
+/// servers read it as every interface, others as loopback, so it is spelled
+/// out instead.
+pub fn parse_listen_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    if let Some(port) = s.strip_prefix(':') {
+        return Err(format!(
+            "{s:?}: write 0.0.0.0:{port} to listen on every interface, or 127.0.0.1:{port} (or just {port}) for this machine only"
+        ));
+    }
+    if let Ok(addr) = s.parse() {
+        return Ok(addr);
+    }
+    let mut addrs = s
+        .to_socket_addrs()
+        .map_err(|e| format!("{s:?}: not HOST:PORT or PORT ({e})"))?;
+    addrs
+        .next()
+        .ok_or_else(|| format!("{s:?}: the name resolves to no address"))
+}
+
+/// Parses `--workers N`, at least 1.
+pub fn parse_workers(s: &str) -> Result<NonZeroUsize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1 (1 serves everything on one thread)".into()),
+        Ok(n) => Ok(NonZeroUsize::new(n).expect("not zero")),
+        Err(e) => Err(format!("{e} (a whole number, at least 1)")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,6 +157,58 @@ mod tests {
         }
         .rates()
         .map(|r| r.to_string())
+    }
+
+    #[test]
+    fn a_listen_address_is_host_port_or_a_port_on_loopback() {
+        assert_eq!(
+            parse_listen_addr("8080").unwrap().to_string(),
+            "127.0.0.1:8080"
+        );
+        assert_eq!(
+            parse_listen_addr("0.0.0.0:80").unwrap().to_string(),
+            "0.0.0.0:80"
+        );
+        assert_eq!(parse_listen_addr("[::1]:9").unwrap().to_string(), "[::1]:9");
+        assert!(parse_listen_addr("localhost:8080")
+            .unwrap()
+            .ip()
+            .is_loopback());
+        let colon = parse_listen_addr(":8080").unwrap_err();
+        assert!(
+            colon.contains("0.0.0.0:8080") && colon.contains("127.0.0.1:8080"),
+            "{colon}"
+        );
+        assert!(parse_listen_addr("nowhere.invalid:1").is_err());
+        assert!(parse_listen_addr("8080x").is_err());
+    }
+
+    #[test]
+    fn zero_workers_is_refused_with_the_reason() {
+        assert_eq!(parse_workers("4").unwrap().get(), 4);
+        assert!(parse_workers("0").unwrap_err().contains("at least 1"));
+        assert!(parse_workers("many").unwrap_err().contains("whole number"));
+    }
+
+    #[test]
+    fn a_burst_no_limiter_uses_is_refused() {
+        let args = |burst| RateArgs {
+            limit: "10".into(),
+            window: None,
+            burst,
+        };
+        assert!(args(Some(5))
+            .burst_applies(&[Algorithm::LeakyBucket])
+            .is_ok());
+        assert!(args(Some(5)).burst_applies(&Algorithm::ALL).is_ok());
+        let refused = args(Some(5))
+            .burst_applies(&[Algorithm::TokenBucket])
+            .unwrap_err();
+        assert!(
+            refused.contains("token-bucket") && refused.contains("--burst"),
+            "{refused}"
+        );
+        assert!(args(None).burst_applies(&[Algorithm::TokenBucket]).is_ok());
     }
 
     #[test]

@@ -37,22 +37,12 @@ pub fn limits_phrase(rates: &limits::Rates) -> String {
 }
 
 /// `title`, a blank line, and the table; worst windows of `window_ns`.
+/// Columns keep their usual widths and widen for longer numbers, two
+/// spaces at least between any two.
 pub fn table(title: &str, window_ns: u64, rows: &[Row]) -> String {
     let worst = format!("worst {}s", format_seconds(Duration::from_nanos(window_ns)));
-    let w = (worst.len() + 2).max(10);
-    let line = |cells: [&str; 7]| {
-        let mut s = format!(
-            "{:<15}{:>7}{:>10}{:>w$}{:>13}{:>12}",
-            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]
-        );
-        if !cells[6].is_empty() {
-            s += &format!("{:>11}", cells[6]);
-        }
-        s + "\n"
-    };
     let bytes = rows.iter().any(|r| r.bytes_per_key.is_some());
-    let mut out = format!("{title}\n\n");
-    out += &line([
+    let header: Vec<String> = [
         "limiter",
         "allowed",
         "rejected",
@@ -60,18 +50,37 @@ pub fn table(title: &str, window_ns: u64, rows: &[Row]) -> String {
         "false-allow",
         "false-deny",
         if bytes { "bytes/key" } else { "" },
-    ]);
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut lines = vec![header];
     for r in rows {
-        let b = r.bytes_per_key.map_or(String::new(), |b| b.to_string());
-        out += &line([
-            r.limiter,
-            &r.allowed.to_string(),
-            &r.rejected.to_string(),
-            &r.worst_window.to_string(),
-            &r.false_allows.to_string(),
-            &r.false_denies.to_string(),
-            &b,
+        lines.push(vec![
+            r.limiter.to_string(),
+            r.allowed.to_string(),
+            r.rejected.to_string(),
+            r.worst_window.to_string(),
+            r.false_allows.to_string(),
+            r.false_denies.to_string(),
+            r.bytes_per_key.map_or(String::new(), |b| b.to_string()),
         ]);
+    }
+    let mut widths = [15, 7, 10, (worst.len() + 2).max(10), 13, 12, 11];
+    for line in &lines[1..] {
+        for (i, cell) in line.iter().enumerate() {
+            let gap = if i == 0 { 0 } else { 2 };
+            widths[i] = widths[i].max(cell.len() + gap);
+        }
+    }
+    let mut out = format!("{title}\n\n");
+    for line in &lines {
+        out += &format!("{:<w$}", line[0], w = widths[0]);
+        for (cell, &w) in line.iter().zip(&widths).skip(1) {
+            if !cell.is_empty() {
+                out += &format!("{cell:>w$}");
+            }
+        }
+        out += "\n";
     }
     out
 }
@@ -96,5 +105,40 @@ mod tests {
         assert!(lines[2].starts_with("limiter        allowed  rejected  worst 1s"));
         assert!(lines[3].starts_with("none                60         0        20"));
         assert_eq!(window_name(1_500_000_000), "1.5s");
+    }
+
+    #[test]
+    fn columns_past_seven_digits_still_line_up() {
+        let row = |limiter, n: u64| Row {
+            limiter,
+            allowed: n,
+            rejected: n,
+            worst_window: n,
+            false_allows: n,
+            false_denies: n,
+            bytes_per_key: Some(n as usize),
+        };
+        let t = table(
+            "t",
+            1_000_000_000,
+            &[row("none", 7), row("sliding-log", 123_456_789_012)],
+        );
+        let lines: Vec<&str> = t.lines().skip(2).collect();
+        // Every column of every line ends where the header's does (cells
+        // are apart by two spaces or more; "worst 1s" is one cell).
+        let ends = |line: &str| -> Vec<usize> {
+            let b = line.as_bytes();
+            let space = |i: usize| i >= b.len() || b[i] == b' ';
+            (1..=b.len())
+                .filter(|&i| b[i - 1] != b' ' && space(i) && space(i + 1))
+                .collect()
+        };
+        let header = ends(lines[0]);
+        assert_eq!(header.len(), 7, "{t}");
+        for line in &lines[1..] {
+            // The first column is left-aligned: compare the six numbers.
+            assert_eq!(ends(line)[1..], header[1..], "{t}");
+        }
+        assert!(lines[2].contains(" 123456789012 "), "{t}");
     }
 }

@@ -19,11 +19,11 @@ pub struct RlsArgs {
     config: PathBuf,
 
     /// Address of the gRPC listener (Envoy's rate limit cluster points here).
-    #[arg(long, default_value = "127.0.0.1:8081")]
+    #[arg(long, default_value = "127.0.0.1:8081", value_parser = crate::args::parse_listen_addr)]
     listen: SocketAddr,
 
     /// Serve Prometheus /metrics and /healthz on this address (off by default).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = crate::args::parse_listen_addr)]
     admin: Option<SocketAddr>,
 
     #[command(flatten)]

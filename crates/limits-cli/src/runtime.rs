@@ -12,7 +12,7 @@ use tokio::runtime::{Builder, Runtime};
 pub struct RuntimeArgs {
     /// Threads serving requests (default: one per CPU this process may run
     /// on). 1 serves everything on one thread, like one nginx worker.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::parse_workers)]
     workers: Option<NonZeroUsize>,
 }
 

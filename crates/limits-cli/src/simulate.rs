@@ -3,7 +3,7 @@
 //! chapter could not show: decisions that differ from the exact sliding log,
 //! and memory per key.
 
-use crate::args::{parse_algorithm, RateArgs};
+use crate::args::{parse_limiters, Limiters, RateArgs};
 use crate::report::{self, limits_phrase, Row};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -30,9 +30,10 @@ pub struct SimulateArgs {
     #[command(flatten)]
     rate: RateArgs,
 
-    /// A limiter to run (repeat for several); default: every one, in table order.
-    #[arg(long = "limiter", value_parser = parse_algorithm)]
-    limiters: Vec<Algorithm>,
+    /// A limiter to run (repeat for several), or all; default: every one,
+    /// in table order.
+    #[arg(long = "limiter", value_parser = parse_limiters)]
+    limiters: Vec<Limiters>,
 
     /// Clients; every one receives the whole pattern.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -103,10 +104,14 @@ fn build(args: &SimulateArgs) -> Result<Simulation, String> {
     let mut limiters: Vec<Algorithm> = if args.limiters.is_empty() {
         Algorithm::ALL.to_vec()
     } else {
-        args.limiters.clone()
+        args.limiters
+            .iter()
+            .flat_map(|l| l.0.iter().copied())
+            .collect()
     };
     limiters.sort();
     limiters.dedup();
+    args.rate.burst_applies(&limiters)?;
     let rules: Vec<Rule> = limiters
         .iter()
         .map(|&a| Rule::build(a, rates.clone(), args.rate.burst))

@@ -56,6 +56,15 @@ impl fmt::Display for RetryAfter {
     }
 }
 
+/// Whether a decision records the request (a check) or only looks (a peek).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Record the request if it is allowed.
+    Record,
+    /// Decide without recording anything: for headers and dashboards.
+    Peek,
+}
+
 /// The outcome of one check of one key.
 ///
 /// For a rule with several rates this is their combination: allowed only if

@@ -1,7 +1,7 @@
 //! Durations as text: `1s`, `1.5s`, `500ms`, `2 minutes`, parsed exactly to the
 //! nanosecond (no floating point), and printed back in a form that parses again.
 
-use crate::parse::{tokens, Kind, ParseError, Token};
+use crate::parse::{tokens, ParseError, Token, TokenKind};
 use std::time::Duration;
 
 const NS: u64 = 1;
@@ -100,15 +100,15 @@ pub(crate) fn duration_tokens(
     };
     let mut i = 0;
     let number = match toks.first() {
-        Some(t) if t.kind == Kind::Number => {
+        Some(t) if t.kind == TokenKind::Number => {
             i += 1;
             Some(*t)
         }
-        Some(t) if t.kind == Kind::Word && number_optional => None,
+        Some(t) if t.kind == TokenKind::Word && number_optional => None,
         other => return Err(err(other, "expected a duration such as 1s or 500ms")),
     };
     let unit_tok = match toks.get(i) {
-        Some(t) if t.kind == Kind::Word => *t,
+        Some(t) if t.kind == TokenKind::Word => *t,
         other => {
             return Err(err(
                 other,
@@ -205,7 +205,7 @@ pub(crate) fn nanos_of(duration: Duration) -> u64 {
 
 /// `Duration::from_nanos`, without its division by 10^9 for a time under
 /// a second (a decision's usual wait, reset and refill): a comparison
-/// instead of a multiplication, shifts and a product (issue 9).
+/// instead of a multiplication, shifts and a product.
 #[inline(always)]
 pub(crate) fn of_nanos(nanos: u64) -> Duration {
     const SECOND: u64 = 1_000_000_000;

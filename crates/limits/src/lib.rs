@@ -44,13 +44,13 @@ mod store;
 
 pub use algorithm::{Algorithm, UnknownAlgorithm};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use decision::{Decision, RetryAfter};
+pub use decision::{Decision, Mode, RetryAfter};
 pub use duration::{format_duration, format_seconds, parse_duration, parse_seconds};
 pub use keyed::{KeyedLimiter, MemoryReport, Options};
 pub use local_store::LocalStore;
 pub use parse::ParseError;
 pub use rate::{Rate, RateError, Rates, DEFAULT_WINDOW, MAX_LIMIT, MAX_WINDOW};
-pub use rule::{KeyState, Mode, Rule};
+pub use rule::{KeyState, Rule};
 pub use store::{Store, StoreError, StoreErrorKind, Verdict};
 
 /// The README's examples, run as doctests so that they cannot go stale.

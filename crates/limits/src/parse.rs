@@ -76,7 +76,7 @@ impl std::error::Error for ParseError {}
 
 /// One token of rate or duration text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum TokenKind {
     /// Digits, possibly with one decimal point: `10`, `1.5`.
     Number,
     /// Letters: units and the word `per`.
@@ -91,7 +91,7 @@ pub(crate) enum Kind {
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Token<'a> {
-    pub kind: Kind,
+    pub kind: TokenKind,
     pub text: &'a str,
     /// Byte offset in the input.
     pub at: usize,
@@ -106,22 +106,22 @@ pub(crate) fn tokens(input: &str) -> Vec<Token<'_>> {
             chars.next();
             continue;
         } else if c.is_ascii_digit() || c == '.' {
-            Kind::Number
+            TokenKind::Number
         } else if c.is_alphabetic() {
-            Kind::Word
+            TokenKind::Word
         } else if c == '/' {
-            Kind::Slash
+            TokenKind::Slash
         } else if c == ';' || c == ',' {
-            Kind::Separator
+            TokenKind::Separator
         } else {
-            Kind::Other
+            TokenKind::Other
         };
         let mut end = at + c.len_utf8();
         chars.next();
-        if matches!(kind, Kind::Number | Kind::Word) {
+        if matches!(kind, TokenKind::Number | TokenKind::Word) {
             while let Some(&(i, n)) = chars.peek() {
                 let same = match kind {
-                    Kind::Number => n.is_ascii_digit() || n == '.',
+                    TokenKind::Number => n.is_ascii_digit() || n == '.',
                     _ => n.is_alphabetic(),
                 };
                 if !same {
@@ -153,14 +153,14 @@ mod tests {
         assert_eq!(
             kinds,
             vec![
-                (Kind::Number, "10"),
-                (Kind::Word, "per"),
-                (Kind::Number, "1.5"),
-                (Kind::Word, "s"),
-                (Kind::Separator, ";"),
-                (Kind::Number, "3"),
-                (Kind::Slash, "/"),
-                (Kind::Word, "h"),
+                (TokenKind::Number, "10"),
+                (TokenKind::Word, "per"),
+                (TokenKind::Number, "1.5"),
+                (TokenKind::Word, "s"),
+                (TokenKind::Separator, ";"),
+                (TokenKind::Number, "3"),
+                (TokenKind::Slash, "/"),
+                (TokenKind::Word, "h"),
             ]
         );
     }

@@ -4,7 +4,7 @@
 //! configuration and the Redis store all go through it.
 
 use crate::duration::{duration_tokens, largest_unit, nanos_of};
-use crate::parse::{tokens, Kind, ParseError, Token};
+use crate::parse::{tokens, ParseError, Token, TokenKind};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -144,7 +144,7 @@ fn rate_tokens(toks: &[Token<'_>], input: &str) -> Result<(Rate, usize), ParseEr
         None => ParseError::new("rate", input, input.len(), "", problem),
     };
     let limit_tok = match toks.first() {
-        Some(t) if t.kind == Kind::Number => t,
+        Some(t) if t.kind == TokenKind::Number => t,
         other => return Err(err(other, "expected a limit such as 10/second")),
     };
     let limit: u64 = match limit_tok.text.parse() {
@@ -159,8 +159,8 @@ fn rate_tokens(toks: &[Token<'_>], input: &str) -> Result<(Rate, usize), ParseEr
         return Err(err(Some(limit_tok), "the limit must be at least 1"));
     }
     match toks.get(1) {
-        Some(t) if t.kind == Kind::Slash => {}
-        Some(t) if t.kind == Kind::Word && t.text.eq_ignore_ascii_case("per") => {}
+        Some(t) if t.kind == TokenKind::Slash => {}
+        Some(t) if t.kind == TokenKind::Word && t.text.eq_ignore_ascii_case("per") => {}
         other => return Err(err(other, "expected '/' or 'per' after the limit")),
     }
     let (window_ns, used) = duration_tokens(&toks[2..], input, "rate", true)?;
@@ -249,7 +249,7 @@ impl FromStr for Rates {
             i += used;
             match toks.get(i) {
                 None => return Ok(Rates(rates)),
-                Some(t) if t.kind == Kind::Separator => i += 1,
+                Some(t) if t.kind == TokenKind::Separator => i += 1,
                 Some(t) => {
                     return Err(ParseError::new(
                         "rate",

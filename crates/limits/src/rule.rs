@@ -6,25 +6,16 @@
 //! "allowed if nothing else arrives" only ever turns from no to yes, so the
 //! longest of the rates' waits is the exact wait of the rule.
 
+use crate::algorithms::rate_decision;
 use crate::algorithms::{
     FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, TokenBucket,
 };
 pub use crate::state_kinds::KeyState;
 use crate::state_kinds::{with_engines, with_one_engine, Engines};
-use crate::{Algorithm, Decision, Rates, RetryAfter};
+use crate::{Algorithm, Decision, Mode, Rates, RetryAfter};
 use std::time::Duration;
 
-mod decide_one;
-pub(crate) use decide_one::DecideOne;
-
-/// Whether a decision records the request (a check) or only looks (a peek).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Record the request if it is allowed.
-    Record,
-    /// Decide without recording anything: for headers and dashboards.
-    Peek,
-}
+mod decide_any;
 
 /// An algorithm with its rates; the pure decision function for one key.
 ///
@@ -283,7 +274,7 @@ fn all_idle<A: RateAlgorithm>(engines: &[A], states: &mut [A::State], now: u64) 
 }
 
 /// The all-or-nothing decision over one algorithm's rates.
-fn decide_rates<A: DecideOne>(
+fn decide_rates<A: RateAlgorithm>(
     engines: &[A],
     states: &mut [A::State],
     now: u64,
@@ -316,35 +307,4 @@ fn decide_rates<A: DecideOne>(
         combined = Some(combined.map_or(decision, |c| c.combine(decision)));
     }
     combined.unwrap_or(Decision::allow(0))
-}
-
-/// One rate's decision at `t` (already advanced to): `verdict` is `Ok` if
-/// the request passes (and is then recorded, in `Record` mode), otherwise
-/// this rate's wait.
-fn rate_decision<A: RateAlgorithm>(
-    a: &A,
-    s: &mut A::State,
-    t: u64,
-    cost: u64,
-    mode: Mode,
-    verdict: Result<(), RetryAfter>,
-) -> Decision {
-    let mut decision = Decision::allow(0);
-    match verdict {
-        Ok(()) => {
-            decision.delay = Duration::from_nanos(a.delay(s, t, cost));
-            if mode == Mode::Record && cost > 0 {
-                a.record(s, t, cost);
-            }
-        }
-        Err(wait) => {
-            decision.allowed = false;
-            decision.retry_after = wait;
-        }
-    }
-    let (remaining, reset_after, refill_after) = a.derived(s, t);
-    decision.remaining = remaining;
-    decision.reset_after = Duration::from_nanos(reset_after);
-    decision.refill_after = Duration::from_nanos(refill_after);
-    decision
 }

@@ -1,15 +1,10 @@
 //! What a rule keeps per key, sized for the rule: one rate's state inline
 //! (a token bucket's is 16 bytes), several rates' behind one pointer. A
 //! [`KeyState`] is as large as the largest inline kind, so that is kept
-//! small: 32 bytes, where a `SmallVec` per kind took 48 (issue 9), and the
-//! keyed table's bookkeeping per key ([`Marks`]) rides in that, beside the
-//! tag. The keyed table of a single-rate rule keeps its algorithm's state
+//! small. The keyed table of a single-rate rule keeps its algorithm's state
 //! alone ([`Inline`] converts it), so its keys do not pay for the largest.
 
-use crate::algorithms::{
-    FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, TokenBucket,
-};
-use crate::keyed::Marks;
+use crate::algorithms::RateAlgorithm;
 
 /// What a rule keeps for one key: one state per rate.
 ///
@@ -36,15 +31,11 @@ macro_rules! rule_kinds {
         }
 
         /// A key's states, of the kind of rule that made them: one rate's
-        /// inline, or several rates' behind one pointer; every variant's
-        /// first field is the key's [`Marks`], in the byte after the tag
-        /// (`repr(u8)` fixes that layout: the tag, then each variant's
-        /// fields in order, as a `repr(C)` struct).
+        /// inline, or several rates' behind one pointer.
         #[derive(Clone, Debug)]
-        #[repr(u8)]
         pub(crate) enum StateKind {
-            $($kind(Marks, <$engine as RateAlgorithm>::State),)+
-            Many(Marks, Box<ManyStates>),
+            $($kind(<$engine as RateAlgorithm>::State),)+
+            Many(Box<ManyStates>),
         }
 
         /// The states of a rule with several rates, one per rate.
@@ -66,11 +57,11 @@ macro_rules! rule_kinds {
                 $d engines:expr, $d state:expr, |$d e:ident, $d s:ident| $d body:expr, $d other:expr
             ) => {
                 match ($d engines, $d state) {
-                    $((crate::state_kinds::Engines::$kind($d e), crate::state_kinds::StateKind::$kind(_, one)) => {
+                    $((crate::state_kinds::Engines::$kind($d e), crate::state_kinds::StateKind::$kind(one)) => {
                         let $d s = std::slice::from_mut(one);
                         $d body
                     })+
-                    (engines, crate::state_kinds::StateKind::Many(_, many)) => match (engines, &mut **many) {
+                    (engines, crate::state_kinds::StateKind::Many(many)) => match (engines, &mut **many) {
                         $((crate::state_kinds::Engines::$kind($d e), crate::state_kinds::ManyStates::$kind(all)) => {
                             let $d s = &mut all[..];
                             $d body
@@ -102,7 +93,7 @@ macro_rules! rule_kinds {
                             s: &mut crate::state_kinds::StateKind,
                         ) -> Option<&mut <$engine as RateAlgorithm>::State> {
                             match s {
-                                crate::state_kinds::StateKind::$kind(_, one) => Some(one),
+                                crate::state_kinds::StateKind::$kind(one) => Some(one),
                                 #[allow(unreachable_patterns)]
                                 _ => None,
                             }
@@ -125,12 +116,12 @@ macro_rules! rule_kinds {
             }
 
             /// The states of a key never seen: one rate's made inline, not
-            /// boxed and unboxed (a new key's allocation and free were about
-            /// 50 instructions of every check that meets an idle key again).
+            /// boxed and unboxed (an allocation and a free on every check
+            /// that meets an idle key again).
             pub(crate) fn new_state(&self) -> StateKind {
                 match self {
                     $(Engines::$kind(e) if e.len() == 1 => {
-                        StateKind::$kind(Marks::default(), Default::default())
+                        StateKind::$kind(Default::default())
                     })+
                     $(Engines::$kind(e) => StateKind::from_many(ManyStates::$kind(
                         e.iter().map(|_| Default::default()).collect(),
@@ -160,12 +151,12 @@ macro_rules! rule_kinds {
 
         $(impl Inline for $engine {
             fn into_key_state(state: Self::State) -> KeyState {
-                KeyState(StateKind::$kind(Marks::default(), state))
+                KeyState(StateKind::$kind(state))
             }
 
             fn from_key_state(state: KeyState) -> Option<Self::State> {
                 match state.0 {
-                    StateKind::$kind(_, one) => Some(one),
+                    StateKind::$kind(one) => Some(one),
                     #[allow(unreachable_patterns)]
                     _ => None,
                 }
@@ -181,34 +172,26 @@ macro_rules! rule_kinds {
                             |_| unreachable!("one state"),
                             |one| *one,
                         );
-                        StateKind::$kind(Marks::default(), one)
+                        StateKind::$kind(one)
                     })+
-                    many => StateKind::Many(Marks::default(), Box::new(many)),
+                    many => StateKind::Many(Box::new(many)),
                 }
             }
 
             /// The per-rate states as a slice.
             pub(crate) fn view(&self) -> StatesRef<'_> {
                 match self {
-                    $(StateKind::$kind(_, one) => StatesRef::$kind(std::slice::from_ref(one)),)+
-                    StateKind::Many(_, many) => match &**many {
+                    $(StateKind::$kind(one) => StatesRef::$kind(std::slice::from_ref(one)),)+
+                    StateKind::Many(many) => match &**many {
                         $(ManyStates::$kind(all) => StatesRef::$kind(all),)+
                     },
-                }
-            }
-
-            /// The key's marks, wherever the states are kept: the byte after
-            /// the tag in every variant, so this compiles to one address.
-            pub(crate) fn marks_mut(&mut self) -> &mut Marks {
-                match self {
-                    $(StateKind::$kind(marks, _))|+ | StateKind::Many(marks, _) => marks,
                 }
             }
 
             /// Heap bytes beyond the inline size.
             pub(crate) fn heap_bytes(&self) -> usize {
                 let outer = match self {
-                    StateKind::Many(_, many) => std::mem::size_of::<ManyStates>() + match &**many {
+                    StateKind::Many(many) => std::mem::size_of::<ManyStates>() + match &**many {
                         $(ManyStates::$kind(all) => std::mem::size_of_val::<[_]>(all),)+
                     },
                     _ => 0,
@@ -234,10 +217,10 @@ pub(crate) trait Inline: RateAlgorithm {
 }
 
 rule_kinds! {$
-    None(NoLimit),
-    Fixed(FixedWindow),
-    Log(SlidingLog),
-    Token(TokenBucket),
-    Window(SlidingWindow),
-    Leaky(LeakyBucket),
+    None(crate::algorithms::NoLimit),
+    Fixed(crate::algorithms::FixedWindow),
+    Log(crate::algorithms::SlidingLog),
+    Token(crate::algorithms::TokenBucket),
+    Window(crate::algorithms::SlidingWindow),
+    Leaky(crate::algorithms::LeakyBucket),
 }

@@ -201,6 +201,7 @@ pub fn bench(args: BenchArgs, matches: Option<&ArgMatches>) -> Result<(), String
         |id: &str| matches.is_some_and(|m| m.value_source(id) == Some(ValueSource::CommandLine));
     let source = if given("limit") || given("window") || given("burst") {
         args.rate.rates()?;
+        args.rate.burst_applies(&args.limiter.0)?;
         RuleSource::Given(&args.rate)
     } else {
         RuleSource::Derived(match args.outcome {

@@ -14,7 +14,7 @@ pub(crate) mod store;
 mod summary;
 mod trace;
 
-use crate::args::{parse_algorithm, RateArgs};
+use crate::args::{parse_limiters, Limiters, RateArgs};
 use clap::Args;
 use keys::Keys;
 use limits::{parse_duration, Algorithm};
@@ -37,7 +37,8 @@ pub struct ReplayArgs {
     rate: RateArgs,
 
     /// The trace: CSV `time,key[,cost]` (time in decimal seconds from the
-    /// trace's zero) or an nginx/Apache combined access log.
+    /// trace's zero) or an nginx/Apache combined access log; `-` reads
+    /// standard input (a gzipped file: `zcat FILE | limits replay ... -`).
     trace: PathBuf,
 
     /// Write every decision to this CSV file (one limiter only).
@@ -66,18 +67,6 @@ pub struct ReplayArgs {
     /// the microsecond, under a fresh key prefix per run.
     #[arg(long, default_value = "memory", value_name = "URL")]
     store: String,
-}
-
-#[derive(Clone, Debug)]
-struct Limiters(Vec<Algorithm>);
-
-fn parse_limiters(s: &str) -> Result<Limiters, String> {
-    if s == "all" {
-        return Ok(Limiters(Algorithm::ALL.to_vec()));
-    }
-    parse_algorithm(s)
-        .map(|a| Limiters(vec![a]))
-        .map_err(|e| format!("{e}, or all"))
 }
 
 /// A duration, or zero ("0", "0s") for no reordering at all.
@@ -114,6 +103,7 @@ impl BadLines {
 
 pub fn replay(args: ReplayArgs) -> Result<(), String> {
     let rates = args.rate.rates()?;
+    args.rate.burst_applies(&args.limiter.0)?;
     let window = rates.as_slice()[0].window_nanos();
     if args.decisions.is_some() && args.limiter.0.len() > 1 {
         return Err(format!(

@@ -52,7 +52,7 @@ pub enum TraceFormat {
 }
 
 /// The input under the format's reader: the first line put back in front.
-type Input = io::Chain<Cursor<Vec<u8>>, BufReader<Counting<File>>>;
+type Input = io::Chain<Cursor<Vec<u8>>, BufReader<Counting<Box<dyn Read + Send>>>>;
 
 /// Events, or line errors, in file order.
 pub enum Events {
@@ -71,18 +71,32 @@ impl Events {
     }
 }
 
-/// Opens `path` and streams its events. `bytes_read` counts the bytes consumed,
-/// for progress. Returns the format in use with the stream.
+/// Opens `path` (`-`: standard input) and streams its events. `bytes_read`
+/// counts the bytes consumed, for progress. Returns the format in use with
+/// the stream.
 pub fn open(
     path: &Path,
     format: TraceFormat,
     bytes_read: Arc<AtomicU64>,
 ) -> Result<(TraceFormat, Events), String> {
-    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let source: Box<dyn Read + Send> = if path == Path::new("-") {
+        Box::new(io::stdin())
+    } else {
+        Box::new(File::open(path).map_err(|e| format!("{}: {e}", path.display()))?)
+    };
     let mut reader = BufReader::new(Counting {
-        inner: file,
+        inner: source,
         count: bytes_read,
     });
+    let head = reader
+        .fill_buf()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if head.starts_with(&GZIP_MAGIC) {
+        return Err(format!(
+            "{0}: the trace is gzip-compressed; decompress it on the way in: zcat {0} | limits replay ... -",
+            path.display()
+        ));
+    }
     // Read the first line to decide the format, then put it back in front.
     let mut first = Vec::new();
     reader
@@ -272,6 +286,9 @@ impl LogEvents {
         }
     }
 }
+
+/// The first bytes of a gzip stream (RFC 1952).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// Counts the bytes read through it, for the progress bar.
 struct Counting<R> {

@@ -32,7 +32,7 @@ pub struct ServeArgs {
     rule: RuleArgs,
 
     /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = crate::args::parse_listen_addr)]
     listen: SocketAddr,
 
     /// What a client is: ip, header:NAME, cookie:NAME or query:NAME (joined by + for several).
@@ -90,7 +90,7 @@ pub struct ServeArgs {
     dry_run: bool,
 
     /// Serve Prometheus /metrics and /healthz on this address (off by default).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = crate::args::parse_listen_addr)]
     admin: Option<SocketAddr>,
 
     /// Save the limiters' state here on shutdown and load it on start.

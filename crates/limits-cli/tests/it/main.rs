@@ -8,6 +8,7 @@ mod redis_server;
 
 mod bench;
 mod new_response_map;
+mod readme;
 mod replay;
 mod replay_idle_keys;
 mod replay_large;

@@ -281,3 +281,58 @@ fn replay_decisions_carry_reset_and_refill_of_every_limiter() {
         }
     }
 }
+
+#[test]
+fn replay_reads_standard_input_as_it_reads_a_file() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let text = "0,a\n0.1,a\n0.2,a\n0.3,b\n";
+    let trace = write(dir.path(), "t.csv", text);
+    let args = ["replay", "--limiter", "sliding-log", "--limit", "2"];
+    let (from_file, err, code) = limits(&[&args[..], &[trace.to_str().unwrap()]].concat());
+    assert_eq!(code, 0, "{err}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_limits"))
+        .args(args)
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The same summary, but for the trace's name.
+    let from_stdin = String::from_utf8_lossy(&out.stdout);
+    let name = trace.display().to_string();
+    assert_eq!(
+        from_stdin.replace(" -", ""),
+        from_file.replace(&format!(" {name}"), "")
+    );
+    assert!(from_stdin.contains("sliding-log"), "{from_stdin}");
+}
+
+#[test]
+fn replay_names_a_gzipped_trace_and_how_to_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("access.log.gz");
+    // A gzip member's header: the magic, then deflate, no flags.
+    std::fs::write(
+        &path,
+        [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 0, 0, 0xff, 0xff],
+    )
+    .unwrap();
+    let (out, err, code) = limits(&["replay", path.to_str().unwrap()]);
+    assert_ne!(code, 0, "{out}");
+    assert!(err.contains("gzip") && err.contains("zcat"), "{err}");
+}

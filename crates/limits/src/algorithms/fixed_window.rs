@@ -5,7 +5,7 @@
 //! pass within one window length that straddles a boundary.
 
 use super::{sat64, wait, RateAlgorithm};
-use crate::rule::{DecideOne, Mode};
+use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
@@ -97,38 +97,13 @@ impl RateAlgorithm for FixedWindow {
         self.roll(state, now);
         self.is_idle_at(state, now)
     }
-}
 
-impl FixedWindow {
-    /// [`advance`](RateAlgorithm::advance)'s roll, returning the time from
-    /// the window's start to the time decided at (below W; 0 for a time
-    /// before the state's window, decided at its start). A time in the
-    /// state's window is placed from its start without a division (the
-    /// usual case for a busy key).
-    #[inline(always)]
-    fn roll(&self, s: &mut FixedWindowState, now: u64) -> u64 {
-        // `index * W` fits: a state's window starts within time.
-        match now.checked_sub(s.index * self.window) {
-            None => 0,
-            Some(elapsed) if elapsed < self.window => elapsed,
-            Some(_) => {
-                *s = FixedWindowState {
-                    index: now / self.window,
-                    count: 0,
-                };
-                now % self.window
-            }
-        }
-    }
-}
-
-/// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: the roll,
-/// the fit, the record (in `Record` mode) and the derived fields, all in
-/// `u64`. The time to the window's end is `W - elapsed`, with `elapsed` the
-/// time from the window's start to `t` ([`FixedWindow::roll`]): `check`'s wait, and
-/// with a count left both `reset_after` and `refill_after` (the wait of
-/// `remaining + 1`, which never fits this window). `tests/it/other_limiters_decide.rs`.
-impl DecideOne for FixedWindow {
+    /// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: the roll,
+    /// the fit, the record (in `Record` mode) and the derived fields, all in
+    /// `u64`. The time to the window's end is `W - elapsed`, with `elapsed` the
+    /// time from the window's start to `t` ([`FixedWindow::roll`]): `check`'s wait, and
+    /// with a count left both `reset_after` and `refill_after` (the wait of
+    /// `remaining + 1`, which never fits this window). `tests/it/other_limiters_decide.rs`.
     #[inline(always)]
     fn decide_one(&self, s: &mut FixedWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
         let elapsed = self.roll(s, now);
@@ -154,5 +129,28 @@ impl DecideOne for FixedWindow {
             decision.refill_after = until_end;
         }
         decision
+    }
+}
+
+impl FixedWindow {
+    /// [`advance`](RateAlgorithm::advance)'s roll, returning the time from
+    /// the window's start to the time decided at (below W; 0 for a time
+    /// before the state's window, decided at its start). A time in the
+    /// state's window is placed from its start without a division (the
+    /// usual case for a busy key).
+    #[inline(always)]
+    fn roll(&self, s: &mut FixedWindowState, now: u64) -> u64 {
+        // `index * W` fits: a state's window starts within time.
+        match now.checked_sub(s.index * self.window) {
+            None => 0,
+            Some(elapsed) if elapsed < self.window => elapsed,
+            Some(_) => {
+                *s = FixedWindowState {
+                    index: now / self.window,
+                    count: 0,
+                };
+                now % self.window
+            }
+        }
     }
 }

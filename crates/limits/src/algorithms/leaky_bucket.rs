@@ -9,7 +9,7 @@
 //! are exact rationals; delays and waits are rounded up to the nanosecond.
 
 use super::{ceil_div, sat64, wait, RateAlgorithm, ScaledTime};
-use crate::rule::{DecideOne, Mode};
+use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
@@ -119,20 +119,18 @@ impl RateAlgorithm for LeakyBucket {
     fn is_idle(&self, s: &mut LeakyBucketState, now: u64) -> bool {
         s.next_slot.get() <= self.now_scaled(now)
     }
-}
 
-/// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: the
-/// departure of the request's last unit found once (the check, the delay
-/// and, in `Record` mode, the new queue end), then the
-/// derived fields from what is queued after it, `queued = q * W + r`: the
-/// `slots` it holds are `ceil(queued / W)`; `remaining` is `burst + 1 -
-/// slots`, `reset_after` is `ceil(queued / L)`, and `refill_after` is the
-/// wait of a request of `remaining + 1` units, whose last unit departs
-/// `queued + remaining * W` after now: over `burst * W` by `r`, or by `W`
-/// when `r` is 0 (the token bucket's `derived`, with the burst + 1 for the
-/// limit). Three `u64` divisions when `queued` fits; otherwise two in
-/// `u128` (`tests/it/other_limiters_decide.rs`).
-impl DecideOne for LeakyBucket {
+    /// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: the
+    /// departure of the request's last unit found once (the check, the delay
+    /// and, in `Record` mode, the new queue end), then the
+    /// derived fields from what is queued after it, `queued = q * W + r`: the
+    /// `slots` it holds are `ceil(queued / W)`; `remaining` is `burst + 1 -
+    /// slots`, `reset_after` is `ceil(queued / L)`, and `refill_after` is the
+    /// wait of a request of `remaining + 1` units, whose last unit departs
+    /// `queued + remaining * W` after now: over `burst * W` by `r`, or by `W`
+    /// when `r` is 0 (the token bucket's `derived`, with the burst + 1 for the
+    /// limit). Three `u64` divisions when `queued` fits; otherwise two in
+    /// `u128` (`tests/it/other_limiters_decide.rs`).
     #[inline(always)]
     fn decide_one(&self, s: &mut LeakyBucketState, now: u64, cost: u64, mode: Mode) -> Decision {
         let now_scaled = self.now_scaled(now);
@@ -183,7 +181,7 @@ impl LeakyBucket {
     }
 
     /// `remaining`, `reset_after` and `refill_after` of a queue `queued`
-    /// (ns times L) long, as [`DecideOne::decide_one`] above explains.
+    /// (ns times L) long, as [`decide_one`](RateAlgorithm::decide_one) above explains.
     #[inline(always)]
     fn derived_of(&self, queued: u128) -> (u64, u64, u64) {
         let capacity = self.capacity();

@@ -27,7 +27,8 @@ pub use sliding_log::{SlidingLog, SlidingLogState};
 pub use sliding_window::{SlidingWindow, SlidingWindowState};
 pub use token_bucket::{TokenBucket, TokenBucketState};
 
-use crate::RetryAfter;
+use crate::{Decision, Mode, RetryAfter};
+use std::time::Duration;
 
 /// One algorithm applied to one rate.
 pub trait RateAlgorithm: Send + Sync {
@@ -104,6 +105,58 @@ pub trait RateAlgorithm: Send + Sync {
         let now = self.advance(state, now);
         self.reset_after(state, now) == 0
     }
+
+    /// A single-rate rule's whole decision: advance, check, record (in
+    /// `Record` mode, if the request passes), then the derived fields of
+    /// the state left. [`Rule::check`](crate::Rule::check) and
+    /// [`Rule::peek`](crate::Rule::peek) of a one-rate rule call it, and
+    /// the headers a server sends come from its fields, so an algorithm
+    /// may fuse these steps into one pass; the steps themselves are what a
+    /// rule of several rates composes, all-or-nothing.
+    #[inline(always)]
+    fn decide_one(&self, state: &mut Self::State, now: u64, cost: u64, mode: Mode) -> Decision
+    where
+        Self: Sized,
+    {
+        let t = self.advance(state, now);
+        let verdict = if cost == 0 {
+            Ok(())
+        } else {
+            self.check(state, t, cost)
+        };
+        rate_decision(self, state, t, cost, mode, verdict)
+    }
+}
+
+/// One rate's decision at `t` (already advanced to): `verdict` is `Ok` if
+/// the request passes (and is then recorded, in `Record` mode), otherwise
+/// this rate's wait.
+pub(crate) fn rate_decision<A: RateAlgorithm>(
+    a: &A,
+    s: &mut A::State,
+    t: u64,
+    cost: u64,
+    mode: Mode,
+    verdict: Result<(), RetryAfter>,
+) -> Decision {
+    let mut decision = Decision::allow(0);
+    match verdict {
+        Ok(()) => {
+            decision.delay = Duration::from_nanos(a.delay(s, t, cost));
+            if mode == Mode::Record && cost > 0 {
+                a.record(s, t, cost);
+            }
+        }
+        Err(wait) => {
+            decision.allowed = false;
+            decision.retry_after = wait;
+        }
+    }
+    let (remaining, reset_after, refill_after) = a.derived(s, t);
+    decision.remaining = remaining;
+    decision.reset_after = Duration::from_nanos(reset_after);
+    decision.refill_after = Duration::from_nanos(refill_after);
+    decision
 }
 
 /// `ceil(a / b)` for `b > 0`. Operands almost always fit in 64 bits, where

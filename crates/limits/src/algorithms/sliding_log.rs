@@ -8,7 +8,7 @@
 use super::log_buffer::Log;
 pub use super::log_state::SlidingLogState;
 use super::{sat64, RateAlgorithm};
-use crate::rule::{DecideOne, Mode};
+use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
@@ -160,16 +160,14 @@ impl RateAlgorithm for SlidingLog {
     fn is_idle(&self, log: &mut SlidingLogState, now: u64) -> bool {
         self.is_idle_log(log, now)
     }
-}
 
-/// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: `advance`
-/// (which drops the expired entries), the count against the limit, the
-/// record (in `Record` mode), then the derived fields from the log left:
-/// `remaining` is `L - len`, `reset_after` the time until the newest entry
-/// expires and `refill_after` until the oldest does (the wait of
-/// `remaining + 1`, for which the oldest entry must go), without a second
-/// `check` (`tests/it/other_limiters_decide.rs`).
-impl DecideOne for SlidingLog {
+    /// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: `advance`
+    /// (which drops the expired entries), the count against the limit, the
+    /// record (in `Record` mode), then the derived fields from the log left:
+    /// `remaining` is `L - len`, `reset_after` the time until the newest entry
+    /// expires and `refill_after` until the oldest does (the wait of
+    /// `remaining + 1`, for which the oldest entry must go), without a second
+    /// `check` (`tests/it/other_limiters_decide.rs`).
     /// The shape chosen once, then each shape's straight-line pass.
     #[inline(always)]
     fn decide_one(&self, log: &mut SlidingLogState, now: u64, cost: u64, mode: Mode) -> Decision {
@@ -187,7 +185,7 @@ fn retry(wait: Option<u64>) -> RetryAfter {
 }
 
 impl SlidingLog {
-    /// [`DecideOne::decide_one`] on either shape.
+    /// [`RateAlgorithm::decide_one`] on either shape.
     #[inline(always)]
     pub(crate) fn decide_log<L: Log>(
         &self,

@@ -7,7 +7,7 @@
 //! `limits`, the estimate is not floored before comparing (stricter, exact).
 
 use super::{sat64, RateAlgorithm};
-use crate::{Rate, RetryAfter};
+use crate::{Decision, Mode, Rate, RetryAfter};
 
 mod decide;
 
@@ -144,12 +144,18 @@ impl RateAlgorithm for SlidingWindow {
 
     /// As [`is_idle_at`](Self::is_idle_at), after the roll (without a
     /// division for a key seen within two windows); inlined into the
-    /// sweep, as the fixed window's is (a call was 10 instructions of every
-    /// check and allow).
+    /// sweep, as the fixed window's is (a call there would run on every
+    /// check).
     #[inline(always)]
     fn is_idle(&self, state: &mut SlidingWindowState, now: u64) -> bool {
         self.roll(state, now);
         self.is_idle_at(state, now)
+    }
+
+    /// The one-pass decision of `decide.rs`.
+    #[inline(always)]
+    fn decide_one(&self, s: &mut SlidingWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
+        self.decide_fused(s, now, cost, mode)
     }
 }
 

@@ -7,7 +7,7 @@
 
 use super::whole_period::WholePeriod;
 use super::{ceil_div, sat64, wait, RateAlgorithm, ScaledTime};
-use crate::rule::{DecideOne, Mode};
+use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
@@ -164,14 +164,12 @@ impl RateAlgorithm for TokenBucket {
     fn is_idle(&self, s: &mut TokenBucketState, now: u64) -> bool {
         s.full_at.get() <= u128::from(now) * u128::from(self.limit)
     }
-}
 
-/// The whole decision in one pass over the 16 bytes: the GCRA test, the
-/// full time recorded (in `Record` mode), then
-/// [`derived`](RateAlgorithm::derived) of the state left, as the general
-/// path computes it (three divisions; a denied request's wait is one more),
-/// or with a whole period, all of it in `u64` by `decide_whole` (two).
-impl DecideOne for TokenBucket {
+    /// The whole decision in one pass over the 16 bytes: the GCRA test, the
+    /// full time recorded (in `Record` mode), then
+    /// [`derived`](RateAlgorithm::derived) of the state left, as the general
+    /// path computes it (three divisions; a denied request's wait is one more),
+    /// or with a whole period, all of it in `u64` by `decide_whole` (two).
     #[inline(always)]
     fn decide_one(&self, s: &mut TokenBucketState, now: u64, cost: u64, mode: Mode) -> Decision {
         let now_scaled = u128::from(now) * u128::from(self.limit);

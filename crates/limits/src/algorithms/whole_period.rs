@@ -4,7 +4,7 @@
 //! 100/s, 10/min, 1000/h; governor's periods are always whole), and a
 //! scaled queue or debt `x = a * L + b` (`0 <= b < L`) gives every field of
 //! a decision in whole nanoseconds from `a`, `b` and one division of `a` by
-//! T (issue 9): `ceil(x / L) = a + f` (`f = 1` if `b > 0`), and with `a =
+//! T: `ceil(x / L) = a + f` (`f = 1` if `b > 0`), and with `a =
 //! qt * T + rt`, `x mod W = rt * L + b`, so `ceil(x / W) = qt + (rt + f >
 //! 0)` and `ceil((x mod W) / L) = rt + f`.
 //!

@@ -1,11 +1,11 @@
 //! A 16-byte state in 12 bytes, when the rule bounds it: a `u64` key's slot
-//! of 24 bytes in place of 32 (issue 9), exactly.
+//! of 24 bytes in place of 32, exactly.
 //!
 //! The token bucket's and the leaky bucket's state is a time scaled by the
 //! limit (`t × L`, a `u128`), the fixed window's a window index and a count
 //! (two `u64`s): 16 bytes, 8-aligned, so with the key's marks a `u64` key's
 //! slot is 32 bytes. For most rules far fewer bits are ever used, and the
-//! bound is known from the rule alone ([`Packs::new`]):
+//! bound is known from the rule alone ([`Packing::new`]):
 //!
 //! - token bucket: a request passes only if `full_at ≤ now × L + (L − cost)
 //!   × W`, and then sets `full_at = max(full_at, now × L) + cost × W ≤ now ×
@@ -22,24 +22,23 @@
 //! So a scaled time whose bound is below 2^96 is kept in 12 bytes (every
 //! limit up to 2^31, with any window; limits up to 2^32 − 1 with windows up
 //! to about 2 seconds; a leaky bucket's burst likewise), and a fixed
-//! window's count in 4 when L < 2^32. [`Packed`] holds those 12 bytes
+//! window's count in 4 when L < 2^32. [`PackedState`] holds those 12 bytes
 //! beside the key's 4 bytes of marks (alignment 1): a `u64` key's slot is
 //! 24 bytes. Any other rule keeps the 16-byte state
 //! (`keyed/tables.rs` chooses at construction). The sliding window's three
 //! words pack likewise, in widths its rule sets (`keyed/compact_window.rs`:
-//! a [`Packs`] is a packing, not an algorithm, so that one algorithm can
+//! a [`Packing`] is a layout, not an algorithm, so that one algorithm can
 //! have two). Each call unpacks the state, runs the algorithm's own
 //! `decide_one` or `is_idle` on it and packs it back (for the
 //! buckets, two loads and two stores, no arithmetic): every decision is the
 //! wide table's.
 
 use super::kind::Kind;
-use super::slot::{Held, Marks};
+use super::slot::{Held, Marks, Slot};
 use crate::algorithms::{
     FixedWindow, FixedWindowState, LeakyBucket, LeakyBucketState, RateAlgorithm, ScaledTime,
     TokenBucket, TokenBucketState,
 };
-use crate::rule::DecideOne;
 use crate::state_kinds::Inline;
 use crate::{Decision, KeyState, Mode, Rule};
 
@@ -47,9 +46,9 @@ use crate::{Decision, KeyState, Mode, Rule};
 /// rules that bound it there: a value the rule sets (a unit for a fixed
 /// packing, the field widths of the sliding window's), one type per
 /// packing, so that each table's code is compiled for its own.
-pub(crate) trait Packs: Copy + std::fmt::Debug {
+pub(crate) trait Packing: Copy + std::fmt::Debug {
     /// The algorithm whose states this packs.
-    type Engine: Inline + DecideOne;
+    type Engine: Inline;
 
     /// The packing for `rule` (its one rate), if every state of the rule,
     /// decided or loaded, fits in 12 bytes this way (see the module).
@@ -71,13 +70,13 @@ pub(crate) trait Packs: Copy + std::fmt::Debug {
 
     /// The state `held` holds.
     #[inline(always)]
-    fn load(self, held: &Packed) -> State<Self> {
+    fn load(self, held: &PackedState) -> State<Self> {
         self.unpack(u64::from_le_bytes(held.low), u32::from_le_bytes(held.high))
     }
 
     /// Holds `state` (which fits) in `held`.
     #[inline(always)]
-    fn store(self, held: &mut Packed, state: &State<Self>) {
+    fn store(self, held: &mut PackedState, state: &State<Self>) {
         let (low, high) = self.pack(state);
         held.low = low.to_le_bytes();
         held.high = high.to_le_bytes();
@@ -86,7 +85,7 @@ pub(crate) trait Packs: Copy + std::fmt::Debug {
     /// [`RateAlgorithm::is_idle`] on the state `held` holds, storing back
     /// what it moved.
     #[inline(always)]
-    fn is_idle(self, engine: &Self::Engine, held: &mut Packed, now: u64) -> bool {
+    fn is_idle(self, engine: &Self::Engine, held: &mut PackedState, now: u64) -> bool {
         let mut state = self.load(held);
         let idle = RateAlgorithm::is_idle(engine, &mut state, now);
         if Self::IDLE_MOVES {
@@ -97,7 +96,7 @@ pub(crate) trait Packs: Copy + std::fmt::Debug {
 }
 
 /// The state a packing packs.
-pub(crate) type State<P> = <<P as Packs>::Engine as RateAlgorithm>::State;
+pub(crate) type State<P> = <<P as Packing>::Engine as RateAlgorithm>::State;
 
 /// The token bucket's full time, when it fits in 96 bits.
 #[derive(Clone, Copy, Debug)]
@@ -142,7 +141,7 @@ fn unpack_scaled(low: u64, high: u32) -> ScaledTime {
     ScaledTime([u64::from(high), low])
 }
 
-impl Packs for TokenPacking {
+impl Packing for TokenPacking {
     type Engine = TokenBucket;
 
     const IDLE_MOVES: bool = false;
@@ -168,7 +167,7 @@ impl Packs for TokenPacking {
     }
 }
 
-impl Packs for LeakyPacking {
+impl Packing for LeakyPacking {
     type Engine = LeakyBucket;
 
     const IDLE_MOVES: bool = false;
@@ -196,7 +195,7 @@ impl Packs for LeakyPacking {
     }
 }
 
-impl Packs for FixedPacking {
+impl Packing for FixedPacking {
     type Engine = FixedWindow;
 
     const IDLE_MOVES: bool = true;
@@ -225,14 +224,14 @@ impl Packs for FixedPacking {
     }
 }
 
-/// A single-rate rule of an algorithm that [`Packs`] its states, for which
-/// they all fit: its table holds [`Packed`] states.
+/// A single-rate rule of an algorithm that [`Packing`] its states, for which
+/// they all fit: its table holds [`PackedState`] states.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Compact<P: Packs>(P::Engine, P);
+pub(crate) struct Compact<P: Packing>(P::Engine, P);
 
-impl<P: Packs> Compact<P> {
+impl<P: Packing> Compact<P> {
     /// `engine` (the one rate of `rule`) with a compact table, if every
-    /// state of `rule` fits ([`Packs::new`]).
+    /// state of `rule` fits ([`Packing::new`]).
     pub fn new(engine: P::Engine, rule: &Rule) -> Option<Compact<P>> {
         P::new(rule).map(|packing| Compact(engine, packing))
     }
@@ -243,34 +242,37 @@ impl<P: Packs> Compact<P> {
 /// offset).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Packed {
+pub(crate) struct PackedState {
     pub(super) low: [u8; 8],
     pub(super) high: [u8; 4],
     marks: Marks,
 }
 
-impl Packed {
+// A `u64` key's slot: the key and the packed state, no word beside them.
+const _: () = assert!(std::mem::size_of::<Slot<u64, PackedState>>() == 24);
+
+impl PackedState {
     /// The state held.
     #[inline(always)]
-    fn get<P: Packs>(&self, packing: P) -> State<P> {
+    fn get<P: Packing>(&self, packing: P) -> State<P> {
         packing.load(self)
     }
 
     /// Holds `state` (which fits).
     #[inline(always)]
-    fn put<P: Packs>(&mut self, packing: P, state: &State<P>) {
+    fn put<P: Packing>(&mut self, packing: P, state: &State<P>) {
         packing.store(self, state);
     }
 
     /// `state`, unmarked.
-    fn new<P: Packs>(packing: P, state: &State<P>) -> Packed {
-        let mut packed = Packed::default();
+    fn new<P: Packing>(packing: P, state: &State<P>) -> PackedState {
+        let mut packed = PackedState::default();
         packed.put(packing, state);
         packed
     }
 }
 
-impl Held for Packed {
+impl Held for PackedState {
     type Store = ();
 
     #[inline(always)]
@@ -280,19 +282,19 @@ impl Held for Packed {
 }
 
 /// The algorithm's own functions, on the state unpacked and packed back.
-impl<P: Packs> Kind for Compact<P> {
-    type Held = Packed;
+impl<P: Packing> Kind for Compact<P> {
+    type Held = PackedState;
 
     #[inline(always)]
-    fn fresh(&self) -> Packed {
+    fn fresh(&self) -> PackedState {
         // Every state's default is all zeros: so is its packing.
-        Packed::default()
+        PackedState::default()
     }
 
     #[inline(always)]
     fn decide(
         &self,
-        held: &mut Packed,
+        held: &mut PackedState,
         _: &mut (),
         now: u64,
         cost: u64,
@@ -307,11 +309,11 @@ impl<P: Packs> Kind for Compact<P> {
     }
 
     #[inline(always)]
-    fn is_idle(&self, held: &mut Packed, _: &mut (), now: u64) -> bool {
+    fn is_idle(&self, held: &mut PackedState, _: &mut (), now: u64) -> bool {
         self.1.is_idle(&self.0, held, now)
     }
 
-    fn used_permille(&self, rule: &Rule, held: &mut Packed, _: &mut (), now: u64) -> u16 {
+    fn used_permille(&self, rule: &Rule, held: &mut PackedState, _: &mut (), now: u64) -> u16 {
         let mut state = P::Engine::into_key_state(held.get(self.1));
         let used = rule.used_permille(&mut state, now);
         held.put(
@@ -321,18 +323,18 @@ impl<P: Packs> Kind for Compact<P> {
         used
     }
 
-    fn heap_bytes(&self, held: &Packed) -> usize {
+    fn heap_bytes(&self, held: &PackedState) -> usize {
         <P::Engine as RateAlgorithm>::heap_bytes(&held.get(self.1))
     }
 
-    fn encode(&self, rule: &Rule, held: &Packed, _: &()) -> Vec<u64> {
+    fn encode(&self, rule: &Rule, held: &PackedState, _: &()) -> Vec<u64> {
         rule.encode_state(&P::Engine::into_key_state(held.get(self.1)))
     }
 
-    fn load(&self, state: KeyState, _: &mut ()) -> Option<Packed> {
+    fn load(&self, state: KeyState, _: &mut ()) -> Option<PackedState> {
         // Always fits: the rule's decoder bounds what it loads as `fits`
         // assumed (`tests/it/compact_slots.rs` holds it to that).
         let state = P::Engine::from_key_state(state).filter(|s| self.1.fits_state(s))?;
-        Some(Packed::new(self.1, &state))
+        Some(PackedState::new(self.1, &state))
     }
 }

@@ -1,5 +1,5 @@
 //! The sliding window's state (a window index and two counts, 24 bytes) in
-//! 12 bytes, when the rule bounds it there (issue 9): a `u64` key's slot of
+//! 12 bytes, when the rule bounds it there: a `u64` key's slot of
 //! 24 bytes in place of 40, exactly.
 //!
 //! Both counts stay at most the limit L: a request is counted only if the
@@ -21,7 +21,7 @@
 //!   in the top `n`, `[96 - n, 96)`; each field one or two shifts and a
 //!   mask away (no shift of 64 or more, no branch).
 
-use super::compact::{Packed, Packs};
+use super::compact::{PackedState, Packing};
 use crate::algorithms::RateAlgorithm;
 use crate::algorithms::{SlidingWindow, SlidingWindowState};
 use crate::Rule;
@@ -42,7 +42,7 @@ fn widths(rule: &Rule) -> Option<(u32, u32)> {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct NarrowWindow;
 
-impl Packs for NarrowWindow {
+impl Packing for NarrowWindow {
     type Engine = SlidingWindow;
 
     const IDLE_MOVES: bool = true;
@@ -73,7 +73,7 @@ impl Packs for NarrowWindow {
 
     /// As `unpack`, each count read as the 16 bits it is.
     #[inline(always)]
-    fn load(self, held: &Packed) -> SlidingWindowState {
+    fn load(self, held: &PackedState) -> SlidingWindowState {
         let [a, b, c, d] = held.high;
         SlidingWindowState {
             index: u64::from_le_bytes(held.low),
@@ -84,7 +84,7 @@ impl Packs for NarrowWindow {
 
     /// As `pack`, each count written as the 16 bits it is.
     #[inline(always)]
-    fn store(self, held: &mut Packed, state: &SlidingWindowState) {
+    fn store(self, held: &mut PackedState, state: &SlidingWindowState) {
         debug_assert!(self.fits_state(state), "a count past 16 bits");
         let [a, b] = (state.previous as u16).to_le_bytes();
         let [c, d] = (state.current as u16).to_le_bytes();
@@ -93,7 +93,7 @@ impl Packs for NarrowWindow {
     }
 
     #[inline(always)]
-    fn is_idle(self, engine: &SlidingWindow, held: &mut Packed, now: u64) -> bool {
+    fn is_idle(self, engine: &SlidingWindow, held: &mut PackedState, now: u64) -> bool {
         roll_idle(self, engine, held, now)
     }
 }
@@ -102,10 +102,10 @@ impl Packs for NarrowWindow {
 /// only if the roll moved it (the sweep tests keys that are mostly still in
 /// their window; the wide table's roll writes nothing for them either).
 #[inline(always)]
-fn roll_idle<P: Packs<Engine = SlidingWindow>>(
+fn roll_idle<P: Packing<Engine = SlidingWindow>>(
     packing: P,
     engine: &SlidingWindow,
-    held: &mut Packed,
+    held: &mut PackedState,
     now: u64,
 ) -> bool {
     let mut state = packing.load(held);
@@ -129,7 +129,7 @@ pub(crate) struct WideWindow {
     index_shift: u32,
 }
 
-impl Packs for WideWindow {
+impl Packing for WideWindow {
     type Engine = SlidingWindow;
 
     const IDLE_MOVES: bool = true;
@@ -169,7 +169,7 @@ impl Packs for WideWindow {
         }
     }
     #[inline(always)]
-    fn is_idle(self, engine: &SlidingWindow, held: &mut Packed, now: u64) -> bool {
+    fn is_idle(self, engine: &SlidingWindow, held: &mut PackedState, now: u64) -> bool {
         roll_idle(self, engine, held, now)
     }
 }

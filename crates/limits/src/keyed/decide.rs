@@ -26,6 +26,20 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
 
     /// Checks a request of `cost` for `key` at `now` (nanoseconds on the
     /// limiter's time scale), recording it if allowed.
+    ///
+    /// A `now` earlier than the latest time the key's shard has decided at
+    /// is decided at that latest time, as a clock reading is: time never
+    /// runs backwards within a shard, which is what makes forgetting an
+    /// idle key lossless.
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, Rule};
+    /// let rule = Rule::new(Algorithm::FixedWindow, "1/s".parse().unwrap());
+    /// let limiter: KeyedLimiter<u64> = KeyedLimiter::new(rule);
+    /// assert!(limiter.check_at(&7, 5_000_000_000, 1).allowed);
+    /// // Half a second earlier is decided at 5 s, in the same window.
+    /// assert!(!limiter.check_at(&7, 4_500_000_000, 1).allowed);
+    /// ```
     pub fn check_at<Q>(&self, key: &Q, now: u64, cost: u64) -> Decision
     where
         K: Borrow<Q>,
@@ -43,7 +57,9 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         self.decide(key, None, cost, Mode::Peek, |_| {})
     }
 
-    /// What a check at `now` would answer, without recording anything.
+    /// What a check at `now` would answer, without recording anything (a
+    /// `now` earlier than the shard's latest time is read as that time, as
+    /// in [`check_at`](Self::check_at)).
     pub fn peek_at<Q>(&self, key: &Q, now: u64, cost: u64) -> Decision
     where
         K: Borrow<Q>,
@@ -90,9 +106,9 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     }
 
     /// The general form: decides at `now` (when `None`, the clock's reading,
-    /// taken under the shard's lock and never earlier than the latest one
-    /// the shard decided at, so that one key's times never run backwards),
-    /// calling `each` with every rate's own decision.
+    /// taken under the shard's lock), or at the latest time the shard
+    /// decided at if that is later, so that one key's times never run
+    /// backwards; calls `each` with every rate's own decision.
     #[inline(always)]
     pub fn decide<Q>(
         &self,
@@ -130,10 +146,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         let hash = self.hasher.hash_one(key);
         let mut guard = self.shard(shards, hash);
         let shard = &mut *guard;
-        let now = match now {
-            Some(now) => now,
-            None => shard.at_least_latest(self.clock.now()),
-        };
+        let now = shard.at_least_latest(now.unwrap_or_else(|| self.clock.now()));
         let mut added = false;
         let decision = match shard.find(hash, key) {
             Some(idx) => {

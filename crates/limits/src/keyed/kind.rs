@@ -1,5 +1,5 @@
 //! What a keyed table keeps per key, and the rule's functions on it, chosen
-//! once per limiter (issue 9).
+//! once per limiter.
 //!
 //! A [`KeyState`] is as large as the largest single-rate state (the sliding
 //! window's three counters, the sliding log's ring), so a table of them made
@@ -10,17 +10,22 @@
 //! window and leaky bucket, 40 for the sliding window and log; 24 for the
 //! first four when the rule bounds their state to 12 bytes, the packed
 //! kind of `keyed/compact.rs`, and for the sliding log whose L fits a
-//! handle to its ring in the shard's arena, `keyed/compact_log.rs`), and a rule of several rates keeps its
-//! [`KeyState`] (the marks in its padding). The
+//! handle to its ring in the shard's arena, `keyed/compact_log.rs`), and a
+//! rule of several rates keeps its [`KeyState`] beside the marks. The
 //! limiter matches its table's kind once per call (`keyed/tables.rs`); below
 //! that, every function is the algorithm's own, as [`Rule`]'s dispatch
 //! would have reached for the same state, so every decision is the same.
 
-use super::slot::{Held, Marked};
+use super::slot::{Held, Marked, Slot};
 use crate::algorithms::RateAlgorithm;
-use crate::rule::DecideOne;
 use crate::state_kinds::Inline;
 use crate::{Decision, KeyState, Mode, Rule};
+
+// A `u64` key's slot: the key and the state with its marks, no word beside
+// them (`tests/it/slot_layout.rs` pins these through `memory()`).
+const _: () = assert!(std::mem::size_of::<Slot<u64, Marked<KeyState>>>() == 48);
+const _: () =
+    assert!(std::mem::size_of::<Slot<u64, Marked<crate::algorithms::TokenBucketState>>>() == 32);
 
 /// A rule's functions on what its keyed table holds per key.
 pub(crate) trait Kind {
@@ -68,7 +73,7 @@ pub(crate) trait Kind {
 pub(crate) type Store<K> = <<K as Kind>::Held as Held>::Store;
 
 /// A single-rate rule: its one algorithm, on its state alone.
-impl<A: Inline + DecideOne> Kind for A {
+impl<A: Inline> Kind for A {
     type Held = Marked<A::State>;
 
     #[inline(always)]
@@ -118,46 +123,47 @@ impl<A: Inline + DecideOne> Kind for A {
     }
 }
 
-/// A rule of several rates (or none): its own dispatch, on its [`KeyState`].
-pub(crate) struct Whole<'a>(pub &'a Rule);
+/// A rule of several rates (or none): the rule's own dispatch, on its
+/// [`KeyState`].
+pub(crate) struct AnyRule<'a>(pub &'a Rule);
 
-impl Kind for Whole<'_> {
-    type Held = KeyState;
+impl Kind for AnyRule<'_> {
+    type Held = Marked<KeyState>;
 
-    fn fresh(&self) -> KeyState {
-        self.0.new_state()
+    fn fresh(&self) -> Self::Held {
+        Marked::new(self.0.new_state())
     }
 
     #[inline(always)]
     fn decide(
         &self,
-        held: &mut KeyState,
+        held: &mut Self::Held,
         _: &mut (),
         now: u64,
         cost: u64,
         mode: Mode,
         each: impl FnMut(Decision),
     ) -> Decision {
-        self.0.decide(held, now, cost, mode, each)
+        self.0.decide(&mut held.state, now, cost, mode, each)
     }
 
-    fn is_idle(&self, held: &mut KeyState, _: &mut (), now: u64) -> bool {
-        self.0.is_idle(held, now)
+    fn is_idle(&self, held: &mut Self::Held, _: &mut (), now: u64) -> bool {
+        self.0.is_idle(&mut held.state, now)
     }
 
-    fn used_permille(&self, rule: &Rule, held: &mut KeyState, _: &mut (), now: u64) -> u16 {
-        rule.used_permille(held, now)
+    fn used_permille(&self, rule: &Rule, held: &mut Self::Held, _: &mut (), now: u64) -> u16 {
+        rule.used_permille(&mut held.state, now)
     }
 
-    fn heap_bytes(&self, held: &KeyState) -> usize {
-        self.0.heap_bytes(held)
+    fn heap_bytes(&self, held: &Self::Held) -> usize {
+        self.0.heap_bytes(&held.state)
     }
 
-    fn encode(&self, rule: &Rule, held: &KeyState, _: &()) -> Vec<u64> {
-        rule.encode_state(held)
+    fn encode(&self, rule: &Rule, held: &Self::Held, _: &()) -> Vec<u64> {
+        rule.encode_state(&held.state)
     }
 
-    fn load(&self, state: KeyState, _: &mut ()) -> Option<KeyState> {
-        Some(state)
+    fn load(&self, state: KeyState, _: &mut ()) -> Option<Self::Held> {
+        Some(Marked::new(state))
     }
 }

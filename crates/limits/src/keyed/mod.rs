@@ -24,7 +24,6 @@ mod compact;
 mod compact_log;
 mod compact_window;
 mod decide;
-mod evict;
 mod kind;
 mod log_arena;
 mod log_arenas;
@@ -35,12 +34,11 @@ pub(crate) mod slot;
 mod tables;
 
 use crate::{Clock, Rule, SystemClock};
-use evict::Room;
 use foldhash::fast::RandomState;
 use kind::Kind;
 use parking_lot::{Mutex, MutexGuard};
+use shard::Room;
 use shard::Shard;
-pub(crate) use slot::Marks;
 use slot::{Held, Slot};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,8 +48,8 @@ use tables::{with_table, Tables};
 ///
 /// An operation that adds a key looks at two slots; any other stops at the
 /// first slot it keeps, so it looks at one slot, or two when the first was
-/// idle and dropped (issue 9: the second look cost about 36 instructions of
-/// a token-bucket check, and the keys a busy table sweeps are mostly busy).
+/// idle and dropped (a second look costs a good part of a check, and the
+/// keys a busy table sweeps are mostly busy).
 /// An operation on an existing key sweeps only one time in
 /// [`SWEEP_EVERY`]. What this guarantees, per shard
 /// (`tests/it/sweep_guarantee.rs`):
@@ -73,19 +71,25 @@ pub(crate) const SWEEP_PER_OPERATION: usize = 2;
 
 /// How often an operation on an existing key sweeps: every `SWEEP_EVERY`-th
 /// such operation per shard, and the next one whenever a sweep dropped a
-/// key (see [`SWEEP_PER_OPERATION`] for what this guarantees). Issue 9: the
-/// sweep's look at a slot other than the key's own was 13-40 instructions
-/// and a third of an L1 miss per check, and with two threads a line the
-/// other core had just written, on most checks; one look in eight keeps
-/// the bound on idle keys a small multiple of the shard's size.
+/// key (see [`SWEEP_PER_OPERATION`] for what this guarantees). A look at a
+/// slot other than the key's own reads memory the check does not need, and
+/// with two threads often a line the other core has just written; one look
+/// in eight keeps the bound on idle keys a small multiple of the shard's
+/// size.
 pub(crate) const SWEEP_EVERY: u32 = 8;
+
+/// The fewest keys a shard of a capped limiter holds: enough for a full
+/// shard to find a key that is not limited among its own.
+const MIN_KEYS_PER_SHARD: usize = 64;
 
 /// How a [`KeyedLimiter`] is laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
     /// The most keys held at once; beyond it, keys are evicted, those whose
     /// forgetting costs least first (most quota left, then least recently
-    /// used, per shard). `None`: no cap but memory.
+    /// used, per shard). The shards share the cap exactly, and a small cap
+    /// uses fewer shards, so that a full shard always has keys to choose
+    /// among. `None`: no cap but memory.
     pub max_keys: Option<usize>,
     /// The number of shards, rounded up to a power of two. Defaults to four
     /// per available core.
@@ -150,7 +154,10 @@ pub struct KeyedLimiter<K, C = SystemClock> {
     /// The shards, typed by what the rule keeps per key (`keyed/tables.rs`).
     tables: Tables<K>,
     shard_shift: u32,
+    /// The most keys a shard holds (its share of `max_keys`)...
     per_shard_cap: usize,
+    /// ...plus one for the shards below this index.
+    shards_with_one_more: usize,
     evictions: AtomicU64,
     limited_evictions: AtomicU64,
 }
@@ -172,15 +179,19 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     pub fn with_options(rule: Rule, clock: C, options: Options) -> Self {
         let mut shards = options.shards.clamp(1, 1 << 16).next_power_of_two();
         if let Some(cap) = options.max_keys {
-            // Every shard must hold at least one key, and the shards' caps
-            // must add up to no more than the total cap.
-            while shards > 1 && shards > cap {
+            // A full shard weighs its own keys only: with too few, it has
+            // no key but a limited one to give up. So every shard holds
+            // enough keys to choose among, and fewer shards are used for a
+            // small cap (one, below twice that).
+            while shards > 1 && cap / shards < MIN_KEYS_PER_SHARD {
                 shards /= 2;
             }
         }
-        let per_shard_cap = options
+        // The shards' caps add up to the total cap exactly: the first
+        // `cap % shards` hold one key more.
+        let (per_shard_cap, shards_with_one_more) = options
             .max_keys
-            .map_or(usize::MAX, |cap| (cap / shards).max(1));
+            .map_or((usize::MAX, 0), |cap| ((cap / shards).max(1), cap % shards));
         let hasher = RandomState::default();
         KeyedLimiter {
             tables: Tables::new(&rule, shards, &hasher),
@@ -189,6 +200,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             hasher,
             shard_shift: 64 - shards.trailing_zeros(),
             per_shard_cap,
+            shards_with_one_more,
             evictions: AtomicU64::new(0),
             limited_evictions: AtomicU64::new(0),
         }
@@ -214,7 +226,9 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         slot: Slot<K, H>,
         now: u64,
     ) {
-        let room = shard.add(hash, slot, self.per_shard_cap, (kind, &self.rule), now);
+        let cap =
+            self.per_shard_cap + usize::from(self.shard_index(hash) < self.shards_with_one_more);
+        let room = shard.add(hash, slot, cap, (kind, &self.rule), now);
         if let Some(Room::Evicted { limited, .. }) = room {
             self.evictions.fetch_add(1, Ordering::Relaxed);
             if limited {
@@ -229,13 +243,14 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         shards: &'s [Padded<Mutex<Shard<K, H>>>],
         hash: u64,
     ) -> MutexGuard<'s, Shard<K, H>> {
-        // The top bits pick the shard; the table inside uses the low ones.
-        let idx = if shards.len() == 1 {
-            0
-        } else {
-            (hash >> self.shard_shift) as usize
-        };
+        let idx = self.shard_index(hash);
         lock(&shards[idx].0)
+    }
+
+    /// The shard of a key of `hash`: the top bits pick it (the table inside
+    /// uses the low ones).
+    fn shard_index(&self, hash: u64) -> usize {
+        hash.checked_shr(self.shard_shift).unwrap_or(0) as usize
     }
 
     /// Drops every key that can no longer affect a decision; returns how many.
@@ -293,8 +308,8 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
 /// Locks a shard. A panic while holding a shard's lock cannot leave a state
 /// half-updated in a way that breaks the next decision, so the lock does not
 /// poison (`parking_lot`'s: a shard is used as it is after a panic rather
-/// than taking the limiter down; and its lock + unlock, without std's
-/// poison checks, is 14 instructions cheaper per check, issue 9).
+/// than taking the limiter down, and its lock and unlock skip std's
+/// poison checks).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock()
 }

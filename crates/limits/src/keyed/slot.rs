@@ -1,5 +1,5 @@
 //! A tracked key's slot: the key and what its table holds for it, nothing
-//! more (issue 9).
+//! more.
 //!
 //! A single-rate rule's table holds the algorithm's state beside the key's
 //! bookkeeping ([`Marks`]: the two flags, the CLOCK second chance and
@@ -23,13 +23,9 @@
 //! then hashes the key again) and hashes the key itself where a wrong hash
 //! would misfile it (the table growing or shrinking).
 
-use crate::KeyState;
-
-/// A key's bookkeeping in the keyed table: beside one algorithm's state
-/// ([`Marked`]), or in the padding after a [`KeyState`]'s tag (`StateKind`
-/// is `repr(u8)`: its tag, then each variant's fields in order, this
-/// first, 4 bytes at offset 1, the state at 8). Four bytes, so that a
-/// packed 12-byte state and its marks make 16 (`keyed/compact.rs`).
+/// A key's bookkeeping in the keyed table, beside its state ([`Marked`]).
+/// Four bytes, so that a packed 12-byte state and its marks make 16
+/// (`keyed/compact.rs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Marks {
     flags: u8,
@@ -100,16 +96,6 @@ pub(crate) trait Held {
     }
 }
 
-/// A whole rule's state: the marks in the padding after its tag.
-impl Held for KeyState {
-    type Store = ();
-
-    #[inline(always)]
-    fn marks(&mut self) -> &mut Marks {
-        self.0.marks_mut()
-    }
-}
-
 /// The bits of a key's hash its [`Marks`] keep (the low ones): the shard
 /// files keys in its table under these alone, so that the hint finds them.
 pub(crate) const HINT_BITS: u32 = 24;
@@ -151,13 +137,7 @@ pub(crate) struct Slot<K, H> {
     pub state: H,
 }
 
-// A `u64` key's slot: the key and the state with its marks, no word beside
-// them (`tests/it/slot_layout.rs` pins these through `memory()`).
-const _: () = assert!(std::mem::size_of::<Slot<u64, KeyState>>() == 40);
-const _: () =
-    assert!(std::mem::size_of::<Slot<u64, Marked<crate::algorithms::TokenBucketState>>>() == 32);
 const _: () = assert!(std::mem::size_of::<Marks>() == 4);
-const _: () = assert!(std::mem::size_of::<Slot<u64, super::compact::Packed>>() == 24);
 
 impl<K, H: Held> Slot<K, H> {
     /// A key's slot, as the key is first tracked (its hash is `hash`);

@@ -1,4 +1,4 @@
-//! The limiter's shards, typed by what the rule keeps per key (issue 9):
+//! The limiter's shards, typed by what the rule keeps per key:
 //! a single-rate rule's shards hold its algorithm's state alone, sized for
 //! it, and a rule of several rates its whole [`KeyState`] (see
 //! `keyed/kind.rs`). The rule is chosen at run time, so the limiter holds
@@ -12,7 +12,7 @@
 //! a sliding log whose L fits its handle (`keyed/compact_log.rs`: the
 //! entries in the shard's arena); any other its whole state's.
 
-use super::compact::{Compact, FixedPacking, LeakyPacking, Packed, TokenPacking};
+use super::compact::{Compact, FixedPacking, LeakyPacking, PackedState, TokenPacking};
 use super::compact_log::{CompactLog, LogHeld};
 use super::compact_window::{NarrowWindow, WideWindow};
 use super::shard::Shard;
@@ -35,7 +35,7 @@ type Typed<K, A> = (A, Shards<K, Marked<<A as RateAlgorithm>::State>>);
 
 /// The shards of a single-rate rule whose states are packed in 12 bytes,
 /// as `P` packs them.
-type Packing<K, P> = (Compact<P>, Shards<K, Packed>);
+type PackedTable<K, P> = (Compact<P>, Shards<K, PackedState>);
 
 /// The shards, of the kind the rule keeps per key.
 pub(crate) enum Tables<K> {
@@ -46,19 +46,19 @@ pub(crate) enum Tables<K> {
     CompactLog((CompactLog, Shards<K, LogHeld>)),
     Token(Typed<K, TokenBucket>),
     /// A token bucket whose full times fit in 96 bits.
-    PackedToken(Packing<K, TokenPacking>),
+    PackedToken(PackedTable<K, TokenPacking>),
     /// A fixed window whose counts fit in 32 bits.
-    PackedFixed(Packing<K, FixedPacking>),
+    PackedFixed(PackedTable<K, FixedPacking>),
     /// A leaky bucket whose queue ends fit in 96 bits.
-    PackedLeaky(Packing<K, LeakyPacking>),
+    PackedLeaky(PackedTable<K, LeakyPacking>),
     /// A sliding window whose counts fit in 16 bits.
-    NarrowWindow(Packing<K, NarrowWindow>),
+    NarrowWindow(PackedTable<K, NarrowWindow>),
     /// Another sliding window whose index and two counts fit in 96 bits.
-    WideWindow(Packing<K, WideWindow>),
+    WideWindow(PackedTable<K, WideWindow>),
     Window(Typed<K, SlidingWindow>),
     Leaky(Typed<K, LeakyBucket>),
     /// A rule of several rates: its whole state per key.
-    Many(Shards<K, KeyState>),
+    Many(Shards<K, Marked<KeyState>>),
 }
 
 impl<K: Hash> Tables<K> {
@@ -166,7 +166,7 @@ macro_rules! with_table {
                 $body
             }
             Tables::Many($shards) => {
-                let $kind = &$crate::keyed::kind::Whole(&limiter.rule);
+                let $kind = &$crate::keyed::kind::AnyRule(&limiter.rule);
                 $body
             }
         }

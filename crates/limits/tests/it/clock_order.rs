@@ -53,3 +53,67 @@ fn a_clock_reading_earlier_than_the_last_decides_at_the_last() {
         1_000_000_000
     );
 }
+
+mod any_time_order {
+    use limits::{Algorithm, KeyState, KeyedLimiter, ManualClock, Options, Rule};
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    /// One request: key, time, cost.
+    fn request() -> impl Strategy<Value = (u8, u64, u64)> {
+        (0u8..4, 0u64..40_000, 0u64..4)
+    }
+
+    /// The keyed limiter against the rule on each key's state, with the
+    /// times in any order: both decide at the latest time seen so far (one
+    /// shard, so the limiter's latest is that), and the limiter's
+    /// forgetting of idle keys changes nothing.
+    fn agrees(algorithm: Algorithm, rates: &str, trace: &[(u8, u64, u64)]) {
+        let rule = Rule::new(algorithm, rates.parse().unwrap());
+        let options = Options {
+            shards: 1,
+            ..Options::default()
+        };
+        let limiter: KeyedLimiter<u8, ManualClock> =
+            KeyedLimiter::with_options(rule.clone(), ManualClock::new(0), options);
+        let mut states: HashMap<u8, KeyState> = HashMap::new();
+        let mut latest = 0;
+        for (i, &(key, t, cost)) in trace.iter().enumerate() {
+            latest = t.max(latest);
+            let state = states.entry(key).or_insert_with(|| rule.new_state());
+            let expected = rule.check(state, latest, cost);
+            let got = limiter.check_at(&key, t, cost);
+            assert_eq!(
+                got, expected,
+                "{algorithm:?} {rates}: request {i} {:?}",
+                trace[i]
+            );
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn a_keyed_limiter_decides_as_the_rule_for_any_order_of_times(
+            trace in proptest::collection::vec(request(), 1..60)
+        ) {
+            for algorithm in Algorithm::ALL {
+                for rates in ["1/1000ns", "3/10000ns", "2/1000ns; 5/20000ns"] {
+                    agrees(algorithm, rates, &trace);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_idle_at_a_later_time_is_not_forgiven_at_an_earlier_one() {
+        // Leaky bucket 1/1000ns at 0, 10000, 20000, then 10000: the last is
+        // decided at 20000, where the key's request of 20000 still counts.
+        agrees(
+            Algorithm::LeakyBucket,
+            "1/1000ns",
+            &[(0, 0, 1), (0, 10_000, 1), (0, 20_000, 1), (0, 10_000, 1)],
+        );
+    }
+}

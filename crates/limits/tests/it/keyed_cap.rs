@@ -151,3 +151,42 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_small_cap_holds_its_keys_and_keeps_a_limited_client() {
+    // `--max-keys 10` on a machine of many cores: the cap was split over
+    // eight shards of one key each, so eight keys were held and a limited
+    // client's shard had no other key to give up.
+    for max_keys in [1, 2, 10, 63, 100, 130, 1001] {
+        let rule = Rule::new(Algorithm::FixedWindow, "2/hour".parse().unwrap());
+        let limiter = KeyedLimiter::with_options(
+            rule,
+            ManualClock::new(0),
+            Options {
+                max_keys: Some(max_keys),
+                shards: 64,
+            },
+        );
+        // The limited client: its two requests, then a denial; each key of
+        // the flood that follows uses half its quota.
+        assert!(limiter.check_at(&u64::MAX, 0, 2).allowed);
+        assert!(!limiter.check_at(&u64::MAX, 0, 1).allowed);
+        for key in 0..(max_keys as u64 * 4) {
+            limiter.check_at(&key, 1, 1);
+            assert!(
+                limiter.len() <= max_keys,
+                "cap {max_keys}: {} keys",
+                limiter.len()
+            );
+        }
+        // Every slot was filled, exactly up to the cap.
+        assert_eq!(limiter.len(), max_keys, "cap {max_keys}");
+        if max_keys > 1 {
+            assert_eq!(limiter.limited_evictions(), 0, "cap {max_keys}");
+            assert!(
+                !limiter.check_at(&u64::MAX, 2, 1).allowed,
+                "cap {max_keys}: forgiven"
+            );
+        }
+    }
+}

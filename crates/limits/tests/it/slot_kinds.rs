@@ -1,5 +1,5 @@
 //! A keyed limiter keeps a single-rate rule's states in slots sized for its
-//! algorithm, and a rule of several rates in whole `KeyState`s (issue 9):
+//! algorithm, and a rule of several rates in whole `KeyState`s:
 //! whichever its table, every key decides as the rule does on a state of its
 //! own, through eviction's weighing of the keys (which lends a slot's state
 //! to the rule and takes it back) and through export and import.
@@ -40,15 +40,17 @@ fn limited_keys_weighed_for_eviction_keep_their_exact_state() {
             (got, want)
         };
         // 16 keys at their limit (and denied once), then a flood of one-off
-        // keys that fills the shard and makes it weigh every key many times.
+        // keys that fills the shard and makes it weigh every key many times
+        // (times in order: the limiter decides an earlier time at its
+        // shard's latest).
         for key in 0..16 {
             for i in 0..4 {
-                let (got, want) = check(key, i * MS);
+                let (got, want) = check(key, (key * 4 + i) * MS);
                 assert_eq!(got, want, "{rule:?} key {key}");
             }
         }
         for (i, key) in (1000..1400).enumerate() {
-            let (got, want) = check(key, 10 * MS + i as u64);
+            let (got, want) = check(key, 100 * MS + i as u64);
             assert_eq!(got.allowed, want.allowed, "{rule:?} key {key}");
         }
         if rule.algorithm() != Algorithm::None {
@@ -58,7 +60,7 @@ fn limited_keys_weighed_for_eviction_keep_their_exact_state() {
         // The limited keys were weighed, never evicted: their own states,
         // to the nanosecond.
         for key in 0..16 {
-            let (got, want) = check(key, 20 * MS);
+            let (got, want) = check(key, 200 * MS);
             assert_eq!(got, want, "{rule:?} key {key}");
         }
     }

@@ -156,12 +156,12 @@ fn each_algorithm_s_slot_is_sized_for_its_own_state() {
     // and length (24): 40.
     assert_eq!(per_key(Algorithm::SlidingLog, "10/hour"), 24.0);
     assert_eq!(per_key(Algorithm::SlidingLog, "134217728/hour"), 40.0);
-    // Several rates: a whole `KeyState` (32, the marks in its padding) and
-    // its states behind one pointer (their `ManyStates`, 24, and two 16-byte
-    // token buckets).
+    // Several rates: a whole `KeyState` (32) beside the marks (4, padded
+    // to 8), and its states behind one pointer (their `ManyStates`, 24, and
+    // two 16-byte token buckets).
     assert_eq!(
         per_key(Algorithm::TokenBucket, "10/hour; 20/day"),
-        40.0 + 56.0
+        48.0 + 56.0
     );
 }
 

@@ -1,5 +1,5 @@
 //! The leaky bucket's whole decision when a unit's period T = W / L is a
-//! whole number of nanoseconds (issue 9): the usual rate (100/s, 10/min,
+//! whole number of nanoseconds: the usual rate (100/s, 10/min,
 //! 1000/h; governor's periods are always whole). Then every field is a
 //! whole number of nanoseconds plus at most one, and comes from one
 //! division of what is queued by L and one by T, in `u64`, instead of
@@ -28,7 +28,7 @@
 use super::super::whole_period::WholePeriod;
 use super::{LeakyBucket, LeakyBucketState};
 use crate::duration::of_nanos;
-use crate::rule::Mode;
+use crate::Mode;
 use crate::{Decision, RetryAfter};
 use std::num::NonZeroU64;
 use std::time::Duration;

@@ -1,8 +1,8 @@
 //! The sliding window's whole decision for a single rate (`Rule::check`,
-//! `Rule::peek`), in one pass: the roll of `advance`, the fit, the record
+//! `Rule::peek`, through `RateAlgorithm::decide_one`), in one pass: the roll of `advance`, the fit, the record
 //! (in `Record` mode) and the derived fields, from one number: the units
 //! the previous count still weighs, `units = ceil(previous * left / W)`,
-//! with `left = W - elapsed` (1 to W) the time left in the window (issue 9).
+//! with `left = W - elapsed` (1 to W) the time left in the window.
 //!
 //! - A request of `cost` fits iff `previous * left + (current + cost) * W
 //!   <= L * W`, iff `units <= L - current - cost` (for a whole `m`, `x <= m
@@ -23,13 +23,19 @@
 use super::super::sat64;
 use super::{SlidingWindow, SlidingWindowState};
 use crate::duration::of_nanos;
-use crate::rule::{DecideOne, Mode};
-use crate::{Decision, RetryAfter};
+use crate::{Decision, Mode, RetryAfter};
 use std::time::Duration;
 
-impl DecideOne for SlidingWindow {
+impl SlidingWindow {
+    /// The decision in one pass (see the module).
     #[inline(always)]
-    fn decide_one(&self, s: &mut SlidingWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
+    pub(super) fn decide_fused(
+        &self,
+        s: &mut SlidingWindowState,
+        now: u64,
+        cost: u64,
+        mode: Mode,
+    ) -> Decision {
         let elapsed = self.roll(s, now);
         let left = self.window - elapsed;
         let mut decision = Decision::allow(0);

@@ -29,9 +29,9 @@
 //! usually [`CANDIDATES`]), and the memory per key does not grow: the
 //! flags live in the state's padding (see the slot module).
 
-use super::kind::Kind;
-use super::shard::{next, Shard};
-use super::slot::{Held, Slot};
+use super::{next, Shard};
+use crate::keyed::kind::Kind;
+use crate::keyed::slot::{Held, Slot};
 use crate::Rule;
 use std::hash::Hash;
 

@@ -16,11 +16,13 @@
 //!
 //! How a full shard picks the key to give up is the evict module's.
 
-use super::evict::Room;
+mod evict;
+
 use super::kind::Kind;
 use super::slot::{Held, Slot, HINT_BITS};
 use super::SWEEP_EVERY;
 use crate::Rule;
+pub(crate) use evict::Room;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use std::borrow::Borrow;
@@ -36,7 +38,7 @@ use std::hash::{BuildHasher, Hash};
 /// (`tests::written_fields_share_the_lock_line`).
 #[repr(C)]
 pub(crate) struct Shard<K, H: Held> {
-    /// The latest clock reading this shard decided at: see [`Shard::at_least_latest`].
+    /// The latest time this shard decided at: see [`Shard::at_least_latest`].
     latest: u64,
     /// Operations on existing keys since the sweep last looked (it looks
     /// every `SWEEP_EVERY`-th: see the keyed module).
@@ -68,10 +70,11 @@ impl<K: Hash, H: Held> Shard<K, H> {
         }
     }
 
-    /// `now` (a clock reading taken under this shard's lock), or the latest
-    /// reading the shard has decided at if that is later: one key's times
-    /// never run backwards, even on a clock whose readings on two cores
-    /// differ by a little (the TSC).
+    /// `now` (a clock reading taken under this shard's lock, or a caller's
+    /// time), or the latest time the shard has decided at if that is
+    /// later: one key's times never run backwards, even on a clock whose
+    /// readings on two cores differ by a little (the TSC), so a key found
+    /// idle can be forgotten without changing a later decision.
     pub fn at_least_latest(&mut self, now: u64) -> u64 {
         self.latest = self.latest.max(now);
         self.latest
@@ -298,10 +301,10 @@ pub(super) fn next(at: usize, len: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::slot::Marked;
-    use super::super::Padded;
     use super::*;
     use crate::algorithms::TokenBucketState;
+    use crate::keyed::slot::Marked;
+    use crate::keyed::Padded;
     use parking_lot::Mutex;
 
     /// What every operation writes (the lock byte, `latest`, `quiet`, and

@@ -1,0 +1,224 @@
+//! The README's commands, run as written: a block of shown output is what
+//! the command above it prints, the demo session answers as shown, and
+//! every server command starts with the flags and files the README gives.
+//! A README that drifts from the binary fails here.
+
+use crate::common;
+
+use common::server::Server;
+use std::path::{Path, PathBuf};
+
+/// The workspace's root, where the README's relative paths start.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The README's fenced blocks, in order: (language, text).
+fn blocks() -> Vec<(String, String)> {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let mut blocks = Vec::new();
+    let mut open: Option<(String, String)> = None;
+    for line in readme.lines() {
+        match (&mut open, line.strip_prefix("```")) {
+            (None, Some(lang)) => open = Some((lang.trim().to_string(), String::new())),
+            (Some(_), Some(_)) => blocks.push(open.take().unwrap()),
+            (Some((_, text)), None) => {
+                text.push_str(line);
+                text.push('\n');
+            }
+            (None, None) => {}
+        }
+    }
+    assert!(open.is_none(), "an unclosed block in the README");
+    blocks
+}
+
+/// A command line of a `sh` block as arguments to the `limits` binary:
+/// continuation lines joined, `cargo run --release --` or `limits` dropped,
+/// and `--flag value` pairs named in `drop` removed. Plain words only (the
+/// README's commands quote nothing).
+fn arguments(command: &str, drop: &[&str]) -> Vec<String> {
+    let joined = command.replace("\\\n", " ");
+    let words: Vec<&str> = joined.split_whitespace().collect();
+    let words = match words.as_slice() {
+        ["cargo", "run", "--release", "--", rest @ ..] => rest,
+        ["limits", rest @ ..] => rest,
+        _ => panic!("not a limits command: {command}"),
+    };
+    let mut out = Vec::new();
+    let mut skip = false;
+    for w in words {
+        if skip {
+            skip = false;
+        } else if drop.contains(w) {
+            skip = true;
+        } else {
+            out.push(w.to_string());
+        }
+    }
+    out
+}
+
+/// The first line of each `sh` block that runs the `limits` command.
+fn commands(blocks: &[(String, String)]) -> Vec<String> {
+    blocks
+        .iter()
+        .filter(|(lang, _)| lang == "sh")
+        .filter_map(|(_, text)| {
+            let command: String = text
+                .split_inclusive('\n')
+                .take_while(|l| !l.starts_with('#'))
+                .scan(true, |go_on, l| {
+                    let keep = *go_on;
+                    *go_on = l.trim_end().ends_with('\\');
+                    keep.then_some(l)
+                })
+                .collect();
+            let start = command.trim_start();
+            (start.starts_with("cargo run --release -- ") || start.starts_with("limits "))
+                .then(|| command.trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn readme_outputs_are_what_their_commands_print() {
+    let blocks = blocks();
+    let mut checked = 0;
+    for pair in blocks.windows(2) {
+        let [(lang, command), (next, shown)] = pair else {
+            unreachable!()
+        };
+        if lang != "sh" || next != "text" || !command.starts_with("cargo run --release -- ") {
+            continue;
+        }
+        let args = arguments(command.trim(), &[]);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_limits"))
+            .args(&args)
+            .current_dir(root())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let printed = String::from_utf8_lossy(&out.stdout);
+        // A last line "..." shows only the start of what is printed.
+        let shown: Vec<&str> = shown.lines().map(str::trim_end).collect();
+        let (shown, whole) = match shown.split_last() {
+            Some((&"...", start)) => (start, false),
+            _ => (&shown[..], true),
+        };
+        let mut printed: Vec<&str> = printed.lines().map(str::trim_end).collect();
+        if !whole {
+            printed.truncate(shown.len());
+        }
+        assert_eq!(
+            printed.join("\n"),
+            shown.join("\n"),
+            "README.md: `{}`",
+            command.trim()
+        );
+        checked += 1;
+    }
+    // simulate and replay: if a block stops matching the pattern, say so.
+    assert_eq!(checked, 2, "the README's command-and-output pairs");
+}
+
+#[tokio::test]
+async fn readme_demo_session_answers_as_shown() {
+    let blocks = blocks();
+    let commands = commands(&blocks);
+    let serve = commands
+        .iter()
+        .find(|c| c.contains(" serve ") && !c.contains("--upstream"))
+        .expect("the demo's serve command");
+    let args = arguments(serve, &["--listen"]);
+    assert_eq!(args[0], "serve");
+    let args: Vec<&str> = args[1..].iter().map(String::as_str).collect();
+    let server = Server::start(&args, false);
+    // "# 200 200 200 200 200 429 429" under the curl loop.
+    let (curl, expected) = blocks
+        .iter()
+        .find_map(|(_, text)| {
+            let loop_line = text.lines().find(|l| l.contains("seq 7"))?;
+            let statuses = text.lines().find_map(|l| l.strip_prefix("# "))?;
+            Some((loop_line.to_string(), statuses.to_string()))
+        })
+        .expect("the demo's curl loop");
+    assert!(curl.contains("/api/items"), "{curl}");
+    let client = common::client();
+    let url = format!("{}/api/items", server.url);
+    let mut statuses = Vec::new();
+    for _ in 0..7 {
+        statuses.push(
+            client
+                .get(&url)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+                .to_string(),
+        );
+    }
+    assert_eq!(statuses.join(" "), expected);
+    // The 429 shown below it: its status line, each header shown, the body.
+    let shown = blocks
+        .iter()
+        .find(|(lang, text)| lang == "text" && text.starts_with("HTTP/1.1 429"))
+        .map(|(_, text)| text.clone())
+        .expect("the demo's 429");
+    let response = client.get(&url).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 429);
+    let (head, body) = shown.split_once("\n\n").unwrap();
+    for line in head.lines().skip(1) {
+        let (name, value) = line.split_once(": ").unwrap();
+        assert_eq!(common::header(&response, name), value, "README's {name}");
+    }
+    assert_eq!(response.text().await.unwrap(), body.trim_end());
+}
+
+#[test]
+fn readme_server_commands_start_as_written() {
+    let blocks = blocks();
+    let dir = tempfile::tempdir().unwrap();
+    // The files the commands name: the rules file and the rls config are
+    // the README's own blocks.
+    let toml = blocks.iter().find(|(lang, _)| lang == "toml").unwrap();
+    let rules = common::write(dir.path(), "limits.toml", &toml.1);
+    let yaml = blocks
+        .iter()
+        .find(|(lang, text)| lang == "yaml" && text.contains("domain:"))
+        .unwrap();
+    let rls_dir = dir.path().join("ratelimit");
+    std::fs::create_dir(&rls_dir).unwrap();
+    common::write(&rls_dir, "config.yaml", &yaml.1);
+    let state = dir.path().join("limits.state");
+    let mut started = 0;
+    for command in commands(&blocks) {
+        if !command.contains("--upstream") && !command.contains(" rls ") {
+            continue;
+        }
+        // Listen and admin addresses become free ports on 127.0.0.1.
+        let args: Vec<String> = arguments(&command, &["--listen", "--admin"])
+            .into_iter()
+            .map(|a| match a.as_str() {
+                "limits.toml" => rules.display().to_string(),
+                "/etc/ratelimit/config" => rls_dir.display().to_string(),
+                "limits.state" => state.display().to_string(),
+                _ => a,
+            })
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let server = Server::try_start_command(args[0], &args[1..], command.contains("--admin"));
+        assert!(
+            server.is_ok(),
+            "README.md: `{command}`: {}",
+            server.err().unwrap()
+        );
+        started += 1;
+    }
+    assert!(started >= 3, "{started} server commands in the README");
+}
