@@ -9,8 +9,7 @@
 //! ([`Marked`]: a `u64` key's slot is 32 bytes for the token bucket, fixed
 //! window and leaky bucket, 40 for the sliding window and log; 24 for the
 //! first four when the rule bounds their state to 12 bytes, the packed
-//! kind of `keyed/compact.rs`, and for the sliding log whose L fits a
-//! handle to its ring in the shard's arena, `keyed/compact_log.rs`), and a rule of several rates keeps its
+//! kind of `keyed/compact.rs`), and a rule of several rates keeps its
 //! [`KeyState`] (the marks in its padding). The
 //! limiter matches its table's kind once per call (`keyed/tables.rs`); below
 //! that, every function is the algorithm's own, as [`Rule`]'s dispatch

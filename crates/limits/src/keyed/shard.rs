@@ -28,10 +28,8 @@ use std::hash::{BuildHasher, Hash};
 
 /// The fields in their written order (`repr(C)`): those that every
 /// operation writes first, so that with the mutex's lock byte before them
-/// they share one cache line, and the table and the store (the sliding
-/// log's arena), which an operation on an existing key only reads (the
-/// arena's own fields change when a ring is taken or given back), on the
-/// next. A check from another core then takes one line over, not two; the
+/// they share one cache line, and the table and the store, which an
+/// operation on an existing key only reads, on the next. A check from another core then takes one line over, not two; the
 /// next line stays shared between the cores
 /// (`tests::written_fields_share_the_lock_line`).
 #[repr(C)]
@@ -49,7 +47,7 @@ pub(crate) struct Shard<K, H: Held> {
     table: HashTable<u32>,
     /// The limiter's hasher, to hash a slot's key again.
     hasher: RandomState,
-    /// What the keys' states keep in common (the sliding log's arena).
+    /// What the keys' states keep in common ([`Held::Store`]).
     pub store: H::Store,
 }
 

@@ -9,8 +9,7 @@
 //! sliding window, sliding log); a state that the rule bounds to 12 bytes
 //! (most token buckets, leaky buckets, fixed windows and sliding windows)
 //! is packed beside the marks in 16 bytes, a 24-byte slot
-//! (`keyed/compact.rs`), and so is a sliding log's one entry or the handle
-//! of its ring in the shard's arena (`keyed/compact_log.rs`). A rule of several rates keeps a whole
+//! (`keyed/compact.rs`). A rule of several rates keeps a whole
 //! [`KeyState`], whose tag is one byte and whose fields start 8 bytes in:
 //! the marks live in the seven bytes between, which every key pays for
 //! anyway (40 bytes for a `u64` key).
@@ -81,8 +80,9 @@ impl Marks {
 
 /// What a slot holds beside its key: a state with the key's [`Marks`].
 pub(crate) trait Held {
-    /// What the shard keeps for all its keys' states: nothing, or the
-    /// sliding log's arena of entries (`keyed/log_arena.rs`).
+    /// What the shard keeps for all its keys' states in common, which a
+    /// key's state gives back through [`release`](Held::release) as it
+    /// leaves (`()` where each state owns what it holds).
     type Store: Default;
 
     /// The key's marks.
