@@ -49,11 +49,10 @@ pub(crate) trait Log {
     }
 
     /// The capacity to grow to for `needed` entries (more than the
-    /// capacity) under a limit of `limit`: at least double, to `2^k + 1`
-    /// entries, never past L (`SlidingLog::grow` says why).
+    /// capacity) under a limit of `limit`: the smallest `2^k + 1` entries
+    /// that hold them, never past L (`SlidingLog::grow` says why).
     fn room_for(&self, needed: usize, limit: u64) -> usize {
         let target = needed
-            .max(self.capacity() * 2)
             .saturating_sub(1)
             .checked_next_power_of_two()
             .map_or(needed, |p| p.max(2) + 1);

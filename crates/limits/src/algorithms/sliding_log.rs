@@ -46,12 +46,14 @@ impl SlidingLog {
         }
     }
 
-    /// Makes room in `log` for `needed` entries: at least doubling, to
-    /// `2^k + 1` of them (3, 9, 17, 33, ...), but never past L entries.
-    /// `8 (2^k + 1)` bytes and malloc's 8-byte header fill a 16-byte-aligned
-    /// chunk exactly. A first entry is held inline (capacity 1, no
-    /// allocation), so the second moves it to a ring of 3, the fourth to 9,
-    /// the tenth to 33 ([`Log::room_for`]). Out of line: most records fit.
+    /// Makes room in `log` for `needed` entries: the smallest `2^k + 1`
+    /// of them (3, 5, 9, 17, 33, ...) that holds them, but never past L
+    /// entries. `8 (2^k + 1)` bytes and malloc's 8-byte header fill a
+    /// 16-byte-aligned chunk exactly, and growing by less than double keeps
+    /// a log of a few entries in a chunk near its size (the keyed table
+    /// holds most keys' logs). A first entry is held inline (capacity 1, no
+    /// allocation), so the second moves it to a ring of 3, the fourth to 5,
+    /// the sixth to 9 ([`Log::room_for`]). Out of line: most records fit.
     #[cold]
     #[inline(never)]
     fn grow<L: Log>(&self, log: &mut L, needed: usize) {
