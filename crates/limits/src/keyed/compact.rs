@@ -271,8 +271,6 @@ impl Packed {
 }
 
 impl Held for Packed {
-    type Store = ();
-
     #[inline(always)]
     fn marks(&mut self) -> &mut Marks {
         &mut self.marks
@@ -293,7 +291,6 @@ impl<P: Packs> Kind for Compact<P> {
     fn decide(
         &self,
         held: &mut Packed,
-        _: &mut (),
         now: u64,
         cost: u64,
         mode: Mode,
@@ -307,11 +304,11 @@ impl<P: Packs> Kind for Compact<P> {
     }
 
     #[inline(always)]
-    fn is_idle(&self, held: &mut Packed, _: &mut (), now: u64) -> bool {
+    fn is_idle(&self, held: &mut Packed, now: u64) -> bool {
         self.1.is_idle(&self.0, held, now)
     }
 
-    fn used_permille(&self, rule: &Rule, held: &mut Packed, _: &mut (), now: u64) -> u16 {
+    fn used_permille(&self, rule: &Rule, held: &mut Packed, now: u64) -> u16 {
         let mut state = P::Engine::into_key_state(held.get(self.1));
         let used = rule.used_permille(&mut state, now);
         held.put(
@@ -325,11 +322,11 @@ impl<P: Packs> Kind for Compact<P> {
         <P::Engine as RateAlgorithm>::heap_bytes(&held.get(self.1))
     }
 
-    fn encode(&self, rule: &Rule, held: &Packed, _: &()) -> Vec<u64> {
+    fn encode(&self, rule: &Rule, held: &Packed) -> Vec<u64> {
         rule.encode_state(&P::Engine::into_key_state(held.get(self.1)))
     }
 
-    fn load(&self, state: KeyState, _: &mut ()) -> Option<Packed> {
+    fn load(&self, state: KeyState) -> Option<Packed> {
         // Always fits: the rule's decoder bounds what it loads as `fits`
         // assumed (`tests/it/compact_slots.rs` holds it to that).
         let state = P::Engine::from_key_state(state).filter(|s| self.1.fits_state(s))?;

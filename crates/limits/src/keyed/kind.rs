@@ -29,11 +29,10 @@ pub(crate) trait Kind {
     /// The state of a key never seen (unmarked).
     fn fresh(&self) -> Self::Held;
 
-    /// [`Rule::decide`] on a key's state (`store`: its shard's).
+    /// [`Rule::decide`] on a key's state.
     fn decide(
         &self,
         held: &mut Self::Held,
-        store: &mut Store<Self>,
         now: u64,
         cost: u64,
         mode: Mode,
@@ -41,30 +40,20 @@ pub(crate) trait Kind {
     ) -> Decision;
 
     /// [`Rule::is_idle`] of a key's state.
-    fn is_idle(&self, held: &mut Self::Held, store: &mut Store<Self>, now: u64) -> bool;
+    fn is_idle(&self, held: &mut Self::Held, now: u64) -> bool;
 
     /// [`Rule::used_permille`] of a key's state (`rule` is the limiter's).
-    fn used_permille(
-        &self,
-        rule: &Rule,
-        held: &mut Self::Held,
-        store: &mut Store<Self>,
-        now: u64,
-    ) -> u16;
+    fn used_permille(&self, rule: &Rule, held: &mut Self::Held, now: u64) -> u16;
 
     /// [`Rule::heap_bytes`] of a key's state.
     fn heap_bytes(&self, held: &Self::Held) -> usize;
 
     /// [`Rule::encode_state`] of a key's state.
-    fn encode(&self, rule: &Rule, held: &Self::Held, store: &Store<Self>) -> Vec<u64>;
+    fn encode(&self, rule: &Rule, held: &Self::Held) -> Vec<u64>;
 
-    /// A loaded state ([`Rule::decode_state`]'s) as this table holds it
-    /// (what it holds in the shard's `store` put there).
-    fn load(&self, state: KeyState, store: &mut Store<Self>) -> Option<Self::Held>;
+    /// A loaded state ([`Rule::decode_state`]'s) as this table holds it.
+    fn load(&self, state: KeyState) -> Option<Self::Held>;
 }
-
-/// What a kind's shard keeps for all its keys' states ([`Held::Store`]).
-pub(crate) type Store<K> = <<K as Kind>::Held as Held>::Store;
 
 /// A single-rate rule: its one algorithm, on its state alone.
 impl<A: Inline + DecideOne> Kind for A {
@@ -79,7 +68,6 @@ impl<A: Inline + DecideOne> Kind for A {
     fn decide(
         &self,
         held: &mut Self::Held,
-        _: &mut (),
         now: u64,
         cost: u64,
         mode: Mode,
@@ -91,11 +79,11 @@ impl<A: Inline + DecideOne> Kind for A {
     }
 
     #[inline(always)]
-    fn is_idle(&self, held: &mut Self::Held, _: &mut (), now: u64) -> bool {
+    fn is_idle(&self, held: &mut Self::Held, now: u64) -> bool {
         RateAlgorithm::is_idle(self, &mut held.state, now)
     }
 
-    fn used_permille(&self, rule: &Rule, held: &mut Self::Held, _: &mut (), now: u64) -> u16 {
+    fn used_permille(&self, rule: &Rule, held: &mut Self::Held, now: u64) -> u16 {
         // The rule's own computation, on the state lent as a `KeyState`
         // (a move in and out: a log's ring is not copied).
         let mut state = A::into_key_state(std::mem::take(&mut held.state));
@@ -108,11 +96,11 @@ impl<A: Inline + DecideOne> Kind for A {
         <A as RateAlgorithm>::heap_bytes(&held.state)
     }
 
-    fn encode(&self, rule: &Rule, held: &Self::Held, _: &()) -> Vec<u64> {
+    fn encode(&self, rule: &Rule, held: &Self::Held) -> Vec<u64> {
         rule.encode_state(&A::into_key_state(held.state.clone()))
     }
 
-    fn load(&self, state: KeyState, _: &mut ()) -> Option<Self::Held> {
+    fn load(&self, state: KeyState) -> Option<Self::Held> {
         A::from_key_state(state).map(Marked::new)
     }
 }
@@ -131,7 +119,6 @@ impl Kind for Whole<'_> {
     fn decide(
         &self,
         held: &mut KeyState,
-        _: &mut (),
         now: u64,
         cost: u64,
         mode: Mode,
@@ -140,11 +127,11 @@ impl Kind for Whole<'_> {
         self.0.decide(held, now, cost, mode, each)
     }
 
-    fn is_idle(&self, held: &mut KeyState, _: &mut (), now: u64) -> bool {
+    fn is_idle(&self, held: &mut KeyState, now: u64) -> bool {
         self.0.is_idle(held, now)
     }
 
-    fn used_permille(&self, rule: &Rule, held: &mut KeyState, _: &mut (), now: u64) -> u16 {
+    fn used_permille(&self, rule: &Rule, held: &mut KeyState, now: u64) -> u16 {
         rule.used_permille(held, now)
     }
 
@@ -152,11 +139,11 @@ impl Kind for Whole<'_> {
         self.0.heap_bytes(held)
     }
 
-    fn encode(&self, rule: &Rule, held: &KeyState, _: &()) -> Vec<u64> {
+    fn encode(&self, rule: &Rule, held: &KeyState) -> Vec<u64> {
         rule.encode_state(held)
     }
 
-    fn load(&self, state: KeyState, _: &mut ()) -> Option<KeyState> {
+    fn load(&self, state: KeyState) -> Option<KeyState> {
         Some(state)
     }
 }

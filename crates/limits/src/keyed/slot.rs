@@ -80,30 +80,12 @@ impl Marks {
 
 /// What a slot holds beside its key: a state with the key's [`Marks`].
 pub(crate) trait Held {
-    /// What the shard keeps for all its keys' states in common, which a
-    /// key's state gives back through [`release`](Held::release) as it
-    /// leaves (`()` where each state owns what it holds).
-    type Store: Default;
-
     /// The key's marks.
     fn marks(&mut self) -> &mut Marks;
-
-    /// Gives back what the state holds in the shard's store, as its key
-    /// leaves the shard (or a state is replaced): nothing for a state that
-    /// owns what it holds.
-    #[inline(always)]
-    fn release(&mut self, _store: &mut Self::Store) {}
-
-    /// Bytes the shard's store holds.
-    fn store_bytes(_store: &Self::Store) -> usize {
-        0
-    }
 }
 
 /// A whole rule's state: the marks in the padding after its tag.
 impl Held for KeyState {
-    type Store = ();
-
     #[inline(always)]
     fn marks(&mut self) -> &mut Marks {
         self.0.marks_mut()
@@ -133,8 +115,6 @@ impl<S> Marked<S> {
 }
 
 impl<S> Held for Marked<S> {
-    type Store = ();
-
     #[inline(always)]
     fn marks(&mut self) -> &mut Marks {
         &mut self.marks
