@@ -5,7 +5,7 @@
 //! its cost) sits beside it.
 //!
 //! A second entry moves the log to a ring of 3 (`SlidingLog::grow`); a ring
-//! stays a ring (shrinking as before, down to none allocated) until the key
+//! stays a ring (shrinking, down to none allocated) until the key
 //! is dropped, so a ring's path never changes shape. The algorithm asks for
 //! the ring once per decision ([`SlidingLogState::ring_mut`]) and runs the
 //! ring's own code; any other use reads through [`Log`] on the state, which
