@@ -3,9 +3,11 @@
 //! a restart must not hand every client a fresh limit.
 //!
 //! Layout: `[tag, rates, ...per rate]` with, per rate, fixed window
-//! `[index, count]`, sliding log `[len, entries...]`, sliding window
-//! `[index, previous, current]`, buckets `[high, low]` of the scaled time.
-//! Times are the clock's nanoseconds (Unix epoch for the system clock).
+//! `[index, count]`, sliding log `[entries, (time, cost)...]`, sliding
+//! window `[index, previous, current]`, buckets `[high, low]` of the scaled
+//! time. Times are the clock's nanoseconds (Unix epoch for the system
+//! clock). A sliding log's words of the earlier layout, one time per unit
+//! of cost (`[len, times...]` under [`UNIT_LOG`]), are still read.
 
 use crate::algorithms::{
     FixedWindowState, LeakyBucketState, ScaledTime, SlidingLogState, SlidingWindowState,
@@ -39,7 +41,7 @@ impl Rule {
                 out.push(s.len() as u64);
                 for log in s {
                     out.push(log.len() as u64);
-                    out.extend(log.iter());
+                    log.iter().for_each(|(t, cost)| out.extend([t, cost]));
                 }
             }
             StatesRef::Window(s) => {
@@ -65,7 +67,8 @@ impl Rule {
     pub fn decode_state(&self, words: &[u64]) -> Option<KeyState> {
         let fresh = self.new_state();
         let (&tag_word, rest) = words.split_first()?;
-        if tag_word != tag(fresh.0.view()) {
+        let unit_log = tag_word == UNIT_LOG && matches!(fresh.0.view(), StatesRef::Log(_));
+        if tag_word != tag(fresh.0.view()) && !unit_log {
             return None;
         }
         let (&rates, rest) = rest.split_first()?;
@@ -85,15 +88,31 @@ impl Rule {
                     count: w[1],
                 })
             })?),
+            StatesRef::Log(_) if unit_log => ManyStates::Log(self.each_rate(|_, limit, _| {
+                let len = *words.take(1)?.first()?;
+                if len > limit {
+                    return None;
+                }
+                let times = words.take(usize::try_from(len).ok()?)?;
+                // Times in the order they were admitted.
+                (!times.windows(2).any(|p| p[0] > p[1]))
+                    .then(|| times.iter().copied().collect::<SlidingLogState>())
+            })?),
             StatesRef::Log(_) => ManyStates::Log(self.each_rate(|_, limit, _| {
                 let len = *words.take(1)?.first()?;
                 if len > limit {
                     return None;
                 }
-                let entries = words.take(usize::try_from(len).ok()?)?;
-                // Entries are times in the order they were admitted.
-                (!entries.windows(2).any(|p| p[0] > p[1]))
-                    .then(|| entries.iter().copied().collect::<SlidingLogState>())
+                let pairs = words.take(usize::try_from(len).ok()?.checked_mul(2)?)?;
+                let entries: Vec<(u64, u64)> = pairs.chunks(2).map(|p| (p[0], p[1])).collect();
+                // Times in the order they were admitted, each entry at least
+                // one unit, all of them within the limit.
+                let ordered = !entries.windows(2).any(|p| p[0].0 > p[1].0);
+                let units = entries.iter().try_fold(0u64, |sum, &(_, cost)| {
+                    sum.checked_add(cost).filter(|_| cost > 0)
+                });
+                (ordered && units.is_some_and(|u| u <= limit))
+                    .then(|| entries.into_iter().collect::<SlidingLogState>())
             })?),
             StatesRef::Window(_) => ManyStates::Window(self.each_rate(|_, limit, window| {
                 let w = words.take(3)?;
@@ -202,7 +221,7 @@ impl Rule {
         match state.0.view() {
             StatesRef::None(_) => false,
             StatesRef::Fixed(s) => s.iter().enumerate().any(|(i, f)| index_after(i, f.index)),
-            StatesRef::Log(s) => s.iter().any(|log| log.iter().any(|t| t > latest)),
+            StatesRef::Log(s) => s.iter().any(|log| log.back().is_some_and(|t| t > latest)),
             StatesRef::Window(s) => s.iter().enumerate().any(|(i, w)| index_after(i, w.index)),
             StatesRef::Token(s) => s.iter().enumerate().any(|(i, t)| {
                 let limit = rates.get(i).map_or(0, |r| r.limit());
@@ -218,11 +237,15 @@ impl Rule {
     }
 }
 
+/// The sliding log's tag in the earlier layout: one time per unit.
+const UNIT_LOG: u64 = 2;
+
+/// The tag of a state's kind. A tag is never reused: saved files carry it.
 fn tag(kind: StatesRef<'_>) -> u64 {
     match kind {
         StatesRef::None(_) => 0,
         StatesRef::Fixed(_) => 1,
-        StatesRef::Log(_) => 2,
+        StatesRef::Log(_) => 6,
         StatesRef::Token(_) => 3,
         StatesRef::Window(_) => 4,
         StatesRef::Leaky(_) => 5,
@@ -281,7 +304,7 @@ mod tests {
     fn decoded_state_from_the_year_2100_is_later_than_now() {
         let rule = Rule::new(Algorithm::SlidingLog, "2/s".parse().unwrap());
         let year_2100 = 4_102_444_800 * SECOND;
-        let state = rule.decode_state(&[2, 1, 1, year_2100]).unwrap();
+        let state = rule.decode_state(&[6, 1, 1, year_2100, 1]).unwrap();
         assert!(rule.is_state_later_than(&state, 1_800_000_000 * SECOND));
         assert!(!rule.is_state_later_than(&state, year_2100));
     }

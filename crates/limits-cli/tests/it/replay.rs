@@ -335,4 +335,54 @@ fn replay_names_a_gzipped_trace_and_how_to_read_it() {
     let (out, err, code) = limits(&["replay", path.to_str().unwrap()]);
     assert_ne!(code, 0, "{out}");
     assert!(err.contains("gzip") && err.contains("zcat"), "{err}");
+
+/// One logged decision costs one entry whatever its cost: a line of cost
+/// 6,858,357,388,212 against 9*10^12 per second once made the replayed
+/// sliding log allocate 8 bytes per unit (about 55 TB) and abort.
+#[test]
+fn replay_a_cost_of_trillions_allocated_a_log_entry_per_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write(
+        dir.path(),
+        "huge.csv",
+        "1,a,6858357388212\n1.5,a,6858357388212\n2.000000001,a,6858357388212\n",
+    );
+    let out_csv = dir.path().join("out.csv");
+    let started = std::time::Instant::now();
+    let (out, err, code) = limits(&[
+        "replay",
+        "--limiter",
+        "sliding-log",
+        "--limit",
+        "9000000000000",
+        "--window",
+        "1s",
+        trace.to_str().unwrap(),
+        "--decisions",
+        out_csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert!(out.starts_with("replay "), "{out}");
+    let rows = std::fs::read_to_string(&out_csv).unwrap();
+    let rows: Vec<&str> = rows.lines().collect();
+    assert_eq!(
+        rows,
+        [
+            "time,key,cost,allowed,remaining,retry_after,reset_after,refill_after",
+            "1,a,6858357388212,true,2141642611788,0,1,1",
+            // the first entry's units must leave: at 2s
+            "1.5,a,6858357388212,false,2141642611788,0.5,0.5,0.5",
+            "2.000000001,a,6858357388212,true,2141642611788,0,1,1",
+        ]
+    );
+    let events = [
+        (1_000_000_000, "a", 6_858_357_388_212),
+        (1_500_000_000, "a", 6_858_357_388_212),
+        (2_000_000_001, "a", 6_858_357_388_212),
+    ];
+    assert_eq!(
+        rows[1..],
+        expected_rows("sliding-log", "9000000000000/s", &events)
+    );
 }

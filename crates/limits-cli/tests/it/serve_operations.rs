@@ -234,7 +234,8 @@ async fn serve_state_entry_from_the_year_2100_is_dropped_on_load() {
         serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
     let words = &mut saved["rules"]["default"]["keys"][0][1];
     let len = words.as_array().unwrap().len();
-    words[len - 1] = serde_json::json!(4_102_444_800_000_000_000u64);
+    // The log's one entry is its time, then its cost.
+    words[len - 2] = serde_json::json!(4_102_444_800_000_000_000u64);
     std::fs::write(&state, saved.to_string()).unwrap();
 
     let (out, code) = common::output_until_listening("serve", &args);

@@ -1,35 +1,42 @@
-//! The sliding log's ring: timestamps in one boxed slice, with 32-bit head
-//! and length, so that it takes 24 bytes inline (a `VecDeque` takes 32).
-//! Every key's state is as large as the largest algorithm's, so this is what
-//! lets a token bucket's state be 32 bytes.
+//! The sliding log's ring: one entry per admitted decision, in one boxed
+//! slice with 32-bit head and length, so that it takes 24 bytes inline (a
+//! `VecDeque` takes 32). Every key's state is as large as the largest
+//! algorithm's, so this is what lets a token bucket's state be 32 bytes.
+//!
+//! An entry carries its cost, so a decision costs one entry whatever its
+//! cost. While every entry costs 1 the ring holds only their times (the
+//! `k`-th oldest unit is the `k`-th entry); the first entry of another cost
+//! makes it a weighted ring, which holds beside each time the running count
+//! of units up to that entry, and the running count before its oldest entry:
+//! the entry holding the `k`-th oldest unit is then found by a binary search
+//! on those counts. The counts wrap around `u64`; only differences between
+//! counts of live entries are read, and those are at most L.
 //!
 //! [`Log`] is what the algorithm reads and writes of a log: implemented by
 //! the ring itself and by [`SlidingLogState`](super::SlidingLogState), which
 //! holds one entry inline or a ring. The algorithm's code is generic over
 //! it, so that a decision chooses the state's shape once and then runs
-//! straight-line code for that shape (issue 9: a choice at every read cost
-//! +17% instructions per check).
-//!
-//! A log holds at most L entries, and L entries of 8 bytes each must be
-//! allocated: a log of 2^32 entries (32 GiB for one key) is past what this
-//! buffer counts, as it is past what a machine allocates.
+//! straight-line code for that shape.
 
 /// A log's entries as the algorithm uses them, oldest first.
 pub(crate) trait Log {
-    /// Entries held.
+    /// Entries held (one per admitted decision).
     fn len(&self) -> usize;
+    /// Units held: the sum of the entries' costs.
+    fn units(&self) -> u64;
     /// Entries held without growing.
     fn capacity(&self) -> usize;
-    /// The `i`-th oldest entry.
-    fn get(&self, i: usize) -> Option<u64>;
-    /// The oldest entry.
+    /// The time of the `k`-th oldest unit, `1 <= k <= units()`.
+    fn unit(&self, k: u64) -> u64;
+    /// The oldest entry's time.
     fn front(&self) -> Option<u64>;
-    /// The newest entry.
+    /// The newest entry's time.
     fn back(&self) -> Option<u64>;
     /// Drops the oldest entry.
     fn pop_front(&mut self);
-    /// Appends `n` copies of `t`; there must be room for them.
-    fn push_n(&mut self, t: u64, n: usize);
+    /// Appends an entry of `cost` (at least 1) at `t`; there must be room
+    /// for one more entry.
+    fn push(&mut self, t: u64, cost: u64);
     /// Moves the entries into room for exactly `capacity` (at least the
     /// length), oldest first.
     fn resize(&mut self, capacity: usize);
@@ -42,51 +49,141 @@ pub(crate) trait Log {
     }
 
     /// The capacity to grow to for `needed` entries (more than the
-    /// capacity) under a limit of `limit`: by default at least double, to
-    /// `2^k + 1` entries, never past L (`SlidingLog::grow` says why); a log
-    /// whose sizes are its own (the keyed arena's 2, 3, 4, 6, 8, 12, ...,
-    /// `keyed/log_view.rs`) says its own.
+    /// capacity) under a limit of `limit`: the smallest `2^k + 1` entries
+    /// that hold them, never past L (`SlidingLog::grow` says why).
     fn room_for(&self, needed: usize, limit: u64) -> usize {
         let target = needed
-            .max(self.capacity() * 2)
             .saturating_sub(1)
             .checked_next_power_of_two()
             .map_or(needed, |p| p.max(2) + 1);
-        target.min(limit as usize).max(needed)
+        target
+            .min(usize::try_from(limit).unwrap_or(usize::MAX))
+            .max(needed)
     }
 }
 
-/// A ring of `len` entries from `head` on, wrapping.
+/// The head word's top bit: the ring is weighted.
+const WEIGHTED: u32 = 1 << 31;
+
+/// The most entries a ring holds: its head keeps the top bit for the flag.
+pub(crate) const MAX_ENTRIES: usize = (WEIGHTED - 1) as usize;
+
+/// A ring of `len` entries from the head on, wrapping. Unweighted, `words`
+/// is the entries' times (its length is the capacity); weighted, the
+/// times, then at the same indices each entry's running count of units,
+/// then the running count before the oldest entry (`2 capacity + 1` words).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub(crate) struct Ring {
-    ring: Box<[u64]>,
+    words: Box<[u64]>,
+    /// The oldest entry's index, and [`WEIGHTED`].
     head: u32,
     len: u32,
 }
 
 impl Ring {
-    /// A ring holding exactly these entries, oldest first.
-    pub(crate) fn of(ring: Box<[u64]>) -> Ring {
-        let len = ring.len();
-        Ring::holding(ring, len)
+    /// A ring of room for `capacity` entries (at most [`MAX_ENTRIES`], at
+    /// least the entries' number) holding `entries` (time, cost), oldest
+    /// first: weighted iff one of them costs other than 1.
+    pub(crate) fn with_entries(
+        entries: impl ExactSizeIterator<Item = (u64, u64)> + Clone,
+        capacity: usize,
+    ) -> Ring {
+        let capacity = capacity.clamp(entries.len(), MAX_ENTRIES);
+        let len = entries.len() as u32;
+        if entries.clone().all(|(_, cost)| cost == 1) {
+            let mut words = Vec::with_capacity(capacity);
+            words.extend(entries.map(|(t, _)| t));
+            words.resize(capacity, 0);
+            return Ring {
+                words: words.into_boxed_slice(),
+                head: 0,
+                len,
+            };
+        }
+        let mut words = vec![0; 2 * capacity + 1];
+        let mut running = 0u64;
+        for (i, (t, cost)) in entries.enumerate() {
+            running = running.wrapping_add(cost);
+            words[i] = t;
+            words[capacity + i] = running;
+        }
+        Ring {
+            words: words.into_boxed_slice(),
+            head: WEIGHTED,
+            len,
+        }
     }
 
-    /// A ring whose first `len` entries (at most its size) are held,
-    /// oldest first.
-    pub(crate) fn holding(ring: Box<[u64]>, len: usize) -> Ring {
-        let len = u32::try_from(len.min(ring.len())).unwrap_or(u32::MAX);
-        Ring { ring, head: 0, len }
+    /// Whether the ring holds its entries' running counts.
+    #[inline(always)]
+    fn weighted(&self) -> bool {
+        self.head & WEIGHTED != 0
     }
 
     /// The ring index of the `i`-th oldest entry (`i < capacity`).
     #[inline(always)]
     fn slot(&self, i: usize) -> usize {
-        let at = self.head as usize + i;
-        if at >= self.ring.len() {
-            at - self.ring.len()
+        let at = (self.head & !WEIGHTED) as usize + i;
+        let capacity = self.capacity();
+        if at >= capacity {
+            at - capacity
         } else {
             at
         }
+    }
+
+    /// The time of the `i`-th oldest entry (`i < len`).
+    #[inline(always)]
+    fn time(&self, i: usize) -> u64 {
+        self.words[self.slot(i)]
+    }
+
+    /// A weighted ring's running count up to the `i`-th oldest entry.
+    #[inline(always)]
+    fn running(&self, i: usize) -> u64 {
+        self.words[self.capacity() + self.slot(i)]
+    }
+
+    /// A weighted ring's running count before its oldest entry.
+    #[inline(always)]
+    fn base(&self) -> u64 {
+        self.words[self.words.len() - 1]
+    }
+
+    /// Bytes allocated.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.words.len() * std::mem::size_of::<u64>()
+    }
+
+    /// The entries as (time, cost), oldest first.
+    pub(crate) fn entries(&self) -> impl ExactSizeIterator<Item = (u64, u64)> + Clone + '_ {
+        (0..self.len()).map(move |i| {
+            if !self.weighted() {
+                return (self.time(i), 1);
+            }
+            let before = if i == 0 {
+                self.base()
+            } else {
+                self.running(i - 1)
+            };
+            (self.time(i), self.running(i).wrapping_sub(before))
+        })
+    }
+
+    /// The same entries in a weighted ring of the same capacity: the
+    /// first entry of another cost than 1 arrives (so every entry held
+    /// costs 1).
+    #[cold]
+    #[inline(never)]
+    fn weigh(&mut self) {
+        let capacity = self.capacity();
+        let mut words = vec![0; 2 * capacity + 1];
+        for i in 0..self.len() {
+            words[i] = self.time(i);
+            words[capacity + i] = i as u64 + 1;
+        }
+        self.words = words.into_boxed_slice();
+        self.head = WEIGHTED;
     }
 }
 
@@ -97,59 +194,91 @@ impl Log for Ring {
     }
 
     #[inline(always)]
-    fn capacity(&self) -> usize {
-        self.ring.len()
+    fn units(&self) -> u64 {
+        if !self.weighted() {
+            return u64::from(self.len);
+        }
+        match self.len().checked_sub(1) {
+            Some(newest) => self.running(newest).wrapping_sub(self.base()),
+            None => 0,
+        }
     }
 
     #[inline(always)]
-    fn get(&self, i: usize) -> Option<u64> {
-        (i < self.len()).then(|| self.ring[self.slot(i)])
+    fn capacity(&self) -> usize {
+        if self.weighted() {
+            self.words.len() / 2
+        } else {
+            self.words.len()
+        }
+    }
+
+    /// Unweighted, the `k`-th entry; weighted, the first entry whose
+    /// running count since the base reaches `k`, by binary search.
+    #[inline(always)]
+    fn unit(&self, k: u64) -> u64 {
+        if !self.weighted() {
+            return self.time(k as usize - 1);
+        }
+        let base = self.base();
+        let (mut lo, mut hi) = (0, self.len() - 1);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.running(mid).wrapping_sub(base) >= k {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        self.time(lo)
     }
 
     /// At the head, no wrapping to compute (the head is inside the ring
     /// whenever the log holds an entry).
     #[inline(always)]
     fn front(&self) -> Option<u64> {
-        (self.len > 0).then(|| self.ring[self.head as usize])
+        (self.len > 0).then(|| self.words[(self.head & !WEIGHTED) as usize])
     }
 
     #[inline(always)]
     fn back(&self) -> Option<u64> {
-        self.len().checked_sub(1).and_then(|i| self.get(i))
+        self.len().checked_sub(1).map(|i| self.time(i))
     }
 
     #[inline(always)]
     fn pop_front(&mut self) {
         if self.len > 0 {
-            self.head = self.slot(1) as u32;
+            if self.weighted() {
+                let last = self.words.len() - 1;
+                self.words[last] = self.running(0);
+            }
+            self.head = self.slot(1) as u32 | (self.head & WEIGHTED);
             self.len -= 1;
         }
     }
 
     #[inline(always)]
-    fn push_n(&mut self, t: u64, n: usize) {
-        for _ in 0..n {
-            let at = self.slot(self.len());
-            self.ring[at] = t;
-            self.len += 1;
+    fn push(&mut self, t: u64, cost: u64) {
+        if cost != 1 && !self.weighted() {
+            self.weigh();
         }
+        let at = self.slot(self.len());
+        self.words[at] = t;
+        if self.weighted() {
+            let before = match self.len().checked_sub(1) {
+                Some(newest) => self.running(newest),
+                None => self.base(),
+            };
+            let capacity = self.capacity();
+            self.words[capacity + at] = before.wrapping_add(cost);
+        }
+        self.len += 1;
     }
 
-    /// Capacity clamped to at most `u32::MAX`.
+    /// Capacity clamped to at most [`MAX_ENTRIES`]. A weighted ring whose
+    /// entries all cost 1 again goes back to holding their times alone.
     fn resize(&mut self, capacity: usize) {
-        let capacity = capacity.clamp(self.len(), u32::MAX as usize);
-        // The entries are at most two runs of the old ring: from the head to
-        // its end, then from its start. Copied as two slices, not entry by
-        // entry, and only the free tail is zeroed (issue 9: growing a new
-        // key's log was the sliding log's costliest step).
-        let (head, len) = (self.head as usize, self.len());
-        let first = len.min(self.ring.len() - head);
-        let mut ring = Vec::with_capacity(capacity);
-        ring.extend_from_slice(&self.ring[head..head + first]);
-        ring.extend_from_slice(&self.ring[..len - first]);
-        ring.resize(capacity, 0);
-        self.ring = ring.into_boxed_slice();
-        self.head = 0;
+        *self = Ring::with_entries(self.entries(), capacity);
     }
 }
 
@@ -157,32 +286,71 @@ impl Log for Ring {
 mod tests {
     use super::{Log, Ring};
 
+    fn entries(log: &Ring) -> Vec<(u64, u64)> {
+        log.entries().collect()
+    }
+
     #[test]
     fn a_ring_keeps_order_across_wrapping_and_resizing() {
-        let mut log = Ring::of([1, 2, 3].into());
-        let entries = |log: &Ring| {
-            (0..log.len())
-                .filter_map(|i| log.get(i))
-                .collect::<Vec<_>>()
-        };
+        let mut log = Ring::with_entries([(1, 1), (2, 1), (3, 1)].into_iter(), 3);
         assert_eq!(
             (log.front(), log.back(), log.capacity()),
             (Some(1), Some(3), 3)
         );
         log.pop_front();
         log.pop_front();
-        log.push_n(4, 2); // wraps: ring is [4, 4, 3] with head at 2
-        assert_eq!(entries(&log), [3, 4, 4]);
-        assert_eq!(log.get(2), Some(4));
-        assert_eq!(log.get(3), None);
+        log.push(4, 1);
+        log.push(4, 1); // wraps: ring is [4, 4, 3] with head at 2
+        assert_eq!(entries(&log), [(3, 1), (4, 1), (4, 1)]);
+        assert_eq!((log.unit(3), log.units()), (4, 3));
         log.resize(5);
-        log.push_n(5, 2);
-        assert_eq!(entries(&log), [3, 4, 4, 5, 5]);
+        log.push(5, 1);
+        log.push(5, 1);
+        assert_eq!(entries(&log).len(), 5);
         for _ in 0..6 {
             log.pop_front();
         }
         assert_eq!((log.len(), log.front(), log.back()), (0, None, None));
         log.resize(0);
         assert_eq!(log.capacity(), 0);
+    }
+
+    #[test]
+    fn a_weighted_ring_finds_each_unit_s_entry_across_wrapping() {
+        let mut log = Ring::with_entries([(1, 1), (2, 1), (3, 1)].into_iter(), 3);
+        log.pop_front();
+        log.push(4, 5); // weighs the ring, wrapping: [4, 2, 3], head at 1
+        assert_eq!(entries(&log), [(2, 1), (3, 1), (4, 5)]);
+        assert_eq!(log.units(), 7);
+        let want = [2, 3, 4, 4, 4, 4, 4];
+        for (k, &t) in (1..=7).zip(&want) {
+            assert_eq!(log.unit(k), t, "unit {k}");
+        }
+        log.pop_front();
+        log.pop_front();
+        assert_eq!((log.units(), log.unit(1), log.unit(5)), (5, 4, 4));
+        // Costs near the largest limit: the running counts wrap around u64.
+        for step in 0..8u64 {
+            log.push(10 + step, 1 << 61);
+            log.pop_front();
+            assert_eq!(log.units(), 1 << 61, "step {step}");
+            assert_eq!((log.unit(1), log.unit(1 << 61)), (10 + step, 10 + step));
+        }
+        log.push(20, 3);
+        assert_eq!(entries(&log), [(17, 1 << 61), (20, 3)]);
+        assert_eq!((log.unit(1 << 61), log.unit((1 << 61) + 1)), (17, 20));
+        log.pop_front();
+        log.resize(2);
+        assert_eq!(entries(&log), [(20, 3)]);
+    }
+
+    #[test]
+    fn a_weighted_ring_of_unit_entries_goes_back_to_times_alone() {
+        let mut log = Ring::with_entries([(1, 2), (2, 1)].into_iter(), 3);
+        assert!(log.weighted());
+        log.pop_front();
+        log.resize(3);
+        assert!(!log.weighted());
+        assert_eq!((entries(&log), log.capacity()), (vec![(2, 1)], 3));
     }
 }

@@ -1,26 +1,27 @@
-//! A sliding-log key's state: its one entry inline, or a ring (issue 9:
-//! memory at 1M keys). Most keys of most rules hold one entry in their
-//! window; inline it costs no allocation (a ring of 3 took a 32-byte malloc
-//! chunk), and the state is 24 bytes either way: the ring's pointer is the
-//! shapes' tag, its null the inline shape, whose entry sits beside it.
+//! A sliding-log key's state: its one entry inline, or a ring. Most keys of
+//! most rules hold one entry in their window; inline it costs no
+//! allocation, and the state is 24 bytes either way: the ring's pointer is
+//! the shapes' tag, its null the inline shape, whose entry (its time and
+//! its cost) sits beside it.
 //!
 //! A second entry moves the log to a ring of 3 (`SlidingLog::grow`); a ring
-//! stays a ring (shrinking as before, down to none allocated) until the key
-//! is dropped, so a ring's path never changes shape. The algorithm asks for the ring once
-//! per decision ([`SlidingLogState::ring_mut`]) and runs the ring's own
-//! code; any other use reads through [`Log`] on the state, which chooses
-//! the shape at each read.
+//! stays a ring (shrinking, down to none allocated) until the key
+//! is dropped, so a ring's path never changes shape. The algorithm asks for
+//! the ring once per decision ([`SlidingLogState::ring_mut`]) and runs the
+//! ring's own code; any other use reads through [`Log`] on the state, which
+//! chooses the shape at each read.
 
 use super::log_buffer::{Log, Ring};
 
-/// The admitted timestamps still in the window, oldest first.
+/// The admitted decisions still in the window, oldest first: each its time
+/// and its cost (the units it took).
 #[derive(Clone, PartialEq, Eq)]
 pub struct SlidingLogState(Shape);
 
 #[derive(Clone, PartialEq, Eq)]
 enum Shape {
-    /// No entry or this one, no allocation.
-    One(Option<u64>),
+    /// No entry (a cost of 0) or this one, no allocation.
+    One { at: u64, cost: u64 },
     /// Any number of entries in a ring.
     Ring(Ring),
 }
@@ -31,12 +32,12 @@ const _: () = assert!(std::mem::size_of::<SlidingLogState>() == 24);
 
 impl Default for SlidingLogState {
     fn default() -> SlidingLogState {
-        SlidingLogState(Shape::One(None))
+        SlidingLogState(Shape::One { at: 0, cost: 0 })
     }
 }
 
 impl SlidingLogState {
-    /// Entries held.
+    /// Entries held: one per admitted decision still in the window.
     #[inline(always)]
     pub fn len(&self) -> usize {
         Log::len(self)
@@ -47,23 +48,28 @@ impl SlidingLogState {
         self.len() == 0
     }
 
+    /// Units held: the sum of the entries' costs, what the limit counts.
+    pub fn units(&self) -> u64 {
+        Log::units(self)
+    }
+
     /// Entries the state can hold without allocating: 1 inline, or the
     /// ring's size.
     pub fn capacity(&self) -> usize {
         Log::capacity(self)
     }
 
-    /// The `i`-th oldest entry.
-    pub fn get(&self, i: usize) -> Option<u64> {
-        Log::get(self, i)
+    /// The `i`-th oldest entry, as (time, cost).
+    pub fn get(&self, i: usize) -> Option<(u64, u64)> {
+        self.iter().nth(i)
     }
 
-    /// The oldest entry.
+    /// The oldest entry's time.
     pub fn front(&self) -> Option<u64> {
         Log::front(self)
     }
 
-    /// The newest entry.
+    /// The newest entry's time.
     #[inline(always)]
     pub fn back(&self) -> Option<u64> {
         Log::back(self)
@@ -74,9 +80,13 @@ impl SlidingLogState {
         Log::pop_front(self)
     }
 
-    /// The entries, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
-        (0..self.len()).filter_map(|i| self.get(i))
+    /// The entries as (time, cost), oldest first.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (u64, u64)> + Clone + '_ {
+        let (one, ring) = match &self.0 {
+            Shape::One { at, cost } => (Some((*at, *cost)).filter(|_| *cost != 0), None),
+            Shape::Ring(ring) => (None, Some(ring.entries())),
+        };
+        Entries { one, ring }
     }
 
     /// The ring, if the log is one: what a decision asks once to run the
@@ -85,7 +95,7 @@ impl SlidingLogState {
     pub(crate) fn ring_mut(&mut self) -> Option<&mut Ring> {
         match &mut self.0 {
             Shape::Ring(ring) => Some(ring),
-            Shape::One(_) => None,
+            Shape::One { .. } => None,
         }
     }
 
@@ -94,15 +104,15 @@ impl SlidingLogState {
     pub(crate) fn ring(&self) -> Option<&Ring> {
         match &self.0 {
             Shape::Ring(ring) => Some(ring),
-            Shape::One(_) => None,
+            Shape::One { .. } => None,
         }
     }
 
     /// Bytes allocated for the entries (none inline).
     pub(crate) fn heap_bytes(&self) -> usize {
         match &self.0 {
-            Shape::One(_) => 0,
-            Shape::Ring(ring) => ring.capacity() * std::mem::size_of::<u64>(),
+            Shape::One { .. } => 0,
+            Shape::Ring(ring) => ring.heap_bytes(),
         }
     }
 }
@@ -114,31 +124,39 @@ impl Log for SlidingLogState {
     #[inline(always)]
     fn len(&self) -> usize {
         match &self.0 {
-            Shape::One(entry) => usize::from(entry.is_some()),
+            Shape::One { cost, .. } => usize::from(*cost != 0),
             Shape::Ring(ring) => ring.len(),
+        }
+    }
+
+    #[inline(always)]
+    fn units(&self) -> u64 {
+        match &self.0 {
+            Shape::One { cost, .. } => *cost,
+            Shape::Ring(ring) => ring.units(),
         }
     }
 
     #[inline(always)]
     fn capacity(&self) -> usize {
         match &self.0 {
-            Shape::One(_) => 1,
+            Shape::One { .. } => 1,
             Shape::Ring(ring) => ring.capacity(),
         }
     }
 
     #[inline(always)]
-    fn get(&self, i: usize) -> Option<u64> {
+    fn unit(&self, k: u64) -> u64 {
         match &self.0 {
-            Shape::One(entry) => entry.filter(|_| i == 0),
-            Shape::Ring(ring) => ring.get(i),
+            Shape::One { at, .. } => *at,
+            Shape::Ring(ring) => ring.unit(k),
         }
     }
 
     #[inline(always)]
     fn front(&self) -> Option<u64> {
         match &self.0 {
-            Shape::One(entry) => *entry,
+            Shape::One { at, cost } => (*cost != 0).then_some(*at),
             Shape::Ring(ring) => ring.front(),
         }
     }
@@ -146,7 +164,7 @@ impl Log for SlidingLogState {
     #[inline(always)]
     fn back(&self) -> Option<u64> {
         match &self.0 {
-            Shape::One(entry) => *entry,
+            Shape::One { at, cost } => (*cost != 0).then_some(*at),
             Shape::Ring(ring) => ring.back(),
         }
     }
@@ -154,45 +172,64 @@ impl Log for SlidingLogState {
     #[inline(always)]
     fn pop_front(&mut self) {
         match &mut self.0 {
-            Shape::One(entry) => *entry = None,
+            Shape::One { at, cost } => (*at, *cost) = (0, 0),
             Shape::Ring(ring) => ring.pop_front(),
         }
     }
 
     #[inline(always)]
-    fn push_n(&mut self, t: u64, n: usize) {
+    fn push(&mut self, t: u64, cost: u64) {
         match &mut self.0 {
-            // Room for at most one: `n` is 0, or 1 into an empty log.
-            Shape::One(entry) => {
-                if n > 0 {
-                    *entry = Some(t);
-                }
-            }
-            Shape::Ring(ring) => ring.push_n(t, n),
+            // Room for one: the log is empty.
+            Shape::One { at, cost: held } => (*at, *held) = (t, cost),
+            Shape::Ring(ring) => ring.push(t, cost),
         }
     }
 
     /// Inline for a capacity of 1 or less; otherwise a ring of `capacity`
-    /// (at most `u32::MAX`) holding the entries from its start.
+    /// (at most `u32::MAX / 2`) holding the entries from its start.
     fn resize(&mut self, capacity: usize) {
-        let len = self.len();
-        if capacity.max(len) <= 1 {
-            self.0 = Shape::One(self.front());
+        if capacity.max(self.len()) <= 1 {
+            let (at, cost) = self.iter().next().unwrap_or((0, 0));
+            self.0 = Shape::One { at, cost };
             return;
         }
         match &mut self.0 {
             Shape::Ring(ring) => ring.resize(capacity),
-            // A key's second entry: the ring made at once, its free tail
-            // zeroed (the one allocation is most of what this costs).
-            Shape::One(entry) => {
-                let mut ring = Vec::with_capacity(capacity);
-                ring.extend(*entry);
-                ring.resize(capacity, 0);
-                self.0 = Shape::Ring(Ring::holding(ring.into_boxed_slice(), len));
-            }
+            // A key's second entry: the ring made at once (the one
+            // allocation is most of what this costs).
+            Shape::One { .. } => self.0 = Shape::Ring(Ring::with_entries(self.iter(), capacity)),
         }
     }
 }
+
+/// [`SlidingLogState::iter`]: the inline entry, or the ring's.
+#[derive(Clone)]
+struct Entries<I> {
+    one: Option<(u64, u64)>,
+    ring: Option<I>,
+}
+
+impl<I: ExactSizeIterator<Item = (u64, u64)>> Iterator for Entries<I> {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        match &mut self.ring {
+            Some(ring) => ring.next(),
+            None => self.one.take(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = match &self.ring {
+            Some(ring) => ring.len(),
+            None => usize::from(self.one.is_some()),
+        };
+        (n, Some(n))
+    }
+}
+
+impl<I: ExactSizeIterator<Item = (u64, u64)>> ExactSizeIterator for Entries<I> {}
 
 impl std::fmt::Debug for SlidingLogState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -200,15 +237,24 @@ impl std::fmt::Debug for SlidingLogState {
     }
 }
 
-/// A log of these entries, oldest first: inline for none or one, otherwise
-/// in a ring of exactly their number.
+/// A log of entries of cost 1 at these times, oldest first: inline for
+/// none or one, otherwise in a ring of exactly their number.
 impl FromIterator<u64> for SlidingLogState {
-    fn from_iter<I: IntoIterator<Item = u64>>(entries: I) -> SlidingLogState {
-        let ring: Box<[u64]> = entries.into_iter().collect();
-        SlidingLogState(match *ring {
-            [] => Shape::One(None),
-            [entry] => Shape::One(Some(entry)),
-            _ => Shape::Ring(Ring::of(ring)),
+    fn from_iter<I: IntoIterator<Item = u64>>(times: I) -> SlidingLogState {
+        times.into_iter().map(|t| (t, 1)).collect()
+    }
+}
+
+/// A log of these entries (time, cost), oldest first: inline for none or
+/// one, otherwise in a ring of exactly their number. An entry of cost 0
+/// holds nothing and is left out.
+impl FromIterator<(u64, u64)> for SlidingLogState {
+    fn from_iter<I: IntoIterator<Item = (u64, u64)>>(entries: I) -> SlidingLogState {
+        let entries: Vec<(u64, u64)> = entries.into_iter().filter(|e| e.1 != 0).collect();
+        SlidingLogState(match *entries {
+            [] => Shape::One { at: 0, cost: 0 },
+            [(at, cost)] => Shape::One { at, cost },
+            _ => Shape::Ring(Ring::with_entries(entries.iter().copied(), entries.len())),
         })
     }
 }

@@ -21,7 +21,6 @@ mod whole_period;
 
 pub use fixed_window::{FixedWindow, FixedWindowState};
 pub use leaky_bucket::{LeakyBucket, LeakyBucketState};
-pub(crate) use log_buffer::Log;
 pub use none::NoLimit;
 pub use sliding_log::{SlidingLog, SlidingLogState};
 pub use sliding_window::{SlidingWindow, SlidingWindowState};

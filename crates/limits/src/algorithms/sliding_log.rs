@@ -1,9 +1,11 @@
-//! Sliding log: the exact limiter. Per key, the timestamps of admitted
-//! requests (one per unit of cost) in the window (t - W, t].
+//! Sliding log: the exact limiter. Per key, the admitted requests in the
+//! window (t - W, t], each an entry of its time and its cost: the log
+//! counts units, and holds one entry per decision whatever its cost.
 //!
 //! An entry expires when `entry <= t - W`, as in the seed chapter's code.
-//! Memory is bounded by L entries of 8 bytes: a denied request records
-//! nothing, and the buffer never grows beyond L.
+//! Memory is bounded by the decisions in the window and by L entries: a
+//! denied request records nothing, every entry holds at least one unit, and
+//! a cost above L is denied before the log is touched.
 
 use super::log_buffer::Log;
 pub use super::log_state::SlidingLogState;
@@ -12,8 +14,8 @@ use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
 
-/// Allowed iff count + cost <= L; a denied request waits until the k-th
-/// oldest entry expires, k = count + cost - L.
+/// Allowed iff count + cost <= L (count: the units held); a denied request
+/// waits until the k-th oldest unit expires, k = count + cost - L.
 #[derive(Clone, Copy, Debug)]
 pub struct SlidingLog {
     limit: u64,
@@ -44,15 +46,14 @@ impl SlidingLog {
         }
     }
 
-    /// Makes room in `log` for `needed` entries: at least doubling, to
-    /// `2^k + 1` of them (3, 9, 17, 33, ...), but never past L entries.
-    /// `8 (2^k + 1)` bytes and malloc's 8-byte header fill a 16-byte-aligned
-    /// chunk exactly (a ring of 4 took a chunk of 48 bytes, for 32 of
-    /// entries; one of 3 takes 32). A first entry is held inline (capacity
-    /// 1, no allocation), so the second moves it to a ring of 3, the fourth
-    /// to 9, the tenth to 33 (the log's [`Log::room_for`]: the keyed
-    /// arena's rings are 2, 3, 4, 6, 8, 12, ..., `keyed/log_view.rs`). Out
-    /// of line: most records fit.
+    /// Makes room in `log` for `needed` entries: the smallest `2^k + 1`
+    /// of them (3, 5, 9, 17, 33, ...) that holds them, but never past L
+    /// entries. `8 (2^k + 1)` bytes and malloc's 8-byte header fill a
+    /// 16-byte-aligned chunk exactly, and growing by less than double keeps
+    /// a log of a few entries in a chunk near its size (the keyed table
+    /// holds most keys' logs). A first entry is held inline (capacity 1, no
+    /// allocation), so the second moves it to a ring of 3, the fourth to 5,
+    /// the sixth to 9 ([`Log::room_for`]). Out of line: most records fit.
     #[cold]
     #[inline(never)]
     fn grow<L: Log>(&self, log: &mut L, needed: usize) {
@@ -84,24 +85,27 @@ impl SlidingLog {
         if cost > self.limit {
             return Err(None);
         }
-        let count = log.len() as u64;
+        let count = log.units();
         if count + cost <= self.limit {
             return Ok(());
         }
         // 1 <= k <= count, because cost <= limit < count + cost.
-        let k = (count + cost - self.limit) as usize;
-        let entry = log.get(k - 1).unwrap_or(0);
+        let entry = log.unit(count + cost - self.limit);
         Err(Some(sat64(self.until_expired(entry, now))))
     }
 
-    /// `record` on either shape.
+    /// `record` on either shape: one entry, whatever the cost (0 records
+    /// nothing).
     #[inline(always)]
     fn record_log<L: Log>(&self, log: &mut L, now: u64, cost: u64) {
-        let needed = log.len() + cost as usize;
+        if cost == 0 {
+            return;
+        }
+        let needed = log.len() + 1;
         if needed > log.capacity() {
             self.grow(log, needed);
         }
-        log.push_n(now, cost as usize);
+        log.push(now, cost);
     }
 }
 
@@ -135,7 +139,7 @@ impl RateAlgorithm for SlidingLog {
     }
 
     fn remaining(&self, log: &SlidingLogState, _: u64) -> u64 {
-        self.limit - log.len() as u64
+        self.limit - log.units()
     }
 
     fn reset_after(&self, log: &SlidingLogState, now: u64) -> u64 {
@@ -156,15 +160,16 @@ impl RateAlgorithm for SlidingLog {
     /// newest, and moves `now` to the newest entry at most, where a window
     /// longer than zero has not passed), but this reads only the newest
     /// entry, not the oldest too, and writes nothing: the keyed limiter's
-    /// sweep calls it for keys it is not deciding (issue 9).
+    /// sweep calls it for keys it is not deciding.
     fn is_idle(&self, log: &mut SlidingLogState, now: u64) -> bool {
-        self.is_idle_log(log, now)
+        log.back()
+            .is_none_or(|newest| self.until_expired(newest, now) == 0)
     }
 
     /// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: `advance`
     /// (which drops the expired entries), the count against the limit, the
     /// record (in `Record` mode), then the derived fields from the log left:
-    /// `remaining` is `L - len`, `reset_after` the time until the newest entry
+    /// `remaining` is `L - units`, `reset_after` the time until the newest entry
     /// expires and `refill_after` until the oldest does (the wait of
     /// `remaining + 1`, for which the oldest entry must go), without a second
     /// `check` (`tests/it/other_limiters_decide.rs`).
@@ -197,15 +202,14 @@ impl SlidingLog {
         let t = self.advance_log(log, now);
         let mut decision = Decision::allow(0);
         if cost.wrapping_sub(1) < self.limit {
-            let count = log.len() as u64;
+            let count = log.units();
             if count + cost <= self.limit {
                 if mode == Mode::Record {
                     self.record_log(log, t, cost);
                 }
             } else {
                 // 1 <= k <= count, as in `check`.
-                let k = (count + cost - self.limit) as usize;
-                let entry = log.get(k - 1).unwrap_or(0);
+                let entry = log.unit(count + cost - self.limit);
                 decision.allowed = false;
                 decision.retry_after = RetryAfter::from_nanos(self.expires_in(entry, t));
             }
@@ -213,7 +217,7 @@ impl SlidingLog {
             decision.allowed = false;
             decision.retry_after = RetryAfter::Never;
         }
-        decision.remaining = self.limit - log.len() as u64;
+        decision.remaining = self.limit - log.units();
         if let (Some(oldest), Some(newest)) = (log.front(), log.back()) {
             let reset = self.expires_in(newest, t);
             decision.reset_after = Duration::from_nanos(reset);
@@ -221,39 +225,5 @@ impl SlidingLog {
             decision.refill_after = Duration::from_nanos(refill);
         }
         decision
-    }
-}
-
-/// What the keyed arena's table (`keyed/compact_log.rs`) asks of a log it
-/// holds in its own way: the same steps as on a [`SlidingLogState`].
-impl SlidingLog {
-    /// [`RateAlgorithm::is_idle`] on either shape: the newest entry has
-    /// expired (or there is none).
-    #[inline(always)]
-    pub(crate) fn is_idle_log<L: Log>(&self, log: &L, now: u64) -> bool {
-        log.back()
-            .is_none_or(|newest| self.until_expired(newest, now) == 0)
-    }
-
-    /// `Rule::used_permille` of a single-rate sliding log, on either shape:
-    /// its steps (advance; nothing used if the reset is zero; else the
-    /// share of L held) on this algorithm's own functions.
-    pub(crate) fn used_permille_log<L: Log>(&self, log: &mut L, now: u64) -> u16 {
-        let t = self.advance_log(log, now);
-        let reset = log
-            .back()
-            .map_or(0, |newest| sat64(self.until_expired(newest, t)));
-        if reset == 0 {
-            return 0;
-        }
-        let capacity = self.limit.max(1);
-        let left = (self.limit - log.len() as u64).min(capacity);
-        let share = u128::from(capacity - left) * 1000 / u128::from(capacity);
-        u16::try_from(share).unwrap_or(1000)
-    }
-
-    /// The limit, L.
-    pub(crate) fn limit(&self) -> u64 {
-        self.limit
     }
 }

@@ -273,8 +273,6 @@ impl PackedState {
 }
 
 impl Held for PackedState {
-    type Store = ();
-
     #[inline(always)]
     fn marks(&mut self) -> &mut Marks {
         &mut self.marks
@@ -295,7 +293,6 @@ impl<P: Packing> Kind for Compact<P> {
     fn decide(
         &self,
         held: &mut PackedState,
-        _: &mut (),
         now: u64,
         cost: u64,
         mode: Mode,
@@ -309,11 +306,11 @@ impl<P: Packing> Kind for Compact<P> {
     }
 
     #[inline(always)]
-    fn is_idle(&self, held: &mut PackedState, _: &mut (), now: u64) -> bool {
+    fn is_idle(&self, held: &mut PackedState, now: u64) -> bool {
         self.1.is_idle(&self.0, held, now)
     }
 
-    fn used_permille(&self, rule: &Rule, held: &mut PackedState, _: &mut (), now: u64) -> u16 {
+    fn used_permille(&self, rule: &Rule, held: &mut PackedState, now: u64) -> u16 {
         let mut state = P::Engine::into_key_state(held.get(self.1));
         let used = rule.used_permille(&mut state, now);
         held.put(
@@ -327,11 +324,11 @@ impl<P: Packing> Kind for Compact<P> {
         <P::Engine as RateAlgorithm>::heap_bytes(&held.get(self.1))
     }
 
-    fn encode(&self, rule: &Rule, held: &PackedState, _: &()) -> Vec<u64> {
+    fn encode(&self, rule: &Rule, held: &PackedState) -> Vec<u64> {
         rule.encode_state(&P::Engine::into_key_state(held.get(self.1)))
     }
 
-    fn load(&self, state: KeyState, _: &mut ()) -> Option<PackedState> {
+    fn load(&self, state: KeyState) -> Option<PackedState> {
         // Always fits: the rule's decoder bounds what it loads as `fits`
         // assumed (`tests/it/compact_slots.rs` holds it to that).
         let state = P::Engine::from_key_state(state).filter(|s| self.1.fits_state(s))?;

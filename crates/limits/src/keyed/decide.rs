@@ -152,7 +152,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             Some(idx) => {
                 let slot = &mut shard.slots[idx];
                 slot.marks().set_referenced(true);
-                let d = kind.decide(&mut slot.state, &mut shard.store, now, cost, mode, each);
+                let d = kind.decide(&mut slot.state, now, cost, mode, each);
                 if mode == Mode::Record && limits_the_key(&d) {
                     slot.marks().set_denied(true);
                 }
@@ -165,13 +165,11 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             }
             None => {
                 let mut state = kind.fresh();
-                let d = kind.decide(&mut state, &mut shard.store, now, cost, mode, each);
+                let d = kind.decide(&mut state, now, cost, mode, each);
                 if mode == Mode::Record && !d.reset_after.is_zero() {
                     let slot = Slot::new(hash, key.to_owned(), state, limits_the_key(&d));
                     self.insert(shard, kind, hash, slot, now);
                     added = true;
-                } else {
-                    state.release(&mut shard.store);
                 }
                 d
             }

@@ -9,9 +9,8 @@
 //! ([`Marked`]: a `u64` key's slot is 32 bytes for the token bucket, fixed
 //! window and leaky bucket, 40 for the sliding window and log; 24 for the
 //! first four when the rule bounds their state to 12 bytes, the packed
-//! kind of `keyed/compact.rs`, and for the sliding log whose L fits a
-//! handle to its ring in the shard's arena, `keyed/compact_log.rs`), and a
-//! rule of several rates keeps its [`KeyState`] beside the marks. The
+//! kind of `keyed/compact.rs`), and a rule of several rates keeps its
+//! [`KeyState`] beside the marks. The
 //! limiter matches its table's kind once per call (`keyed/tables.rs`); below
 //! that, every function is the algorithm's own, as [`Rule`]'s dispatch
 //! would have reached for the same state, so every decision is the same.
@@ -35,11 +34,10 @@ pub(crate) trait Kind {
     /// The state of a key never seen (unmarked).
     fn fresh(&self) -> Self::Held;
 
-    /// [`Rule::decide`] on a key's state (`store`: its shard's).
+    /// [`Rule::decide`] on a key's state.
     fn decide(
         &self,
         held: &mut Self::Held,
-        store: &mut Store<Self>,
         now: u64,
         cost: u64,
         mode: Mode,
@@ -47,30 +45,20 @@ pub(crate) trait Kind {
     ) -> Decision;
 
     /// [`Rule::is_idle`] of a key's state.
-    fn is_idle(&self, held: &mut Self::Held, store: &mut Store<Self>, now: u64) -> bool;
+    fn is_idle(&self, held: &mut Self::Held, now: u64) -> bool;
 
     /// [`Rule::used_permille`] of a key's state (`rule` is the limiter's).
-    fn used_permille(
-        &self,
-        rule: &Rule,
-        held: &mut Self::Held,
-        store: &mut Store<Self>,
-        now: u64,
-    ) -> u16;
+    fn used_permille(&self, rule: &Rule, held: &mut Self::Held, now: u64) -> u16;
 
     /// [`Rule::heap_bytes`] of a key's state.
     fn heap_bytes(&self, held: &Self::Held) -> usize;
 
     /// [`Rule::encode_state`] of a key's state.
-    fn encode(&self, rule: &Rule, held: &Self::Held, store: &Store<Self>) -> Vec<u64>;
+    fn encode(&self, rule: &Rule, held: &Self::Held) -> Vec<u64>;
 
-    /// A loaded state ([`Rule::decode_state`]'s) as this table holds it
-    /// (what it holds in the shard's `store` put there).
-    fn load(&self, state: KeyState, store: &mut Store<Self>) -> Option<Self::Held>;
+    /// A loaded state ([`Rule::decode_state`]'s) as this table holds it.
+    fn load(&self, state: KeyState) -> Option<Self::Held>;
 }
-
-/// What a kind's shard keeps for all its keys' states ([`Held::Store`]).
-pub(crate) type Store<K> = <<K as Kind>::Held as Held>::Store;
 
 /// A single-rate rule: its one algorithm, on its state alone.
 impl<A: Inline> Kind for A {
@@ -85,7 +73,6 @@ impl<A: Inline> Kind for A {
     fn decide(
         &self,
         held: &mut Self::Held,
-        _: &mut (),
         now: u64,
         cost: u64,
         mode: Mode,
@@ -97,11 +84,11 @@ impl<A: Inline> Kind for A {
     }
 
     #[inline(always)]
-    fn is_idle(&self, held: &mut Self::Held, _: &mut (), now: u64) -> bool {
+    fn is_idle(&self, held: &mut Self::Held, now: u64) -> bool {
         RateAlgorithm::is_idle(self, &mut held.state, now)
     }
 
-    fn used_permille(&self, rule: &Rule, held: &mut Self::Held, _: &mut (), now: u64) -> u16 {
+    fn used_permille(&self, rule: &Rule, held: &mut Self::Held, now: u64) -> u16 {
         // The rule's own computation, on the state lent as a `KeyState`
         // (a move in and out: a log's ring is not copied).
         let mut state = A::into_key_state(std::mem::take(&mut held.state));
@@ -114,11 +101,11 @@ impl<A: Inline> Kind for A {
         <A as RateAlgorithm>::heap_bytes(&held.state)
     }
 
-    fn encode(&self, rule: &Rule, held: &Self::Held, _: &()) -> Vec<u64> {
+    fn encode(&self, rule: &Rule, held: &Self::Held) -> Vec<u64> {
         rule.encode_state(&A::into_key_state(held.state.clone()))
     }
 
-    fn load(&self, state: KeyState, _: &mut ()) -> Option<Self::Held> {
+    fn load(&self, state: KeyState) -> Option<Self::Held> {
         A::from_key_state(state).map(Marked::new)
     }
 }
@@ -138,7 +125,6 @@ impl Kind for AnyRule<'_> {
     fn decide(
         &self,
         held: &mut Self::Held,
-        _: &mut (),
         now: u64,
         cost: u64,
         mode: Mode,
@@ -147,11 +133,11 @@ impl Kind for AnyRule<'_> {
         self.0.decide(&mut held.state, now, cost, mode, each)
     }
 
-    fn is_idle(&self, held: &mut Self::Held, _: &mut (), now: u64) -> bool {
+    fn is_idle(&self, held: &mut Self::Held, now: u64) -> bool {
         self.0.is_idle(&mut held.state, now)
     }
 
-    fn used_permille(&self, rule: &Rule, held: &mut Self::Held, _: &mut (), now: u64) -> u16 {
+    fn used_permille(&self, rule: &Rule, held: &mut Self::Held, now: u64) -> u16 {
         rule.used_permille(&mut held.state, now)
     }
 
@@ -159,11 +145,11 @@ impl Kind for AnyRule<'_> {
         self.0.heap_bytes(&held.state)
     }
 
-    fn encode(&self, rule: &Rule, held: &Self::Held, _: &()) -> Vec<u64> {
+    fn encode(&self, rule: &Rule, held: &Self::Held) -> Vec<u64> {
         rule.encode_state(&held.state)
     }
 
-    fn load(&self, state: KeyState, _: &mut ()) -> Option<Self::Held> {
+    fn load(&self, state: KeyState) -> Option<Self::Held> {
         Some(Marked::new(state))
     }
 }

@@ -21,13 +21,9 @@
 //!   full of limited keys, the sign that `max_keys` is too small.
 
 mod compact;
-mod compact_log;
 mod compact_window;
 mod decide;
 mod kind;
-mod log_arena;
-mod log_arenas;
-mod log_view;
 mod saved;
 mod shard;
 pub(crate) mod slot;

@@ -3,7 +3,7 @@
 //! on start, so that a restart does not hand every client a fresh limit.
 
 use super::kind::Kind;
-use super::slot::{Held, Slot};
+use super::slot::Slot;
 use super::tables::with_table;
 use super::{lock, KeyedLimiter};
 use crate::Clock;
@@ -22,7 +22,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             let mut shard = lock(&s.0);
             shard.sweep_all(kind, now);
             out.extend(shard.slots.iter().map(|slot| {
-                let words = kind.encode(&self.rule, &slot.state, &shard.store);
+                let words = kind.encode(&self.rule, &slot.state);
                 (slot.key.clone(), words)
             }));
         });
@@ -52,17 +52,15 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             let hash = self.hasher.hash_one(&key);
             let mut guard = self.shard(shards, hash);
             let shard = &mut *guard;
-            let Some(mut state) = kind.load(state, &mut shard.store) else {
+            let Some(mut state) = kind.load(state) else {
                 continue;
             };
-            if kind.is_idle(&mut state, &mut shard.store, now) {
-                state.release(&mut shard.store);
+            if kind.is_idle(&mut state, now) {
                 continue;
             }
             if let Some(idx) = shard.find(hash, &key) {
                 // The loaded state carries no marks: not limited, no second
                 // chance, no hash hint (the slot module says why that is safe).
-                shard.slots[idx].state.release(&mut shard.store);
                 shard.slots[idx].state = state;
             } else {
                 let slot = Slot::new(hash, key, state, false);

@@ -9,11 +9,8 @@
 //! sliding window, sliding log); a state that the rule bounds to 12 bytes
 //! (most token buckets, leaky buckets, fixed windows and sliding windows)
 //! is packed beside the marks in 16 bytes, a 24-byte slot
-//! (`keyed/compact.rs`), and so is a sliding log's one entry or the handle
-//! of its ring in the shard's arena (`keyed/compact_log.rs`). A rule of several rates keeps a whole
-//! [`KeyState`], whose tag is one byte and whose fields start 8 bytes in:
-//! the marks live in the seven bytes between, which every key pays for
-//! anyway (40 bytes for a `u64` key).
+//! (`keyed/compact.rs`). A rule of several rates keeps a whole
+//! [`KeyState`], marked the same way.
 //!
 //! The hash bits kept there are a hint, not a truth the table depends on: a
 //! state replaced wholesale (one loaded, or one of another shape that a
@@ -77,23 +74,8 @@ impl Marks {
 
 /// What a slot holds beside its key: a state with the key's [`Marks`].
 pub(crate) trait Held {
-    /// What the shard keeps for all its keys' states: nothing, or the
-    /// sliding log's arena of entries (`keyed/log_arena.rs`).
-    type Store: Default;
-
     /// The key's marks.
     fn marks(&mut self) -> &mut Marks;
-
-    /// Gives back what the state holds in the shard's store, as its key
-    /// leaves the shard (or a state is replaced): nothing for a state that
-    /// owns what it holds.
-    #[inline(always)]
-    fn release(&mut self, _store: &mut Self::Store) {}
-
-    /// Bytes the shard's store holds.
-    fn store_bytes(_store: &Self::Store) -> usize {
-        0
-    }
 }
 
 /// The bits of a key's hash its [`Marks`] keep (the low ones): the shard
@@ -119,8 +101,6 @@ impl<S> Marked<S> {
 }
 
 impl<S> Held for Marked<S> {
-    type Store = ();
-
     #[inline(always)]
     fn marks(&mut self) -> &mut Marks {
         &mut self.marks

@@ -8,12 +8,10 @@
 //! state's kind that each decision made before. A token bucket, leaky
 //! bucket, fixed window or sliding window whose states the rule bounds to
 //! 12 bytes gets a compact table (`keyed/compact.rs`,
-//! `keyed/compact_window.rs`: a 24-byte slot for a `u64` key), and so does
-//! a sliding log whose L fits its handle (`keyed/compact_log.rs`: the
-//! entries in the shard's arena); any other its whole state's.
+//! `keyed/compact_window.rs`: a 24-byte slot for a `u64` key); any other
+//! its whole state's (a sliding log's: one entry inline, or a ring).
 
 use super::compact::{Compact, FixedPacking, LeakyPacking, PackedState, TokenPacking};
-use super::compact_log::{CompactLog, LogHeld};
 use super::compact_window::{NarrowWindow, WideWindow};
 use super::shard::Shard;
 use super::slot::{Held, Marked};
@@ -42,8 +40,6 @@ pub(crate) enum Tables<K> {
     None(Typed<K, NoLimit>),
     Fixed(Typed<K, FixedWindow>),
     Log(Typed<K, SlidingLog>),
-    /// A sliding log whose L fits a handle: the entries in the shard's arena.
-    CompactLog((CompactLog, Shards<K, LogHeld>)),
     Token(Typed<K, TokenBucket>),
     /// A token bucket whose full times fit in 96 bits.
     PackedToken(PackedTable<K, TokenPacking>),
@@ -77,10 +73,7 @@ impl<K: Hash> Tables<K> {
                 Some(compact) => Tables::PackedFixed((compact, shards(n, h))),
                 None => Tables::Fixed((e[0], shards(n, h))),
             },
-            Engines::Log(e) if e.len() == 1 => match CompactLog::new(e[0], rule) {
-                Some(compact) => Tables::CompactLog((compact, shards(n, h))),
-                None => Tables::Log((e[0], shards(n, h))),
-            },
+            Engines::Log(e) if e.len() == 1 => Tables::Log((e[0], shards(n, h))),
             Engines::Token(e) if e.len() == 1 => match Compact::new(e[0], rule) {
                 Some(compact) => Tables::PackedToken((compact, shards(n, h))),
                 None => Tables::Token((e[0], shards(n, h))),
@@ -126,10 +119,6 @@ macro_rules! with_table {
                 $body
             }
             Tables::Log((engine, $shards)) => {
-                let $kind = engine;
-                $body
-            }
-            Tables::CompactLog((engine, $shards)) => {
                 let $kind = engine;
                 $body
             }

@@ -1,7 +1,7 @@
 //! The sliding log's ring grows to capacities whose malloc chunk holds
-//! nothing but entries (issue 9: memory at 1M keys): `2^k + 1` entries
-//! (3, 9, 17, 33, ...: `8 (2^k + 1)` bytes and malloc's 8-byte header make
-//! a multiple of 16), at least doubling, never past L. An allocation-
+//! nothing but entries: `2^k + 1` entries (3, 5, 9, 17, 33, ...:
+//! `8 (2^k + 1)` bytes and malloc's 8-byte header make a multiple of 16),
+//! the smallest that holds them, never past L. An allocation-
 //! counting allocator checks each transition (first entry, growth, expiry
 //! and shrink, drop, export and import) for what it allocates and frees,
 //! and every decision is the reference model's.
@@ -29,32 +29,53 @@ fn each_transition_allocates_and_frees_what_it_should() {
     assert_eq!(n, (0, 0, 0));
     assert_eq!(rule.heap_bytes(&state), 0);
     // The second and third: a ring of 3 (24 bytes, a 32-byte malloc
-    // chunk); the fourth grows it to 9 (the old ring freed), the tenth to
-    // 33 (at least twice 9, then `2^k + 1`).
-    let (_, n) = counted(|| rule.check(&mut state, 1, 2));
+    // chunk); the fourth grows it to 5 (the old ring freed), the sixth to
+    // 9, the tenth to 17 (the next `2^k + 1` each time).
+    let (_, n) = counted(|| rule.check(&mut state, 1, 1));
     assert_eq!(n, (1, 0, 24));
-    let (_, n) = counted(|| rule.check(&mut state, 2, 1));
-    assert_eq!(n, (1, 1, 72 - 24));
-    let (_, n) = counted(|| rule.check(&mut state, 3, 6));
-    assert_eq!(n, (1, 1, 8 * 33 - 72));
-    let (_, n) = counted(|| rule.check(&mut state, 4, 20));
+    let (_, n) = counted(|| rule.check(&mut state, 1, 1));
     assert_eq!(n, (0, 0, 0));
-    assert_eq!(rule.heap_bytes(&state), 8 * 33);
-    // At 1004 all 30 entries (0 to 4) have expired: a ring of more than 16
+    let (_, n) = counted(|| rule.check(&mut state, 2, 1));
+    assert_eq!(n, (1, 1, 40 - 24));
+    let (_, n) = counted(|| rule.check(&mut state, 3, 1));
+    assert_eq!(n, (0, 0, 0));
+    let (_, n) = counted(|| rule.check(&mut state, 4, 1));
+    assert_eq!(n, (1, 1, 72 - 40));
+    for t in 5..8 {
+        let (_, n) = counted(|| rule.check(&mut state, t, 1));
+        assert_eq!(n, (0, 0, 0), "at {t}");
+    }
+    let (_, n) = counted(|| rule.check(&mut state, 8, 1));
+    assert_eq!(n, (1, 1, 8 * 17 - 72));
+    assert_eq!(rule.heap_bytes(&state), 8 * 17);
+    // At 1008 all 10 entries (0 to 8) have expired: a ring of more than 16
     // below a quarter full shrinks to twice its length, none (freed), and
     // the new entry grows a ring of 3 again.
-    let (d, n) = counted(|| rule.check(&mut state, 1_004, 1));
+    let (d, n) = counted(|| rule.check(&mut state, 1_008, 1));
     assert!(d.allowed);
-    assert_eq!(n, (1, 1, 24 - 8 * 33));
+    assert_eq!(n, (1, 1, 24 - 8 * 17));
     // Dropping a log frees its ring.
     let (_, n) = counted(|| drop(state));
     assert_eq!(n, (0, 1, -24));
-    // Never past L: a log of 5 per window grows from 3 to 5, not 9.
-    let rule = log(5, 1_000);
+    // Never past L: a log of 4 per window grows from 3 to 4, not 5.
+    let rule = log(4, 1_000);
     let mut state = rule.new_state();
-    rule.check(&mut state, 0, 3);
-    let (_, n) = counted(|| rule.check(&mut state, 1, 2));
-    assert_eq!(n, (1, 1, 40 - 24));
+    for t in 0..3 {
+        rule.check(&mut state, t, 1);
+    }
+    let (_, n) = counted(|| rule.check(&mut state, 3, 1));
+    assert_eq!(n, (1, 1, 32 - 24));
+    // An entry of a cost other than 1: the ring of 5 then holds each
+    // entry's running count of units beside its time, and the count
+    // before the oldest (11 words), in place of the times alone.
+    let rule = log(100, 1_000);
+    let mut state = rule.new_state();
+    for t in 0..4 {
+        rule.check(&mut state, t, 1);
+    }
+    assert_eq!(rule.heap_bytes(&state), 40);
+    let (_, n) = counted(|| rule.check(&mut state, 4, 7));
+    assert_eq!(n, (1, 1, 8 * 11 - 40));
 }
 
 #[test]
@@ -128,7 +149,7 @@ proptest! {
             t += wait;
             let want = model.decide(t, cost);
             prop_assert_eq!(rule.check(&mut state, t, cost), want, "step {} at {}", i, t);
-            prop_assert!(rule.heap_bytes(&state) <= 8 * limit as usize);
+            prop_assert!(rule.heap_bytes(&state) <= 16 * limit as usize + 8);
             let words = rule.encode_state(&state);
             let loaded = rule.decode_state(&words).unwrap();
             prop_assert_eq!(rule.encode_state(&loaded), words);

@@ -7,8 +7,6 @@ mod edges;
 mod keyed_trace;
 
 mod clock_order;
-mod compact_log_rings_of_three;
-mod compact_sliding_log;
 mod compact_sliding_window;
 mod compact_slots;
 mod decide_fast_path_edges;
@@ -16,7 +14,9 @@ mod fixed_window;
 mod idle_from_decision;
 mod keyed;
 mod keyed_cap;
+mod keyed_sliding_log;
 mod leaky_bucket;
+mod log_cost;
 mod log_inline_entry;
 mod log_ring_chunks;
 mod log_ring_growth;

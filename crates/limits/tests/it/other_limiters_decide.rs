@@ -237,7 +237,7 @@ proptest! {
         let tag = tag(&rule);
         let words = |s: &SlidingLogState| {
             let mut v = vec![tag, 1, s.len() as u64];
-            v.extend(s.iter());
+            s.iter().for_each(|(t, cost)| v.extend([t, cost]));
             v
         };
         // Each entry's expiry ± 1 ns, `at` and the end of time.

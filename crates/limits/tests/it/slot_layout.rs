@@ -150,11 +150,10 @@ fn each_algorithm_s_slot_is_sized_for_its_own_state() {
     // Likewise a sliding window's index and two counts (below 2^16 here;
     // `tests/it/compact_sliding_window.rs` pins the wider bounds).
     assert_eq!(per_key(Algorithm::SlidingWindow, "10/hour"), 24.0);
-    // The log's one entry inline, or a handle to its ring in the shard's
-    // arena, in 12 bytes (`keyed/compact_log.rs`): 24, and no heap for its
-    // one request. A limit past the handle keeps the ring's pointer, head
-    // and length (24): 40.
-    assert_eq!(per_key(Algorithm::SlidingLog, "10/hour"), 24.0);
+    // The log's one entry inline (its time and cost beside the ring's null
+    // pointer), or the ring's pointer, head and length: 24, so 40, and no
+    // heap for its one request, whatever the limit.
+    assert_eq!(per_key(Algorithm::SlidingLog, "10/hour"), 40.0);
     assert_eq!(per_key(Algorithm::SlidingLog, "134217728/hour"), 40.0);
     // Several rates: a whole `KeyState` (32) beside the marks (4, padded
     // to 8), and its states behind one pointer (their `ManyStates`, 24, and

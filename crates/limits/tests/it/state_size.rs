@@ -43,5 +43,7 @@ fn a_state_of_another_shape_is_replaced_not_misread() {
     let d = two.check(&mut state, 1, 1);
     assert!(d.allowed);
     assert_eq!(d.remaining, 1);
-    assert_eq!(two.encode_state(&state), [2, 2, 1, 1, 1, 1]);
+    // Tag, two rates, then each rate's one entry: at 1, of cost 1.
+    let tag = two.encode_state(&two.new_state())[0];
+    assert_eq!(two.encode_state(&state), [tag, 2, 1, 1, 1, 1, 1, 1]);
 }

@@ -69,10 +69,10 @@ impl<K: Hash, H: Held> Shard<K, H> {
             let at = self.hand;
             self.hand = next(at, len);
             let slot = &mut self.slots[at];
-            if kind.is_idle(&mut slot.state, &mut self.store, now) {
+            if kind.is_idle(&mut slot.state, now) {
                 return Some(Room::Idle(at));
             }
-            let cost = forgetting_cost(kind, rule, slot, &mut self.store, now);
+            let cost = forgetting_cost(kind, rule, slot, now);
             slot.marks().set_referenced(false);
             if best.is_none_or(|(least, _)| cost < least) {
                 best = Some((cost, at));
@@ -92,10 +92,9 @@ fn forgetting_cost<K, H: Held>(
     kind: &impl Kind<Held = H>,
     rule: &Rule,
     slot: &mut Slot<K, H>,
-    store: &mut H::Store,
     now: u64,
 ) -> u32 {
-    let used = u32::from(kind.used_permille(rule, &mut slot.state, store, now));
+    let used = u32::from(kind.used_permille(rule, &mut slot.state, now));
     let marks = *slot.marks();
     let limited = marks.denied() || used >= 1000;
     (if limited { LIMITED } else { 0 })

@@ -30,10 +30,8 @@ use std::hash::{BuildHasher, Hash};
 
 /// The fields in their written order (`repr(C)`): those that every
 /// operation writes first, so that with the mutex's lock byte before them
-/// they share one cache line, and the table and the store (the sliding
-/// log's arena), which an operation on an existing key only reads (the
-/// arena's own fields change when a ring is taken or given back), on the
-/// next. A check from another core then takes one line over, not two; the
+/// they share one cache line, and the table, which an operation on an
+/// existing key only reads, on the next. A check from another core then takes one line over, not two; the
 /// next line stays shared between the cores
 /// (`tests::written_fields_share_the_lock_line`).
 #[repr(C)]
@@ -51,8 +49,6 @@ pub(crate) struct Shard<K, H: Held> {
     table: HashTable<u32>,
     /// The limiter's hasher, to hash a slot's key again.
     hasher: RandomState,
-    /// What the keys' states keep in common (the sliding log's arena).
-    pub store: H::Store,
 }
 
 impl<K: Hash, H: Held> Shard<K, H> {
@@ -66,7 +62,6 @@ impl<K: Hash, H: Held> Shard<K, H> {
             cursor: 0,
             latest: 0,
             quiet: 0,
-            store: H::Store::default(),
         }
     }
 
@@ -148,7 +143,6 @@ impl<K: Hash, H: Held> Shard<K, H> {
         let at = match room {
             Some(Room::Idle(at) | Room::Evicted { at, .. }) => {
                 self.unfile(at);
-                self.slots[at].state.release(&mut self.store);
                 self.slots[at] = slot;
                 at
             }
@@ -164,11 +158,9 @@ impl<K: Hash, H: Held> Shard<K, H> {
         room
     }
 
-    /// Removes slot `idx`, its state's store given back; the last slot
-    /// moves into its place.
+    /// Removes slot `idx`; the last slot moves into its place.
     pub fn remove(&mut self, idx: usize) {
         self.unfile(idx);
-        self.slots[idx].state.release(&mut self.store);
         let last = self.slots.len() - 1;
         if idx != last {
             self.refile(last, idx);
@@ -218,7 +210,7 @@ impl<K: Hash, H: Held> Shard<K, H> {
         let mut dropped = 0;
         for _ in 0..budget.min(self.slots.len()) {
             let at = self.cursor;
-            if kind.is_idle(&mut self.slots[at].state, &mut self.store, now) {
+            if kind.is_idle(&mut self.slots[at].state, now) {
                 self.remove(at);
                 dropped += 1;
             } else {
@@ -243,7 +235,7 @@ impl<K: Hash, H: Held> Shard<K, H> {
     pub fn sweep_all(&mut self, kind: &impl Kind<Held = H>, now: u64) -> usize {
         let mut dropped = 0;
         for at in (0..self.slots.len()).rev() {
-            if kind.is_idle(&mut self.slots[at].state, &mut self.store, now) {
+            if kind.is_idle(&mut self.slots[at].state, now) {
                 self.remove(at);
                 dropped += 1;
             }
@@ -252,7 +244,7 @@ impl<K: Hash, H: Held> Shard<K, H> {
     }
 
     /// Bytes held: the table, the slots (with their inline keys), the
-    /// states' heap memory and the shard's store.
+    /// states' heap memory.
     pub fn bytes(&self, kind: &impl Kind<Held = H>) -> usize {
         self.table.allocation_size()
             + self.slots.capacity() * std::mem::size_of::<Slot<K, H>>()
@@ -261,7 +253,6 @@ impl<K: Hash, H: Held> Shard<K, H> {
                 .iter()
                 .map(|s| kind.heap_bytes(&s.state))
                 .sum::<usize>()
-            + H::store_bytes(&self.store)
     }
 }
 
