@@ -335,6 +335,7 @@ fn replay_names_a_gzipped_trace_and_how_to_read_it() {
     let (out, err, code) = limits(&["replay", path.to_str().unwrap()]);
     assert_ne!(code, 0, "{out}");
     assert!(err.contains("gzip") && err.contains("zcat"), "{err}");
+}
 
 /// One logged decision costs one entry whatever its cost: a line of cost
 /// 6,858,357,388,212 against 9*10^12 per second once made the replayed
