@@ -1,9 +1,9 @@
 //! The Lua scripts, one per limiter: exact division (`divmod.lua`), the
 //! shared helpers, the limiter's own functions, the time (`now.lua`) and the
-//! all-or-nothing driver, joined at compile time; and for the counters and
-//! buckets a second one for rules of one rate, straight-line code that costs
-//! Redis a fraction of the general one (BENCHMARKS.md). The sliding log is
-//! one script for any number of rates, written without the driver. Each is
+//! all-or-nothing driver, joined at compile time (the sliding log's is
+//! written whole, without the driver); and for every stateful limiter a
+//! second one for rules of one rate, straight-line code that costs Redis a
+//! fraction of the general one (BENCHMARKS.md). Each is
 //! sent once (`SCRIPT LOAD`) and then called by its SHA1 (`EVALSHA`); the
 //! `redis` crate sends it again if Redis answers NOSCRIPT (after a restart
 //! or `SCRIPT FLUSH`).
@@ -60,6 +60,7 @@ static SLIDING_WINDOW: LazyLock<Script> = limiter_script!("sliding_window.lua");
 static LEAKY_BUCKET: LazyLock<Script> = limiter_script!("leaky_bucket.lua");
 
 static FIXED_WINDOW_1: LazyLock<Script> = one_rate_script!("fixed_window_1.lua");
+static SLIDING_LOG_1: LazyLock<Script> = one_rate_script!("sliding_log_1.lua");
 static TOKEN_BUCKET_1: LazyLock<Script> = one_rate_script!("token_bucket_1.lua");
 static SLIDING_WINDOW_1: LazyLock<Script> = one_rate_script!("sliding_window_1.lua");
 static LEAKY_BUCKET_1: LazyLock<Script> = one_rate_script!("leaky_bucket_1.lua");
@@ -70,6 +71,7 @@ pub(crate) fn script_for(algorithm: Algorithm, rates: usize) -> Option<&'static 
     if rates == 1 {
         match algorithm {
             Algorithm::FixedWindow => return Some(&FIXED_WINDOW_1),
+            Algorithm::SlidingLog => return Some(&SLIDING_LOG_1),
             Algorithm::TokenBucket => return Some(&TOKEN_BUCKET_1),
             Algorithm::SlidingWindow => return Some(&SLIDING_WINDOW_1),
             Algorithm::LeakyBucket => return Some(&LEAKY_BUCKET_1),

@@ -1,5 +1,6 @@
 -- Sliding log, exact, for a rule of any number of rates: per rate, one
 -- string key (KEYS[i]) holding a ring buffer of the admitted requests.
+-- Rules of one rate run sliding_log_1.lua instead: keep the two in step.
 -- ARGV and answer as driver.lua's: now (us, or '' for Redis TIME), cost,
 -- record (1) or peek (0), the ttl floor in ms, n, then n x (L, W in us,
 -- burst); the answer is now, then per rate allowed, remaining, never, and
@@ -29,14 +30,15 @@
 -- L entries and shrinks when a quarter full. A small buffer is read whole
 -- by the first GETRANGE and its reads are then string unpacks, not Redis
 -- calls: each redis.call costs about as much as the rest of a decision.
--- One script for every number of rates: per rate, a small table of locals
--- costs Redis too little beside its calls to be worth a second script
--- (BENCHMARKS.md).
 local HEADER, WRAP, SMALL = 28, 281474976710656, 1536
 local HEAD_FORMAT = '<I8<I4<I4<I6<I6'
 -- 256^w for w = 1..6: the widths a running total can take (limits in
 -- Redis are below 2^48).
 local POW = {256, 65536, 16777216, 4294967296, 1099511627776, 281474976710656}
+-- Written out, not built per call: a string built costs an allocation and
+-- its share of a collection.
+local ENTRY = {'<I6<I1', '<I6<I2', '<I6<I3', '<I6<I4', '<I6<I5', '<I6<I6'}
+local TOTAL = {'<I1', '<I2', '<I3', '<I4', '<I5', '<I6'}
 
 local cost = tonumber(ARGV[2])
 local record = ARGV[3] == '1'
@@ -49,9 +51,11 @@ local function load(i)
   local L = tonumber(ARGV[b + 1])
   local w = 1
   while POW[w] <= L do w = w + 1 end
+  -- Every field named here, so that the table is sized once.
   local s = {
-    key = KEYS[i], L = L, W = tonumber(ARGV[b + 2]), E = 6 + w, M = POW[w],
-    fmt = '<I6<I' .. w, newest = 0, head = 0, count = 0, total = 0, units = 0, cap = 0,
+    key = KEYS[i], L = L, W = tonumber(ARGV[b + 2]), E = 6 + w, M = POW[w], w = w,
+    newest = 0, head = 0, count = 0, total = 0, units = 0, cap = 0,
+    raw = false, low = 0, t = 0, oldest = 0,
   }
   local raw = redis.call('GETRANGE', s.key, 0, HEADER + SMALL - 1)
   if #raw >= HEADER then
@@ -73,9 +77,9 @@ local function entry(s, j)
   local at = HEADER + pos * s.E
   local time, total
   if s.raw then
-    time, total = struct.unpack(s.fmt, s.raw, at + 1)
+    time, total = struct.unpack(ENTRY[s.w], s.raw, at + 1)
   else
-    time, total = struct.unpack(s.fmt, redis.call('GETRANGE', s.key, at, at + s.E - 1))
+    time, total = struct.unpack(ENTRY[s.w], redis.call('GETRANGE', s.key, at, at + s.E - 1))
   end
   local back = s.low - time
   if back < 0 then back = back + WRAP end
@@ -154,7 +158,7 @@ local function rebuild(s, size)
     end
   end
   redis.call('SET', s.key, string.rep('\0', HEADER) .. live .. string.rep('\0', (size - s.count) * s.E))
-  s.head, s.cap = 0, size
+  s.head, s.cap, s.raw = 0, size, false
 end
 
 -- Records the admitted cost at s.t, and the key's expiry.
@@ -165,7 +169,7 @@ local function write(s)
   if s.count > 0 and s.newest == t then
     local pos = s.head + s.count - 1
     if pos >= s.cap then pos = pos - s.cap end
-    redis.call('SETRANGE', s.key, HEADER + pos * s.E + 6, struct.pack('<I' .. (s.E - 6), total))
+    redis.call('SETRANGE', s.key, HEADER + pos * s.E + 6, struct.pack(TOTAL[s.w], total))
   else
     if s.count == 0 then s.oldest = t end
     local need = s.count + 1
@@ -173,7 +177,7 @@ local function write(s)
     local pos = s.head + s.count
     if pos >= s.cap then pos = pos - s.cap end
     local _, low = divmod(t, WRAP)
-    redis.call('SETRANGE', s.key, HEADER + pos * s.E, struct.pack(s.fmt, low, total))
+    redis.call('SETRANGE', s.key, HEADER + pos * s.E, struct.pack(ENTRY[s.w], low, total))
     s.count = need
   end
   s.total, s.units, s.newest = total, s.units + cost, t
