@@ -14,7 +14,7 @@ use std::fmt;
 /// 2^53: above it, a Lua number is no longer every integer.
 pub(crate) const EXACT: u128 = 1 << 53;
 /// 2^48 us (8.9 years): the longest window; the sliding log stores times
-/// modulo 2^48 in 6 bytes.
+/// modulo a power of 256 above the window, in 6 bytes at most.
 pub(crate) const MAX_WINDOW_MICROS: u64 = 1 << 48;
 
 /// A rule the Redis store cannot decide exactly.

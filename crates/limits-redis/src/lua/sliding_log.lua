@@ -8,10 +8,10 @@
 --
 -- Layout of a key: a 28-byte header (newest time: 8 bytes, head: 4,
 -- entries: 4, total: 6, units: 6; little-endian) then `cap` entries of
--- 6 + w bytes: a time in us modulo 2^48, then the running total of units
--- admitted up to and including that entry, modulo 256^w, with w the fewest
--- bytes for which 256^w > L. `total` is the newest entry's running total
--- and `units` the live units.
+-- v + w bytes: a time in us modulo 256^v, then the running total of units
+-- admitted up to and including that entry, modulo 256^w, with v and w the
+-- fewest bytes for which 256^v > W and 256^w > L. `total` is the newest
+-- entry's running total and `units` the live units.
 -- Why this layout:
 -- - An entry per admitted request, not per unit: its running total carries
 --   its cost, so a request of any cost is one entry and a few writes, and
@@ -19,10 +19,10 @@
 --   by a binary search on the totals, which never looks outside the entries
 --   that can hold it (so none when every cost is one).
 -- - Live totals differ by at most L, so modulo 256^w they still order
---   exactly: the width follows the limit only, and a small limit pays one
---   byte per entry for carrying costs.
--- - Every entry lies in (newest - W, newest] and W < 2^48 us, so an entry is
---   newest - ((newest - entry) mod 2^48), exactly.
+--   exactly; and every live entry lies in (newest - W, newest], so an
+--   entry is newest - ((newest - entry) mod 256^v), exactly. The widths
+--   follow the rate: an entry is as small as the rate allows, and a rule
+--   whose costs are all one pays a byte or two for carrying costs.
 -- - A request at the newest entry's time joins that entry: they expire
 --   together.
 -- Expiry gallops from the oldest entry (O(log k) reads for k expired, one
@@ -30,15 +30,12 @@
 -- L entries and shrinks when a quarter full. A small buffer is read whole
 -- by the first GETRANGE and its reads are then string unpacks, not Redis
 -- calls: each redis.call costs about as much as the rest of a decision.
-local HEADER, WRAP, SMALL = 28, 281474976710656, 1536
+local HEADER, SMALL = 28, 1536
 local HEAD_FORMAT = '<I8<I4<I4<I6<I6'
--- 256^w for w = 1..6: the widths a running total can take (limits in
--- Redis are below 2^48).
+-- 256^w for w = 1..6, the widths a time or a running total can take
+-- (windows and limits in Redis are below 2^48), and their formats.
 local POW = {256, 65536, 16777216, 4294967296, 1099511627776, 281474976710656}
--- Written out, not built per call: a string built costs an allocation and
--- its share of a collection.
-local ENTRY = {'<I6<I1', '<I6<I2', '<I6<I3', '<I6<I4', '<I6<I5', '<I6<I6'}
-local TOTAL = {'<I1', '<I2', '<I3', '<I4', '<I5', '<I6'}
+local WIDTH = {'<I1', '<I2', '<I3', '<I4', '<I5', '<I6'}
 
 local cost = tonumber(ARGV[2])
 local record = ARGV[3] == '1'
@@ -48,12 +45,14 @@ local n = tonumber(ARGV[5])
 -- Rate i's key, read: its header, and the whole buffer when it is small.
 local function load(i)
   local b = 5 + (i - 1) * 3
-  local L = tonumber(ARGV[b + 1])
-  local w = 1
+  local L, W = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
+  local v, w = 1, 1
+  while POW[v] <= W do v = v + 1 end
   while POW[w] <= L do w = w + 1 end
   -- Every field named here, so that the table is sized once.
   local s = {
-    key = KEYS[i], L = L, W = tonumber(ARGV[b + 2]), E = 6 + w, M = POW[w], w = w,
+    key = KEYS[i], L = L, W = W, v = v, E = v + w, P = POW[v], M = POW[w],
+    fmt = WIDTH[v] .. WIDTH[w], total_fmt = WIDTH[w],
     newest = 0, head = 0, count = 0, total = 0, units = 0, cap = 0,
     raw = false, low = 0, t = 0, oldest = 0,
   }
@@ -64,7 +63,7 @@ local function load(i)
     if len == HEADER + SMALL then len = redis.call('STRLEN', s.key) end
     if len == #raw then s.raw = raw end
     s.cap = (len - HEADER) / s.E
-    local _, low = divmod(s.newest, WRAP)
+    local _, low = divmod(s.newest, s.P)
     s.low = low
   end
   return s
@@ -77,12 +76,12 @@ local function entry(s, j)
   local at = HEADER + pos * s.E
   local time, total
   if s.raw then
-    time, total = struct.unpack(ENTRY[s.w], s.raw, at + 1)
+    time, total = struct.unpack(s.fmt, s.raw, at + 1)
   else
-    time, total = struct.unpack(ENTRY[s.w], redis.call('GETRANGE', s.key, at, at + s.E - 1))
+    time, total = struct.unpack(s.fmt, redis.call('GETRANGE', s.key, at, at + s.E - 1))
   end
   local back = s.low - time
-  if back < 0 then back = back + WRAP end
+  if back < 0 then back = back + s.P end
   return s.newest - back, total
 end
 
@@ -169,15 +168,15 @@ local function write(s)
   if s.count > 0 and s.newest == t then
     local pos = s.head + s.count - 1
     if pos >= s.cap then pos = pos - s.cap end
-    redis.call('SETRANGE', s.key, HEADER + pos * s.E + 6, struct.pack(TOTAL[s.w], total))
+    redis.call('SETRANGE', s.key, HEADER + pos * s.E + s.v, struct.pack(s.total_fmt, total))
   else
     if s.count == 0 then s.oldest = t end
     local need = s.count + 1
     if need > s.cap then rebuild(s, math.max(math.min(math.max(2 * s.cap, 4), s.L), need)) end
     local pos = s.head + s.count
     if pos >= s.cap then pos = pos - s.cap end
-    local _, low = divmod(t, WRAP)
-    redis.call('SETRANGE', s.key, HEADER + pos * s.E, struct.pack(ENTRY[s.w], low, total))
+    local _, low = divmod(t, s.P)
+    redis.call('SETRANGE', s.key, HEADER + pos * s.E, struct.pack(s.fmt, low, total))
     s.count = need
   end
   s.total, s.units, s.newest = total, s.units + cost, t

@@ -1,19 +1,20 @@
 -- Sliding log, one rate (see sliding_log.lua: the same layout, growth,
 -- expiry and arithmetic), straight-line: KEYS[1] is the ring buffer, a
 -- 28-byte header (newest time: 8 bytes, head: 4, entries: 4, total: 6,
--- units: 6) then `cap` entries of 6 + w bytes, a time in us modulo 2^48
--- and the running total of units up to it modulo 256^w > L, oldest at
--- `head`. Written apart from the general script because its per-rate
+-- units: 6) then `cap` entries of v + w bytes, a time in us modulo
+-- 256^v > W and the running total of units up to it modulo 256^w > L,
+-- oldest at `head`. Written apart from the general script because its per-rate
 -- tables and functions cost Redis more than the rule's decision itself
 -- (BENCHMARKS.md).
-local HEADER, WRAP, SMALL = 28, 281474976710656, 1536
+local HEADER, SMALL = 28, 1536
 local HEAD_FORMAT = '<I8<I4<I4<I6<I6'
 local POW = {256, 65536, 16777216, 4294967296, 1099511627776, 281474976710656}
-local w = 1
+local WIDTH = {'<I1', '<I2', '<I3', '<I4', '<I5', '<I6'}
+local v, w = 1, 1
+while POW[v] <= W do v = v + 1 end
 while POW[w] <= L do w = w + 1 end
-local E, M = 6 + w, POW[w]
-local ENTRY = ({'<I6<I1', '<I6<I2', '<I6<I3', '<I6<I4', '<I6<I5', '<I6<I6'})[w]
-local TOTALF = ({'<I1', '<I2', '<I3', '<I4', '<I5', '<I6'})[w]
+local E, P, M = v + w, POW[v], POW[w]
+local ENTRY, TOTALF = WIDTH[v] .. WIDTH[w], WIDTH[w]
 local key = KEYS[1]
 local raw = redis.call('GETRANGE', key, 0, HEADER + SMALL - 1)
 local newest, head, count, total, units, cap, low = 0, 0, 0, 0, 0, 0, 0
@@ -23,10 +24,10 @@ if #raw >= HEADER then
   if len == HEADER + SMALL then len = redis.call('STRLEN', key) end
   if len ~= #raw then raw = nil end
   cap = (len - HEADER) / E
-  local _, l = divmod(newest, WRAP)
+  local _, l = divmod(newest, P)
   low = l
 end
--- newest modulo 2^48 (low): an entry e is newest - ((low - e) mod 2^48).
+-- newest modulo 256^v (low): an entry e is newest - ((low - e) mod 256^v).
 -- The j-th oldest entry (0-based), its time and running total: from the
 -- copy read whole when the buffer is small, else one GETRANGE.
 local function entry(j)
@@ -40,7 +41,7 @@ local function entry(j)
     time, tot = struct.unpack(ENTRY, redis.call('GETRANGE', key, at, at + E - 1))
   end
   local back = low - time
-  if back < 0 then back = back + WRAP end
+  if back < 0 then back = back + P end
   return newest - back, tot
 end
 -- Expiry: drop the entries at or before t - W, galloping from the oldest
@@ -123,14 +124,14 @@ if allowed == 1 and cost > 0 and record then
     -- Joins the newest entry: they expire together.
     local pos = head + count - 1
     if pos >= cap then pos = pos - cap end
-    redis.call('SETRANGE', key, HEADER + pos * E + 6, struct.pack(TOTALF, total))
+    redis.call('SETRANGE', key, HEADER + pos * E + v, struct.pack(TOTALF, total))
   else
     if count == 0 then oldest = t end
     local need = count + 1
     if need > cap then rebuild(math.max(math.min(math.max(2 * cap, 4), L), need)) end
     local pos = head + count
     if pos >= cap then pos = pos - cap end
-    local _, l = divmod(t, WRAP)
+    local _, l = divmod(t, P)
     redis.call('SETRANGE', key, HEADER + pos * E, struct.pack(ENTRY, l, total))
     count = need
   end
