@@ -18,8 +18,8 @@
 //!
 //! The sliding log keeps a ring buffer in one string per key and rate, an
 //! entry per admitted request whatever its cost (its time and the running
-//! total of units up to it, each in the fewest bytes the rate allows: 6
-//! bytes for unit costs under 65,536 per hour), and a bounded number of
+//! total of units up to it, each in the fewest bytes the rate allows: 5
+//! or 6 bytes for limits under 65,536 per hour), and a bounded number of
 //! Redis reads per call (a galloping search to expire: one read when nothing
 //! expires, O(log k) for k expired; a binary search over the entries that
 //! can hold the unit a denial waits for: none when every cost is one)
