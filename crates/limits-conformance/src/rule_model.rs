@@ -3,8 +3,9 @@
 //!
 //! `remaining` is the most cost-1 requests that would pass one after another
 //! (found as the largest cost that passes at once: see
-//! [`RuleModel::remaining`]); `retry_after`, `reset_after` and `refill_after` by searching for
-//! the first nanosecond at which the defining condition holds. No formula of
+//! [`RuleModel::remaining`]); `retry_after`, `reset_after` and
+//! `refill_after` by searching for the first nanosecond at which the
+//! defining condition holds. No formula of
 //! the real limiters is repeated here, so the two cannot share a mistake.
 
 use crate::Model;
