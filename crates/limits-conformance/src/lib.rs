@@ -25,6 +25,7 @@
 
 mod driver;
 mod invariants;
+mod large_costs;
 mod model;
 mod rational;
 mod rule_model;
@@ -33,11 +34,12 @@ mod trace;
 
 pub use driver::{allowed_by_key, check_retry_is_exact, compare_with_model, config, limiter};
 pub use invariants::{check_rate, within_burst_and_refill, worst_window};
+pub use large_costs::{large_cost_cases, LARGE_COST_LIMIT, LARGE_COST_WINDOW};
 pub use model::Model;
 pub use rational::Q;
 pub use rule_model::{first_after, RuleModel};
 pub use suite::{
-    assert_conforms, check, run_suite, Config, Failure, Mismatch, Property, ALGORITHMS,
+    assert_conforms, check, check_cases, run_suite, Config, Failure, Mismatch, Property, ALGORITHMS,
 };
 pub use trace::{case, edge_case, window, Case, Event};
 

@@ -1,5 +1,5 @@
 //! The reference limiter for one rate of one key: the plainest form of each
-//! algorithm (a Vec of every admitted timestamp, counts per window index,
+//! algorithm (a Vec of every admitted request, counts per window index,
 //! tokens and departures as exact rationals), whole history kept.
 //!
 //! A model only answers "would this cost pass at t?" and "record it", plus the
@@ -22,14 +22,15 @@ pub enum Model {
         /// Cost admitted per window index `t / w`.
         counts: BTreeMap<u64, u64>,
     },
-    /// Sliding log: every admitted timestamp ever, one per unit of cost.
+    /// Sliding log: every admitted request ever, with its cost.
     Log {
         /// The limit.
         l: u64,
         /// The window, in nanoseconds.
         w: u64,
-        /// One entry per admitted unit, never pruned.
-        log: Vec<u64>,
+        /// (time, cost) per admitted request, never pruned: a request's
+        /// units live and expire together, so one entry holds them all.
+        log: Vec<(u64, u64)>,
     },
     /// Sliding window counter: counts per window index, a rational estimate.
     Window {
@@ -114,11 +115,17 @@ impl Model {
     /// Whether a request of cost `c` would pass at `t`.
     pub fn allows(&self, t: u64, c: u64) -> bool {
         match self {
-            Model::Fixed { l, w, counts } => counts.get(&(t / w)).unwrap_or(&0) + c <= *l,
+            Model::Fixed { l, w, counts } => {
+                counts.get(&(t / w)).unwrap_or(&0).saturating_add(c) <= *l
+            }
             Model::Log { l, w, log } => {
                 // The window is (t - W, t]: an entry counts while e + W > t.
-                let live = log.iter().filter(|&&e| e + w > t).count() as u64;
-                live + c <= *l
+                let live: u64 = log
+                    .iter()
+                    .filter(|&&(e, _)| e + w > t)
+                    .map(|&(_, c)| c)
+                    .sum();
+                live.saturating_add(c) <= *l
             }
             Model::Window { l, w, counts } => {
                 let idx = t / w;
@@ -129,13 +136,15 @@ impl Model {
                 };
                 let curr = *counts.get(&idx).unwrap_or(&0);
                 let elapsed = t - idx * w;
-                let estimate = Q::new((prev * (w - elapsed)) as i128, *w as i128) + Q::int(curr);
+                let estimate = Q::new(i128::from(prev) * i128::from(w - elapsed), i128::from(*w))
+                    + Q::int(curr);
                 (estimate + Q::int(c)).le(Q::int(*l))
             }
             Model::Token { .. } => Q::int(c).le(self.tokens_at(t)),
             Model::Leaky { burst, w, l, .. } => {
                 let (_, departs) = self.departure(t, c);
-                (departs - Q::int(t)).le(Q::new((*burst * *w) as i128, *l as i128))
+                let most = Q::new(i128::from(*burst) * i128::from(*w), i128::from(*l));
+                (departs - Q::int(t)).le(most)
             }
         }
     }
@@ -188,7 +197,7 @@ impl Model {
             Model::Fixed { w, counts, .. } | Model::Window { w, counts, .. } => {
                 *counts.entry(t / *w).or_default() += c
             }
-            Model::Log { log, .. } => log.extend(std::iter::repeat_n(t, c as usize)),
+            Model::Log { log, .. } => log.push((t, c)),
             Model::Token { tokens, last, .. } => {
                 *tokens = tokens_after;
                 *last = Some(t);

@@ -1,9 +1,11 @@
 //! The reference for one key of a rule: one [`Model`] per rate, decided
 //! all-or-nothing, with every field of a decision derived by definition.
 //!
-//! `remaining` is found by recording cost-1 requests on a copy until one is
-//! denied; `retry_after`, `reset_after` and `refill_after` by searching for
-//! the first nanosecond at which the defining condition holds. No formula of
+//! `remaining` is the most cost-1 requests that would pass one after another
+//! (found as the largest cost that passes at once: see
+//! [`RuleModel::remaining`]); `retry_after`, `reset_after` and
+//! `refill_after` by searching for the first nanosecond at which the
+//! defining condition holds. No formula of
 //! the real limiters is repeated here, so the two cannot share a mistake.
 
 use crate::Model;
@@ -41,15 +43,23 @@ impl RuleModel {
         }
     }
 
-    /// Cost-1 requests that would pass at t, one after another.
+    /// Cost-1 requests that would pass at t, one after another. In every
+    /// model, recording n requests of cost 1 at one instant is recording one
+    /// of cost n, and what passes at a cost passes at any smaller one: so
+    /// this is the largest cost (at most the capacity) that passes at t,
+    /// found by bisection rather than by recording a unit at a time (which
+    /// would cost the limit's worth of steps per decision).
     pub fn remaining(&self, t: u64) -> u64 {
-        let mut copy = self.clone();
-        let mut n = 0;
-        while n <= self.capacity() && copy.allows(t, 1) {
-            copy.record(t, 1);
-            n += 1;
+        let (mut lo, mut hi) = (0, self.capacity());
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if self.allows(t, mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
         }
-        n
+        lo
     }
 
     /// Every rate back to its full limit: the state of a key never seen.

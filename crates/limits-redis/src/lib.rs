@@ -16,11 +16,14 @@
 //! Lua numbers are doubles; other rules are refused with the reason. Waits,
 //! resets and delays are still exact to the nanosecond.
 //!
-//! The sliding log keeps a ring buffer of 6-byte times in one string per
-//! key and rate: about 6 bytes per logged request, and a bounded number of
+//! The sliding log keeps a ring buffer in one string per key and rate, an
+//! entry per admitted request whatever its cost (its time and the running
+//! total of units up to it, each in the fewest bytes the rate allows: 5
+//! or 6 bytes for limits under 65,536 per hour), and a bounded number of
 //! Redis reads per call (a galloping search to expire: one read when nothing
-//! expires, O(log k) for k expired; one read to answer)
-//! whatever the limit.
+//! expires, O(log k) for k expired; a binary search over the entries that
+//! can hold the unit a denial waits for: none when every cost is one)
+//! whatever the limit or the cost.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {

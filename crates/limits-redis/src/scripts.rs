@@ -1,8 +1,9 @@
 //! The Lua scripts, one per limiter: exact division (`divmod.lua`), the
 //! shared helpers, the limiter's own functions, the time (`now.lua`) and the
-//! all-or-nothing driver, joined at compile time; and for
-//! every stateful limiter a second one for rules of one rate, straight-line
-//! code that costs Redis a fraction of the general one (BENCHMARKS.md). Each is
+//! all-or-nothing driver, joined at compile time (the sliding log's is
+//! written whole, without the driver); and for every stateful limiter a
+//! second one for rules of one rate, straight-line code that costs Redis a
+//! fraction of the general one (BENCHMARKS.md). Each is
 //! sent once (`SCRIPT LOAD`) and then called by its SHA1 (`EVALSHA`); the
 //! `redis` crate sends it again if Redis answers NOSCRIPT (after a restart
 //! or `SCRIPT FLUSH`).
@@ -38,8 +39,22 @@ macro_rules! one_rate_script {
     };
 }
 
+/// A script written whole for any number of rates: only the shared time and
+/// division before it.
+macro_rules! whole_script {
+    ($file:literal) => {
+        LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("lua/divmod.lua"),
+                include_str!("lua/now.lua"),
+                include_str!(concat!("lua/", $file)),
+            ))
+        })
+    };
+}
+
 static FIXED_WINDOW: LazyLock<Script> = limiter_script!("fixed_window.lua");
-static SLIDING_LOG: LazyLock<Script> = limiter_script!("sliding_log.lua");
+static SLIDING_LOG: LazyLock<Script> = whole_script!("sliding_log.lua");
 static TOKEN_BUCKET: LazyLock<Script> = limiter_script!("token_bucket.lua");
 static SLIDING_WINDOW: LazyLock<Script> = limiter_script!("sliding_window.lua");
 static LEAKY_BUCKET: LazyLock<Script> = limiter_script!("leaky_bucket.lua");

@@ -14,7 +14,7 @@ use std::fmt;
 /// 2^53: above it, a Lua number is no longer every integer.
 pub(crate) const EXACT: u128 = 1 << 53;
 /// 2^48 us (8.9 years): the longest window; the sliding log stores times
-/// modulo 2^48 in 6 bytes.
+/// modulo a power of 256 above the window, in 6 bytes at most.
 pub(crate) const MAX_WINDOW_MICROS: u64 = 1 << 48;
 
 /// A rule the Redis store cannot decide exactly.
@@ -81,6 +81,8 @@ impl Shape {
                     "{rate}: {algorithm} in Redis needs 2 x limit x window (in microseconds) below 2^53 to stay exact; use a shorter window or a smaller limit"
                 )));
             }
+            // (And so below 2^48: the sliding log's running totals, modulo
+            // a power of 256 above L, take at most 6 bytes.)
             if u128::from(limit) * 1000 >= EXACT {
                 return Err(UnsupportedRule(format!(
                     "{rate}: the Redis store takes limits below 2^53 / 1000"
@@ -111,16 +113,24 @@ impl Shape {
 /// (2: the counters as packed doubles instead of decimal text).
 const STATE_FORMAT: u32 = 2;
 
+/// The sliding log's own layout, part of its keys only, so that a change of
+/// it leaves the other limiters' keys (and their clients' state) alone (2:
+/// an entry per request, carrying its cost as a running total).
+const SLIDING_LOG_FORMAT: u32 = 2;
+
 /// A short, stable fingerprint of a rule's algorithm, rates and burst: the
 /// same rule in every process, a different one if any changes (so a changed
 /// rule starts afresh instead of reading a state laid out for another).
 pub(crate) fn fingerprint(rule: &Rule) -> String {
-    let text = format!(
+    let mut text = format!(
         "{}|{}|{:?}|{STATE_FORMAT}",
         rule.algorithm(),
         rule.rates(),
         rule.burst()
     );
+    if rule.algorithm() == Algorithm::SlidingLog {
+        text += &format!("|{SLIDING_LOG_FORMAT}");
+    }
     // FNV-1a, 32 bits: no random seed, the same everywhere.
     let mut hash: u32 = 0x811c_9dc5;
     for byte in text.bytes() {

@@ -1,8 +1,9 @@
-//! The conformance suite any [`Store`] can run: random multi-key traces with
-//! explicit times (ties at one nanosecond, times on window edges, costs above
-//! one, several rates per rule), every answer compared with the reference
-//! models field by field, combined and per rate, plus each algorithm's
-//! promises as properties.
+//! The conformance suite any [`Store`] can run: fixed traces of costs as
+//! large as the limit ([`large_cost_cases`]), then random multi-key traces
+//! with explicit times (ties at one nanosecond, times on window edges, costs
+//! above one, several rates per rule), every answer compared with the
+//! reference models field by field, combined and per rate, plus each
+//! algorithm's promises as properties.
 //!
 //! Stores are async; the suite drives them on a current-thread tokio runtime
 //! of its own (I/O and timers enabled), one per check, and calls `make` on it,
@@ -15,7 +16,7 @@
 
 mod run;
 
-use crate::{edge_case, Case};
+use crate::{edge_case, large_cost_cases, Case, LARGE_COST_LIMIT};
 use limits::{Algorithm, Rule, Store};
 use proptest::strategy::Strategy;
 use proptest::test_runner::{Config as ProptestConfig, TestCaseError, TestError, TestRunner};
@@ -139,7 +140,8 @@ impl fmt::Display for Failure {
 impl std::error::Error for Failure {}
 
 /// Checks one property of stores made by `make` for rules of `algorithm`,
-/// over `config.cases` random cases; the error names the field.
+/// over the large-cost cases at [`LARGE_COST_LIMIT`] and then
+/// `config.cases` random cases; the error names the field.
 ///
 /// ```
 /// use limits::{Algorithm, KeyedLimiter, ManualClock, Rule};
@@ -172,10 +174,9 @@ where
         field: "suite".to_owned(),
         detail,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| failure(suite_error(format!("no runtime: {e}")), None))?;
+    let large = large_cost_cases(LARGE_COST_LIMIT);
+    check_cases(&make, algorithm, property, &large, config)?;
+    let runtime = runtime().map_err(|e| failure(suite_error(e), None))?;
     let one =
         |case: &Case| runtime.block_on(run::check_case(&make, algorithm, property, case, config));
     let mut runner = TestRunner::new(ProptestConfig {
@@ -199,6 +200,56 @@ where
         }
         Err(TestError::Abort(reason)) => Err(failure(suite_error(reason.to_string()), None)),
     }
+}
+
+/// Checks one property of stores made by `make` for rules of `algorithm` on
+/// the given named cases (their times and windows scaled by
+/// `config.time_step`), stopping at the first that fails, whose name the
+/// failure's detail ends with: [`check`]'s fixed part, for a store that can
+/// also run the cases at other sizes.
+pub fn check_cases<S, F, Fut>(
+    make: F,
+    algorithm: Algorithm,
+    property: Property,
+    cases: &[(&str, Case)],
+    config: &Config,
+) -> Result<(), Failure>
+where
+    S: Store,
+    F: Fn(Rule) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let failure = |mismatch, case| Failure {
+        algorithm,
+        property,
+        mismatch,
+        case,
+    };
+    let runtime = runtime().map_err(|e| {
+        let mismatch = Mismatch {
+            field: "suite".to_owned(),
+            detail: e,
+        };
+        failure(mismatch, None)
+    })?;
+    let step = config.time_step.max(1);
+    for (name, case) in cases {
+        let case = case.clone().scaled(step);
+        let checked = run::check_case(&make, algorithm, property, &case, config);
+        if let Err(mut mismatch) = runtime.block_on(checked) {
+            mismatch.detail = format!("{}, in the case \"{name}\"", mismatch.detail);
+            return Err(failure(mismatch, Some(case)));
+        }
+    }
+    Ok(())
+}
+
+/// The runtime one check drives its stores on.
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("no runtime: {e}"))
 }
 
 /// Runs the whole suite (every algorithm, every property) on stores made by

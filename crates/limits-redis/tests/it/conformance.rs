@@ -16,7 +16,7 @@ use std::time::Duration;
 /// A store factory over a fresh redis-server (stopped when the factory is
 /// dropped, at the end of the test): each store gets a key prefix of its own,
 /// so it starts with no state.
-fn redis() -> impl Fn(Rule) -> std::pin::Pin<Box<dyn Future<Output = RedisStore>>> {
+pub(crate) fn redis() -> impl Fn(Rule) -> std::pin::Pin<Box<dyn Future<Output = RedisStore>>> {
     let server = Arc::new(RedisServer::start());
     let counter = Arc::new(AtomicU64::new(0));
     move |rule| {
@@ -35,7 +35,8 @@ fn redis() -> impl Fn(Rule) -> std::pin::Pin<Box<dyn Future<Output = RedisStore>
     }
 }
 
-fn config() -> Config {
+/// The suite as Redis runs it: microsecond times.
+pub(crate) fn config() -> Config {
     Config {
         cases: 100,
         time_step: 1000,

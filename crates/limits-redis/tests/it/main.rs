@@ -10,6 +10,7 @@ mod conformance;
 mod eviction_policy;
 mod expiry_in_window;
 mod failure;
+mod large_costs;
 mod local_fallback;
 mod new_keys_cap;
 mod redis_store;

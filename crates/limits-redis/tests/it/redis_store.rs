@@ -181,8 +181,14 @@ async fn rules_redis_cannot_keep_exact_are_refused() {
     assert!(err.to_string().contains("microseconds"), "{err}");
 }
 
-/// Fills a sliding log of limit L and returns MEMORY USAGE of its key.
-async fn log_memory(server: &RedisServer, conn: &RedisConnection, limit: u64) -> i64 {
+/// Fills a sliding log of limit L with `requests` requests of equal cost and
+/// returns MEMORY USAGE of its key.
+async fn log_memory(
+    server: &RedisServer,
+    conn: &RedisConnection,
+    limit: u64,
+    requests: u64,
+) -> i64 {
     let store = RedisStore::new(
         conn,
         rule(Algorithm::SlidingLog, &format!("{limit}/h")),
@@ -190,17 +196,15 @@ async fn log_memory(server: &RedisServer, conn: &RedisConnection, limit: u64) ->
     )
     .unwrap();
     let key = format!("L{limit}");
-    let cost = (limit / 100).max(1);
+    let cost = limit / requests;
     let mut t = 1_000_000_000;
-    let mut taken = 0;
-    while taken < limit {
+    for taken in 0..requests {
         let d = store.decide_at(&key, t, cost, Mode::Record).await.unwrap();
-        assert!(d.decision.allowed, "{taken} of {limit}");
-        taken += cost;
+        assert!(d.decision.allowed, "{taken} of {requests}");
         t += 1000;
     }
     let denied = store
-        .decide_at(&key, t, 1, Mode::Record)
+        .decide_at(&key, t, limit - requests * cost + 1, Mode::Record)
         .await
         .unwrap()
         .decision;
@@ -216,24 +220,28 @@ async fn log_memory(server: &RedisServer, conn: &RedisConnection, limit: u64) ->
         "0",
     ]);
     eprintln!(
-        "sliding log, L = {limit}: MEMORY USAGE {usage} bytes, {:.2} per logged request",
-        usage as f64 / limit as f64
+        "sliding log, L = {limit}, {requests} requests: MEMORY USAGE {usage} bytes, {:.2} per request",
+        usage as f64 / requests as f64
     );
     usage
 }
 
 #[tokio::test]
-async fn the_sliding_log_takes_about_six_bytes_a_request_even_at_100_000() {
+async fn the_sliding_log_takes_one_entry_a_request_whatever_its_cost() {
     let server = RedisServer::start();
     let conn = connect(&server).await;
-    let small = log_memory(&server, &conn, 10).await;
+    // An hour's times take 4 bytes, running totals 1 below a limit of 256,
+    // 2 below 65,536, 3 below 2^24.
+    let small = log_memory(&server, &conn, 10, 10).await;
     assert!(small < 200, "{small}");
-    let thousand = log_memory(&server, &conn, 1000).await;
-    assert!(thousand <= 8 * 1000, "{thousand}");
-    let big = log_memory(&server, &conn, 100_000).await;
-    assert!(big <= 8 * 100_000, "{big}");
-    // And once full, each call still answers at once: expiry is a binary
-    // search, not a scan (100,000 entries expire in one call here).
+    let thousand = log_memory(&server, &conn, 1000, 1000).await;
+    assert!(thousand <= 6 * 1000 + 300, "{thousand}");
+    // A thousand requests of cost 100 take what a thousand of cost 1 do
+    // (in a ring of 1,024 entries of 7 bytes, in an allocation of 8 KiB).
+    let costly = log_memory(&server, &conn, 100_000, 1000).await;
+    assert!(costly <= 9 * 1000, "{costly}");
+    // And each call still answers at once once full: expiry is a binary
+    // search, not a scan (a thousand entries expire in one call here).
     let store = RedisStore::new(&conn, rule(Algorithm::SlidingLog, "100000/h"), "mem").unwrap();
     let later = store
         .decide_at("L100000", 7_300_000_000_000, 1, Mode::Record)

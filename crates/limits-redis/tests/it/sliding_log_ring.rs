@@ -1,7 +1,8 @@
 //! The sliding log's ring buffer at sizes the conformance suite's small
-//! limits never reach: growing, wrapping, shrinking, and times that cross a
-//! multiple of 2^48 us (where the 6-byte entries wrap), decision for
-//! decision equal to the in-memory store.
+//! limits never reach: growing, wrapping, shrinking, and times that cross
+//! multiples of the power of 256 its entries keep times modulo (every
+//! 65,536 us for these windows, and at 2^48 us), decision for decision
+//! equal to the in-memory store.
 
 use crate::redis_server;
 
