@@ -8,7 +8,7 @@
 //! body read for a key, a leaky bucket's delay, a store over the network)
 //! is an `async` block, boxed: the one arm whose size is not known here.
 
-use crate::decide::Statuses;
+use crate::prepare::Statuses;
 use crate::layer::InForce;
 use crate::service::{add_headers, LimitedBody};
 use http::Response;

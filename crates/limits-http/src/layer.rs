@@ -1,14 +1,14 @@
 //! The tower [`Layer`]: the policy in force, behind a handle through which
 //! it can be replaced while requests are in flight. What each request meets
 //! is in [`service`](crate::service) (carrying out) and
-//! [`decide`](crate::decide) (deciding).
+//! [`prepare`](crate::prepare) (deciding).
 
 use crate::headers::RateLimitValue;
 use crate::key::KeySpec;
 use crate::policy::{HttpRule, Policy, RuleObserver};
 use crate::service::RateLimit;
 use crate::too_many::TooManyBody;
-use crate::{decide, headers};
+use crate::{headers, prepare};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::HeaderValue;
@@ -105,13 +105,13 @@ struct RuleValues {
 
 impl RuleValues {
     fn new<S: Store, K>(rule: &HttpRule<S, K>) -> RuleValues {
-        let mut rates = decide::rates(rule);
+        let mut rates = prepare::rates(rule);
         let ratelimit = match (rates.next(), rates.next()) {
             (Some(one), None) => RateLimitValue::new(one),
             _ => None,
         };
         RuleValues {
-            policy: headers::policy_value(decide::rates(rule)),
+            policy: headers::policy_value(prepare::rates(rule)),
             ratelimit,
         }
     }

@@ -14,7 +14,6 @@
 mod body;
 mod builder;
 mod client_ip;
-mod decide;
 mod future;
 pub mod headers;
 mod key;
@@ -23,6 +22,7 @@ mod memo;
 mod method;
 pub use method::STANDARD_METHODS;
 mod path;
+mod prepare;
 mod policy;
 mod problem;
 mod responses;
@@ -35,7 +35,7 @@ pub use builder::RateLimitLayerBuilder;
 pub use client_ip::{
     ClientIp, ClientIpHeader, ResolvedClient, TrustedProxies, DEFAULT_IPV6_PREFIX,
 };
-pub use decide::PeerAddr;
+pub use prepare::PeerAddr;
 pub use future::ResponseFuture;
 pub use key::{
     Key, KeyError, KeyErrorReason, KeyExtractor, KeyPart, KeySpec, KeySpecError, Missing,

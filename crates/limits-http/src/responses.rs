@@ -4,7 +4,7 @@
 //! field upstreams read differently, a store that cannot answer).
 
 use crate::body::BodyError;
-use crate::decide::{members, Counted, Refusal};
+use crate::prepare::{members, Counted, Refusal};
 use crate::headers;
 use crate::layer::InForce;
 use crate::problem::{problem_members, PROBLEM_JSON};

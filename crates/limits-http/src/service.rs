@@ -1,11 +1,11 @@
 //! The tower [`Service`] the layer wraps around another: it carries out what
-//! [`decide`](crate::decide) and [`verdicts`](crate::verdicts) decided,
+//! [`prepare`](crate::prepare) and [`verdicts`](crate::verdicts) decided,
 //! answering itself ([`responses`](crate::responses)) or holding the request
 //! for its delay, serving it, and adding the RateLimit headers to the
 //! response. It decides in `call` when the stores answer at once, so that
 //! the common request needs no boxed future ([`future`](crate::future)).
 
-use crate::decide::{
+use crate::prepare::{
     members, prepare, Admitted, Counted, Matched, Passed, Prepared, Refusal, Refused,
 };
 use crate::future::{Headers, ResponseFuture};

@@ -14,7 +14,7 @@
 //! [`decide_now`], the first loop, is never run).
 
 use crate::body::{read_bounded, BodyError, Reservation};
-use crate::decide::{Admitted, Counted, Matched, Passed, Refusal, Refused};
+use crate::prepare::{Admitted, Counted, Matched, Passed, Refusal, Refused};
 use crate::layer::InForce;
 use crate::policy::{FailurePolicy, HttpRule, LayerOptions, Outcome, Policy};
 use crate::{Key, KeyError, KeyExtractor};
