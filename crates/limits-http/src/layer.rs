@@ -1,7 +1,7 @@
 //! The tower [`Layer`]: the policy in force, behind a handle through which
 //! it can be replaced while requests are in flight. What each request meets
 //! is in [`service`](crate::service) (carrying out) and
-//! [`prepare`](crate::prepare) (deciding).
+//! [`prepare`](crate::prepare) and [`decide`](crate::decide) (deciding).
 
 use crate::headers::RateLimitValue;
 use crate::key::KeySpec;

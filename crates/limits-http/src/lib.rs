@@ -14,6 +14,7 @@
 mod body;
 mod builder;
 mod client_ip;
+mod decide;
 mod future;
 pub mod headers;
 mod key;
@@ -25,10 +26,9 @@ mod path;
 mod prepare;
 mod policy;
 mod problem;
-mod responses;
+mod refusals;
 mod service;
 mod too_many;
-mod verdicts;
 
 pub use body::BodyBudget;
 pub use builder::RateLimitLayerBuilder;

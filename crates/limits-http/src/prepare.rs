@@ -1,7 +1,7 @@
 //! The decision step, apart from any response: which rules match a request
 //! and who the client is ([`prepare`]), then each rule's verdict, folded
-//! into what the service carries out ([`verdicts`](crate::verdicts) decides;
-//! [`responses`](crate::responses) builds our own answers).
+//! into what the service carries out ([`decide`](crate::decide) decides;
+//! [`refusals`](crate::refusals) builds our own answers).
 //!
 //! Rules are checked one after the other and each records as it allows, so a
 //! request denied by a later rule has still been counted by the earlier ones
@@ -101,7 +101,7 @@ pub(crate) enum Refusal {
     },
 }
 
-/// A refusal of [`decide_rest`](crate::verdicts::decide_rest), with the
+/// A refusal of [`decide_rest`](crate::decide::decide_rest), with the
 /// statuses of the rules that decided (a 429's RateLimit headers).
 pub(crate) struct Refused {
     pub refusal: Refusal,

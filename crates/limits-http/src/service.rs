@@ -1,6 +1,6 @@
 //! The tower [`Service`] the layer wraps around another: it carries out what
-//! [`prepare`](crate::prepare) and [`verdicts`](crate::verdicts) decided,
-//! answering itself ([`responses`](crate::responses)) or holding the request
+//! [`prepare`](crate::prepare) and [`decide`](crate::decide) decided,
+//! answering itself ([`refusals`](crate::refusals)) or holding the request
 //! for its delay, serving it, and adding the RateLimit headers to the
 //! response. It decides in `call` when the stores answer at once, so that
 //! the common request needs no boxed future ([`future`](crate::future)).
@@ -12,8 +12,8 @@ use crate::future::{Headers, ResponseFuture};
 use crate::headers::{self, Known};
 use crate::key::{KeyExtractor, KeySpec};
 use crate::layer::{InForce, PolicyHandle};
-use crate::responses::{self, ours};
-use crate::verdicts::{decide_now, decide_rest, Resume, Step};
+use crate::refusals::{self, ours};
+use crate::decide::{decide_now, decide_rest, Resume, Step};
 use bytes::Bytes;
 use http::request::Parts;
 use http::{Request, Response};
@@ -133,7 +133,7 @@ where
         let legacy = in_force.policy.options.legacy_headers;
         let (mut parts, body) = req.into_parts();
         let refusal = |in_force: &InForce<S, K>, refusal, statuses: &[Counted], parts: Parts| {
-            let answer = responses::refusal(in_force, refusal, statuses, legacy, parts.headers);
+            let answer = refusals::refusal(in_force, refusal, statuses, legacy, parts.headers);
             ResponseFuture::ready(ours(answer))
         };
         let matched = match prepare(&in_force.policy, &mut parts, self.peer) {
@@ -190,7 +190,7 @@ where
     let admitted = match decide_rest(&in_force, &matched, &parts, body, resume).await {
         Ok(admitted) => admitted,
         Err(Refused { refusal, statuses }) => {
-            let answer = responses::refusal(&in_force, refusal, &statuses, legacy, parts.headers);
+            let answer = refusals::refusal(&in_force, refusal, &statuses, legacy, parts.headers);
             return Ok(ours(answer));
         }
     };
