@@ -4,23 +4,18 @@
 //! field upstreams read differently, a store that cannot answer).
 
 use crate::body::BodyError;
-use crate::prepare::{members, Counted, Refusal};
+use crate::decide::Refusal;
 use crate::headers;
-use crate::layer::InForce;
+use crate::in_force::InForce;
+use crate::members::{members, Counted};
 use crate::problem::{problem_members, PROBLEM_JSON};
-use crate::service::known;
-use crate::service::LimitedBody;
+use crate::respond::known;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use http::{Response, StatusCode};
-use http_body_util::{Either, Full};
+use http_body_util::Full;
 use limits::{RetryAfter, Store};
 use std::time::Duration;
-
-/// One of our responses, in the layer's body type.
-pub(crate) fn ours<B>(r: Response<Full<Bytes>>) -> Response<LimitedBody<B>> {
-    r.map(Either::Right)
-}
 
 /// Our answer to a request the decision step refused; a 429 carries the
 /// RateLimit headers of `statuses` (the rules that decided, the refusing
