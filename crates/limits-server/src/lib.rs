@@ -41,6 +41,7 @@ pub mod rls;
 mod rules;
 mod server;
 mod server_config;
+mod shared;
 mod state;
 mod store;
 mod tasks;
