@@ -62,8 +62,8 @@ pub(crate) enum Refusal {
     /// A rule denied it (429): the index of the rule in the policy. The
     /// statuses of the rules so far, this one's last, are where the rules
     /// folded them (the caller's [`Passed`], or [`Refused`]): not moved
-    /// with the refusal (some 380 bytes, copied three to five times on
-    /// the way to the response, about 500 instructions per 429).
+    /// with the refusal, which would copy them at each step on the way to
+    /// the response.
     Limited {
         rule: usize,
         retry_after: RetryAfter,
@@ -133,8 +133,8 @@ impl Resume {
 
 /// Decides a request whose keys need no body, without waiting, for as long
 /// as the stores answer at once, folding what the rules say into `passed`
-/// (the caller's, so that the statuses, some 380 bytes, are not moved out
-/// of here and into the response future's headers on the common path).
+/// (the caller's, so that the statuses, held inline, are not moved out of
+/// here and into the response future's headers on the common path).
 pub(crate) fn decide_now<S: Store, K: KeyExtractor>(
     in_force: &InForce<S, K>,
     matched: &Matched,

@@ -94,7 +94,7 @@ where
             }
             KindProjection::Inner { future, headers } => {
                 let response = ready!(future.poll(cx))?;
-                // Read in place (the statuses are some 380 bytes), dropped
+                // Read in place (the statuses are held inline), dropped
                 // with the future.
                 Poll::Ready(Ok(match headers {
                     Some(h) => add_headers(&h.in_force, &h.statuses, h.legacy, response),

@@ -73,8 +73,7 @@ pub(crate) fn prepare<S, K>(
         None => match_path(parts.uri.path()),
     };
     // Pushed one by one: `collect` into a `SmallVec` goes through its
-    // `extend`, which reserves from the iterator's size hint first (about
-    // 100 instructions per request more, for one rule).
+    // `extend`, which reserves from the iterator's size hint first.
     let mut rules: SmallVec<[usize; 4]> = SmallVec::new();
     // Only a POST can stand for another method: every other request
     // matches on its own method alone, with no list to build or drop.

@@ -1,8 +1,8 @@
 //! The problem body of a 429 that says when to retry, from pieces made once
-//! per rule: on the deny path it is the whole answer, and writing it member
-//! by member through serde_json (the detail formatted with `{:?}` of the
-//! rule's name, then escaped) cost about 4,000 instructions per denied
-//! request. Only the number of seconds changes between two 429s of a rule.
+//! per rule: on the deny path it is the whole answer, and written member by
+//! member through serde_json it would format the detail with `{:?}` of the
+//! rule's name, then escape it, for every denied request. Only the number
+//! of seconds changes between two 429s of a rule.
 //!
 //! The pieces are what [`problem_members`](crate::problem::problem_members)
 //! writes, cut around the two numbers: JSON escaping works character by

@@ -2,13 +2,11 @@
 //! request it is serving and close (an idle keep-alive connection closes at
 //! once), and the listener waits until every connection has ended.
 //!
-//! Why not hyper-util's `GracefulShutdown`, which did the same: its
+//! Why not hyper-util's `GracefulShutdown`, which does the same: its
 //! connection future polls `watch::Receiver::changed` on every poll of the
 //! connection, and each such poll spends the task's cooperative budget and
-//! takes the notifier's lock to compare the waker it holds: about 330
-//! instructions per request on every path, 170 of them in the connection's
-//! task (BENCHMARKS.md). Here the wait
-//! is polled once per connection, which files the task's waker with the
+//! takes the notifier's lock to compare the waker it holds, on every
+//! request of every path. Here the wait is polled once per connection, which files the task's waker with the
 //! channel; later polls read the channel's version (one atomic load), and
 //! poll the wait again only when the task's waker is not the one filed.
 //!

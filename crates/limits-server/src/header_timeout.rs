@@ -4,9 +4,8 @@
 //! Why: hyper's own `header_read_timeout` makes a new boxed `Sleep` each
 //! time it starts reading a request head, registers it in tokio's timer
 //! wheel under the driver's lock, drops it once the head is parsed, and
-//! loops its dispatcher once more: about 1,600 instructions per request, the
-//! largest single cost left on the allow path (BENCHMARKS.md, "The
-//! header-read timeout without a timer per request").
+//! loops its dispatcher once more, for every request: the largest single
+//! cost hyper adds to the allow path (BENCHMARKS.md has the figure).
 //!
 //! How: each connection has a [`Watch`] its own task writes, without a clock
 //! and without a lock: the requests handed to the service (`heads`), the

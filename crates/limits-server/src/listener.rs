@@ -118,7 +118,7 @@ pub(crate) async fn serve<M, A, B>(
     let watches = Watches::start(bounds.header_timeout);
     let mut http = http1::Builder::new();
     // No timer, no timeout of hyper's: its header timeout sets a timer per
-    // request (about 1,600 instructions); `watches` bounds the wait.
+    // request; `watches` bounds the wait.
     http.header_read_timeout(None)
         .max_buf_size(bounds.max_head_bytes.max(8192))
         // One buffer per response (head and a small body copied together)
