@@ -7,7 +7,7 @@
 //! `/healthz` for load balancers (it says when the Redis store is degraded).
 
 use crate::label_value::LabelValue;
-use crate::listener_caps::ConnectionMetrics;
+use crate::listener::connection_caps::ConnectionMetrics;
 use crate::proxy::ProxyErrors;
 use crate::redis_metrics::{KindLabel, RedisGauges};
 use crate::rules::{self, ServerRule};

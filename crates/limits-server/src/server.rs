@@ -7,8 +7,8 @@
 //! front of NAME`, ...): scripts and tests read them.
 
 use crate::listener;
+use crate::listener::connection_caps::ConnectionCaps;
 use crate::listener::Bounds;
-use crate::listener_caps::ConnectionCaps;
 use crate::metrics::Metrics;
 use crate::proxy::Proxy;
 use crate::rules;

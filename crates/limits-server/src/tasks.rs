@@ -1,10 +1,10 @@
 //! What runs beside the listener: the admin endpoint, the sweeper, the
 //! reload on SIGHUP; and the signals that end a server owning its process.
 
-use crate::listener::{self, Bounds};
-use crate::listener_caps::{
+use crate::listener::connection_caps::{
     ConnectionMetrics, ADMIN_MAX_CONNECTIONS, ADMIN_MAX_CONNECTIONS_PER_CLIENT,
 };
+use crate::listener::{self, Bounds};
 use crate::metrics;
 use crate::proxy::Proxy;
 use crate::shared::Shared;

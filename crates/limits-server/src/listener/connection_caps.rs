@@ -269,5 +269,4 @@ impl Drop for Permit {
 }
 
 #[cfg(test)]
-#[path = "listener_caps_tests.rs"]
 mod tests;

@@ -35,9 +35,8 @@ use std::task::Waker;
 use std::time::Duration;
 use tokio::time::{Instant, MissedTickBehavior};
 
-#[path = "header_timeout_parts.rs"]
-mod parts;
-pub(crate) use parts::{Answer, WatchedIo};
+mod reporters;
+pub(crate) use reporters::{Answer, WatchedIo};
 
 /// Sweeps in a row that must see a connection waiting for the same head
 /// before it is closed, after the one that saw it start: the timeout is
@@ -185,5 +184,4 @@ async fn sweep_every(watches: Weak<Watches>, period: Duration) {
 }
 
 #[cfg(test)]
-#[path = "header_timeout_tests.rs"]
 mod tests;

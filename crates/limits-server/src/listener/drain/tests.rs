@@ -2,8 +2,10 @@
 //! dropped), wakes the task that polled the connection last, and waits
 //! until every watched connection has ended.
 
+mod watch;
+
 use super::{Connection, Drain};
-use crate::header_timeout::Watch;
+use crate::listener::header_timeout::Watch;
 use std::future::Future;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,7 +2,7 @@
 //! is polled (so that hyper's next read finds the request's head released),
 //! and a service that is not ready once it is, as `oneshot` does.
 
-use super::call_now;
+use super::super::call_now;
 use std::convert::Infallible;
 use std::future::{ready, Ready};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -3,19 +3,23 @@
 //! keep-alive connections), and a graceful drain on shutdown.
 //!
 //! The time to send headers is not hyper's `header_read_timeout`, which
-//! sets a timer per request, but [`header_timeout`](crate::header_timeout):
+//! sets a timer per request, but [`header_timeout`](crate::listener::header_timeout):
 //! one sweep per listener every quarter of the timeout, and two counts per
 //! connection. A connection is closed between T and 1.25 T after it began
 //! to wait for a request head (T the timeout), never while it is answering
 //! a request.
 //!
 //! How many connections are open at once is capped in total and per client
-//! address ([`listener_caps`](crate::listener_caps)): a connection over a
+//! address ([`connection_caps`](crate::listener::connection_caps)): a connection over a
 //! cap is closed as soon as it is accepted.
 
-use crate::drain::Drain;
-use crate::header_timeout::{Answer, WatchedIo, Watches};
-use crate::listener_caps::ConnectionCaps;
+pub(crate) mod connection_caps;
+mod drain;
+mod header_timeout;
+
+use crate::listener::connection_caps::ConnectionCaps;
+use crate::listener::drain::Drain;
+use crate::listener::header_timeout::{Answer, WatchedIo, Watches};
 use bytes::Bytes;
 use http_body::{Body as _, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
@@ -271,9 +275,4 @@ impl http_body::Body for NoBody {
 }
 
 #[cfg(test)]
-#[path = "listener_tests.rs"]
 mod tests;
-
-#[cfg(test)]
-#[path = "listener_call_tests.rs"]
-mod call_tests;

@@ -3,8 +3,8 @@
 //! speaks wakes the task that polled the connection last (and not an
 //! earlier one), and the connection reacts to each on its next poll.
 
-use super::{Connection, Drain};
-use crate::header_timeout::Watch;
+use super::super::{Connection, Drain};
+use crate::listener::header_timeout::Watch;
 use std::future::Future;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};

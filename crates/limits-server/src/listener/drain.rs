@@ -11,12 +11,12 @@
 //! poll the wait again only when the task's waker is not the one filed.
 //!
 //! The same wrapper ([`Watched`]) carries the header timeout's word to
-//! close (see [`header_timeout`](crate::header_timeout)): one wrapper
+//! close (see [`header_timeout`](crate::listener::header_timeout)): one wrapper
 //! around the connection's future, not two, and one filed waker for both
 //! signals, compared once per poll, filed with both before either is
 //! looked at.
 
-use crate::header_timeout::Watch as HeadWatch;
+use crate::listener::header_timeout::Watch as HeadWatch;
 use pin_project_lite::pin_project;
 use std::future::Future;
 use std::pin::Pin;
@@ -155,9 +155,4 @@ where
 }
 
 #[cfg(test)]
-#[path = "drain_tests.rs"]
 mod tests;
-
-#[cfg(test)]
-#[path = "drain_watch_tests.rs"]
-mod watch_tests;

@@ -5,7 +5,7 @@
 //! it is still waiting for the head the sweep saw.
 
 use super::{Watch, Watches, PERIODS};
-use crate::drain::{Connection, Drain};
+use crate::listener::drain::{Connection, Drain};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::Ordering::Relaxed;

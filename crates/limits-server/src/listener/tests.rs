@@ -1,6 +1,8 @@
 //! The empty request body the listener hands over in place of hyper's: it
 //! ends at once, says so, and is taken by axum without another box.
 
+mod call;
+
 use super::NoBody;
 use http_body::Body as _;
 use http_body_util::combinators::UnsyncBoxBody;
