@@ -12,7 +12,6 @@ use limits::{format_duration, Decision, RetryAfter, Rule};
 use smallvec::SmallVec;
 use std::time::Duration;
 
-#[path = "headers_ratelimit.rs"]
 mod ratelimit;
 pub(crate) use ratelimit::RateLimitValue;
 
@@ -333,9 +332,4 @@ impl Buf {
 }
 
 #[cfg(test)]
-#[path = "headers_tests.rs"]
 mod tests;
-
-#[cfg(test)]
-#[path = "headers_number_tests.rs"]
-mod number_tests;

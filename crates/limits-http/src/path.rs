@@ -272,11 +272,9 @@ pub(crate) fn normalize_target(
 }
 
 #[cfg(test)]
-#[path = "path_normal_tests.rs"]
-mod normal_tests;
-
-#[cfg(test)]
 mod tests {
+    mod normal;
+
     use super::*;
 
     #[test]

@@ -90,9 +90,4 @@ fn escaped(s: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "too_many_tests.rs"]
 mod tests;
-
-#[cfg(test)]
-#[path = "too_many_memo_tests.rs"]
-mod memo_tests;

@@ -159,13 +159,4 @@ impl From<&str> for KeyText {
 }
 
 #[cfg(test)]
-#[path = "text_tests.rs"]
 mod tests;
-
-#[cfg(test)]
-#[path = "ipv4_tests.rs"]
-mod ipv4_tests;
-
-#[cfg(test)]
-#[path = "ipv4_room_tests.rs"]
-mod ipv4_room_tests;

@@ -2,7 +2,7 @@
 //! every octet value in every position (each digit count, and the digits
 //! around them), and the key the layer builds from a client address.
 
-use super::KeyText;
+use super::super::KeyText;
 use crate::KeySpec;
 use std::net::{IpAddr, Ipv4Addr};
 

@@ -1,6 +1,8 @@
 //! The header fields as a client reads them: members per rate, times
 //! rounded up.
 
+mod number;
+
 use super::*;
 use limits::Algorithm;
 

@@ -55,5 +55,4 @@ impl RateLimitValue {
 }
 
 #[cfg(test)]
-#[path = "headers_ratelimit_tests.rs"]
 mod tests;

@@ -2,7 +2,7 @@
 //! replaced said, for every path of up to 9 characters of `/`, `.`, `a`,
 //! `;` and `%` (and a few longer ones).
 
-use super::{is_normal, match_path};
+use super::super::{is_normal, match_path};
 use std::borrow::Cow;
 
 /// What `is_normal` was: a search for `//` and a split.

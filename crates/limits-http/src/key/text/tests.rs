@@ -1,6 +1,9 @@
 //! A key's text is held inline up to 64 bytes and on the heap beyond, with
 //! the same text, equality, hash and formatting either way.
 
+mod ipv4;
+mod ipv4_room;
+
 use super::{KeyText, INLINE};
 use crate::{Key, KeySpec};
 use std::hash::{BuildHasher, RandomState};

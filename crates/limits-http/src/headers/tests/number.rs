@@ -1,7 +1,7 @@
 //! The numbers of the RateLimit values are written as `Display` writes them:
 //! around every power of ten, and the largest.
 
-use super::Buf;
+use super::super::Buf;
 
 #[test]
 fn a_number_is_written_as_display_writes_it() {

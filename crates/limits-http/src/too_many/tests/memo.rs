@@ -2,7 +2,7 @@
 //! anew: for the same rule with other seconds in between, for rules that
 //! share their seconds, and for a rule's pieces made again (a reload).
 
-use super::TooManyBody;
+use super::super::TooManyBody;
 
 #[test]
 fn repeated_bodies_are_the_bodies_made_anew() {
