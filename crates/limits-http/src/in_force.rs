@@ -102,13 +102,13 @@ struct RuleValues {
 
 impl RuleValues {
     fn new<S: Store, K>(rule: &HttpRule<S, K>) -> RuleValues {
-        let mut rates = members::rates(rule);
+        let mut rates = members::policy_members(rule);
         let ratelimit = match (rates.next(), rates.next()) {
             (Some(one), None) => RateLimitValue::new(one),
             _ => None,
         };
         RuleValues {
-            policy: headers::policy_value(members::rates(rule)),
+            policy: headers::policy_value(members::policy_members(rule)),
             ratelimit,
         }
     }

@@ -2,7 +2,7 @@
 //! its index in the policy, with each of its rates' decisions; and a rule's
 //! rates as the headers name them.
 
-use crate::headers::{Member, MemberName, Rate};
+use crate::headers::{Member, MemberName, PolicyMember};
 use crate::policy::{HttpRule, Policy};
 use limits::Store;
 use smallvec::SmallVec;
@@ -28,21 +28,23 @@ pub(crate) fn members<'a, S: Store, K>(
     statuses: &'a [Counted],
 ) -> impl Iterator<Item = Member<'a>> + Clone {
     statuses.iter().flat_map(move |c| {
-        rates(&policy.rules[c.rule])
+        policy_members(&policy.rules[c.rule])
             .zip(&c.per_rate)
             .map(|(rate, decision)| Member { rate, decision })
     })
 }
 
 /// The RateLimit-Policy list members of `rule`.
-pub(crate) fn rates<S: Store, K>(rule: &HttpRule<S, K>) -> impl Iterator<Item = Rate<'_>> + Clone {
+pub(crate) fn policy_members<S: Store, K>(
+    rule: &HttpRule<S, K>,
+) -> impl Iterator<Item = PolicyMember<'_>> + Clone {
     let rates = rule.store.rule().rates();
     let name = if rates.len() > 1 {
         MemberName::Windowed(&rule.name)
     } else {
         MemberName::Whole(&rule.name)
     };
-    rates.iter().map(move |r| Rate {
+    rates.iter().map(move |r| PolicyMember {
         name,
         limit: r.limit(),
         window: r.window(),

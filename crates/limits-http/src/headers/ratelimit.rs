@@ -2,10 +2,10 @@
 //! `"NAME";r=` (the rule's name checked once), then the two numbers of each
 //! response. This is the value of most responses (one rule decided them,
 //! of one rate), and its numbers mostly repeat, so the value made last is
-//! handed out again while they do ([`memo`](crate::memo)).
+//! handed out again while they do ([`last_value`](crate::last_value)).
 
-use super::{ceil_secs, Buf, Rate, RATELIMIT};
-use crate::memo::{self, Source};
+use super::{ceil_secs, Buf, PolicyMember, RATELIMIT};
+use crate::last_value::{self, Source};
 use http::header::{HeaderMap, HeaderValue};
 use limits::Decision;
 
@@ -22,7 +22,7 @@ pub(crate) struct RateLimitValue {
 impl RateLimitValue {
     /// The value's text for `rate`, if its name is visible ASCII (else its
     /// values are written, checked and dropped by [`write`](super::write)).
-    pub(crate) fn new(rate: Rate<'_>) -> Option<RateLimitValue> {
+    pub(crate) fn new(rate: PolicyMember<'_>) -> Option<RateLimitValue> {
         let mut buf = Buf::default();
         buf.name(rate);
         buf.0.extend_from_slice(b";r=");
@@ -45,10 +45,10 @@ impl RateLimitValue {
             buf.number(remaining);
             buf.0.extend_from_slice(b";t=");
             buf.number(refill);
-            HeaderValue::from_maybe_shared(memo::shared(&buf.0)).ok()
+            HeaderValue::from_maybe_shared(last_value::shared(&buf.0)).ok()
         };
         let numbers = [remaining, refill];
-        if let Some(value) = memo::value(&memo::RATELIMIT, self.source, numbers, make) {
+        if let Some(value) = last_value::value(&last_value::RATELIMIT, self.source, numbers, make) {
             headers.insert(RATELIMIT, value);
         }
     }

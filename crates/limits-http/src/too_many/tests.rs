@@ -2,7 +2,7 @@
 //! problem writer writes for it: for names that need escaping (quotes,
 //! backslashes, control characters, non-ASCII) and numbers of every length.
 
-mod memo;
+mod repeated;
 
 use super::{detail_before, TooManyBody, DETAIL_AFTER};
 use crate::problem::problem_members;

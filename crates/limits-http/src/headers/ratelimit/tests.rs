@@ -4,7 +4,7 @@
 //! around every power of ten, repeated and alternating, and for rules whose
 //! values share their numbers but not their names.
 
-use super::super::{write, MemberName, Rate, RuleStatus, RATELIMIT};
+use super::super::{write, MemberName, PolicyMember, RuleStatus, RATELIMIT};
 use super::RateLimitValue;
 use http::header::{HeaderMap, HeaderValue};
 use limits::{Algorithm, Decision, RetryAfter, Rule};
@@ -49,7 +49,7 @@ fn numbers() -> Vec<u64> {
 
 fn value(name: &str, rule: &Rule) -> RateLimitValue {
     let rate = rule.rates().iter().next().unwrap();
-    RateLimitValue::new(Rate {
+    RateLimitValue::new(PolicyMember {
         name: MemberName::Whole(name),
         limit: rate.limit(),
         window: rate.window(),
@@ -122,7 +122,7 @@ fn rules_with_the_same_numbers_keep_their_names() {
 #[test]
 fn a_name_that_is_not_visible_has_no_text() {
     let rule = Rule::new(Algorithm::TokenBucket, "10/s".parse().unwrap());
-    let rate = Rate {
+    let rate = PolicyMember {
         name: MemberName::Whole("new\nline"),
         limit: 10,
         window: rule.rates().iter().next().unwrap().window(),
