@@ -1,63 +1,32 @@
-//! The decision step, apart from any response: which rules match a request
-//! and who the client is ([`prepare`]), then each rule's verdict, folded
-//! into what the service carries out ([`verdicts`](crate::verdicts) decides;
-//! [`responses`](crate::responses) builds our own answers).
+//! The matching rules' verdicts, folded in order into what the service
+//! carries out: the first refusal, or every status and the longest delay.
 //!
-//! Rules are checked one after the other and each records as it allows, so a
-//! request denied by a later rule has still been counted by the earlier ones
-//! (as nginx's `limit_req` zones do). Within one rule, several rates are
-//! all-or-nothing.
+//! Two loops walk the rules, one source of truth for each rule's step (its
+//! key, then [`fold`]: the observer, the logs, the failure policy, the
+//! verdict folded in). [`decide_now`] runs in the service's `call`, asking
+//! each store for a decision without waiting ([`Store::decide_now`]): with
+//! in-memory stores it decides the whole request at once, and the service
+//! needs no boxed future for it. When a store cannot answer at once, it
+//! stops at that rule and hands [`decide_rest`] (async) what it has, which
+//! goes on from there (with [`Store::decide`] for a store that cannot
+//! answer at once): each rule still decides exactly once, in order.
+//! `decide_rest` also reads the body first when a key needs it (then
+//! [`decide_now`], the first loop, is never run).
 
-use crate::body::{BodyError, Reservation};
-use crate::headers::{Member, MemberName, Rate};
-use crate::method::{self, MethodCase};
-use crate::path::{match_path, normalize_target, PathError};
-use crate::policy::{HttpRule, Policy};
-use crate::{KeyError, KeyExtractor};
+use crate::body::{read_bounded, BodyError, Reservation};
+use crate::in_force::InForce;
+use crate::members::{Counted, Statuses};
+use crate::method::MethodCase;
+use crate::path::PathError;
+use crate::policy::{FailurePolicy, HttpRule, LayerOptions, Outcome, Policy};
+use crate::prepare::Matched;
+use crate::{Key, KeyError, KeyExtractor};
+use bytes::Bytes;
 use http::request::Parts;
-use http::Method;
-use limits::{RetryAfter, Store};
-use smallvec::SmallVec;
-use std::borrow::Cow;
-use std::net::{IpAddr, SocketAddr};
-use std::time::Duration;
-
-/// The peer's address, as a request extension. With the `axum` feature,
-/// axum's `ConnectInfo<SocketAddr>` works too. A server that makes one
-/// service per connection can give the layer's service the peer instead,
-/// with [`RateLimit::with_peer`](crate::RateLimit::with_peer), and save the
-/// extension's allocations; an extension, when present, wins.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PeerAddr(pub SocketAddr);
-
-/// What the layer knows of a request before any rule decides.
-pub(crate) enum Prepared {
-    /// Its path is one we refuse to interpret (400).
-    Refuse(PathError),
-    /// Its method is a standard one in another case (400). Apart from
-    /// `Refuse`, and not a whole `Refusal`: this enum is returned on every
-    /// request, and sized by its largest variant.
-    RefuseMethod(MethodCase),
-    /// No rule matches: pass it on untouched, without headers.
-    Unmatched,
-    /// Rules match it: they decide next.
-    Matched(Matched),
-}
-
-/// The rules that match a request, and the client its keys are made for.
-pub(crate) struct Matched {
-    /// The indexes of the matching rules in the policy, in order.
-    pub rules: SmallVec<[usize; 4]>,
-    /// The client address the keys use.
-    pub client: Option<IpAddr>,
-}
-
-impl Matched {
-    /// Whether a matching rule keys on the body (which must be read first).
-    pub(crate) fn needs_body<S, K: KeyExtractor>(&self, policy: &Policy<S, K>) -> bool {
-        self.rules.iter().any(|&i| policy.rules[i].key.needs_body())
-    }
-}
+use http_body::Body;
+use limits::{Mode, RetryAfter, Store, StoreError, StoreErrorKind, Verdict};
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
 
 /// What the rules that let a request through said: the RateLimit status of
 /// each, and how long to hold the request first (leaky bucket).
@@ -93,15 +62,15 @@ pub(crate) enum Refusal {
     /// A rule denied it (429): the index of the rule in the policy. The
     /// statuses of the rules so far, this one's last, are where the rules
     /// folded them (the caller's [`Passed`], or [`Refused`]): not moved
-    /// with the refusal (some 380 bytes, copied three to five times on
-    /// the way to the response, about 500 instructions per 429).
+    /// with the refusal, which would copy them at each step on the way to
+    /// the response.
     Limited {
         rule: usize,
         retry_after: RetryAfter,
     },
 }
 
-/// A refusal of [`decide_rest`](crate::verdicts::decide_rest), with the
+/// A refusal of [`decide_rest`], with the
 /// statuses of the rules that decided (a 429's RateLimit headers).
 pub(crate) struct Refused {
     pub refusal: Refusal,
@@ -116,122 +85,289 @@ impl Refused {
     }
 }
 
-/// Each rate's decision, in the order of the rule's rates.
-pub(crate) type PerRate = SmallVec<[limits::Decision; 2]>;
-
-/// The statuses of the rules that decided, in order.
-pub(crate) type Statuses = SmallVec<[Counted; 2]>;
-
-/// One rule's contribution to the RateLimit headers: the rule (its index in
-/// the policy, which names it and its rates) and each rate's decision.
-pub(crate) struct Counted {
-    pub rule: usize,
-    pub per_rate: PerRate,
+/// Where the decision of a request stands after [`decide_now`].
+// `Wait` is large (the statuses so far, inline), the others small: it is
+// returned in place, once, and boxing it would cost an allocation per
+// request decided by a store over the network.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Step {
+    /// Every matching rule let it through (what they said is in the
+    /// caller's [`Passed`]).
+    Passed,
+    /// A rule refused it (or found no key, or its store failed under a
+    /// failure policy that denies); a 429's statuses are in the caller's
+    /// [`Passed`].
+    Refused(Refusal),
+    /// A store cannot decide without waiting: [`decide_rest`] goes on.
+    Wait(Resume),
 }
 
-/// The RateLimit list members of `statuses`, as
-/// [`RuleStatus::new`](crate::headers::RuleStatus::new) names them: the
-/// rule's name, or `NAME-WINDOW` for each rate of a rule with several.
-pub(crate) fn members<'a, S: Store, K>(
-    policy: &'a Policy<S, K>,
-    statuses: &'a [Counted],
-) -> impl Iterator<Item = Member<'a>> + Clone {
-    statuses.iter().flat_map(move |c| {
-        rates(&policy.rules[c.rule])
-            .zip(&c.per_rate)
-            .map(|(rate, decision)| Member { rate, decision })
-    })
+/// Where [`decide_rest`] starts: at the rule `at` of the matching rules,
+/// with its key if made already, on top of what the rules before it said.
+pub(crate) struct Resume {
+    at: usize,
+    key: Option<Key>,
+    passed: Passed,
 }
 
-/// The RateLimit-Policy list members of `rule`.
-pub(crate) fn rates<S: Store, K>(rule: &HttpRule<S, K>) -> impl Iterator<Item = Rate<'_>> + Clone {
-    let rates = rule.store.rule().rates();
-    let name = if rates.len() > 1 {
-        MemberName::Windowed(&rule.name)
-    } else {
-        MemberName::Whole(&rule.name)
-    };
-    rates.iter().map(move |r| Rate {
-        name,
-        limit: r.limit(),
-        window: r.window(),
-    })
-}
-
-/// Normalizes the path of `parts` in place and finds the rules that match
-/// it and the client: all that is known before any rule decides.
-pub(crate) fn prepare<S, K>(
-    policy: &Policy<S, K>,
-    parts: &mut Parts,
-    connection_peer: Option<SocketAddr>,
-) -> Prepared {
-    if let Err(e) = method::check(&parts.method) {
-        tracing::debug!(method = %parts.method, error = %e, "method refused");
-        return Prepared::RefuseMethod(e);
-    }
-    let rewritten = match normalize_target(parts) {
-        Ok(rewritten) => rewritten,
-        Err(e) => {
-            tracing::debug!(uri = %parts.uri, error = %e, "path refused");
-            return Prepared::Refuse(e);
-        }
-    };
-    let path = match &rewritten {
-        Some(path) => Cow::Borrowed(path.as_str()),
-        None => match_path(parts.uri.path()),
-    };
-    // Pushed one by one: `collect` into a `SmallVec` goes through its
-    // `extend`, which reserves from the iterator's size hint first (about
-    // 100 instructions per request more, for one rule).
-    let mut rules: SmallVec<[usize; 4]> = SmallVec::new();
-    // Only a POST can stand for another method: every other request
-    // matches on its own method alone, with no list to build or drop.
-    if parts.method == Method::POST {
-        let overrides = method::overrides(parts);
-        for (i, rule) in policy.rules.iter().enumerate() {
-            if rule.matches(&parts.method, &path)
-                || overrides.iter().any(|m| rule.matches(m, &path))
-            {
-                rules.push(i);
-            }
-        }
-    } else {
-        for (i, rule) in policy.rules.iter().enumerate() {
-            if rule.matches(&parts.method, &path) {
-                rules.push(i);
-            }
+impl Resume {
+    /// Before any rule (the body is read first if a key needs it).
+    pub(crate) fn start() -> Resume {
+        Resume {
+            at: 0,
+            key: None,
+            passed: Passed::default(),
         }
     }
-    drop(path);
-    if rules.is_empty() {
-        return Prepared::Unmatched;
+
+    /// After every rule of `matched` let the request through: only its
+    /// delay is left to wait.
+    pub(crate) fn done(matched: &Matched, passed: Passed) -> Resume {
+        Resume {
+            at: matched.rules.len(),
+            key: None,
+            passed,
+        }
     }
-    let client = client(policy, parts, connection_peer);
-    Prepared::Matched(Matched { rules, client })
 }
 
-/// The client address the keys use: the peer (the request's extension,
-/// else the connection's), or the client a trusted proxy forwarded for.
-fn client<S, K>(
-    policy: &Policy<S, K>,
+/// Decides a request whose keys need no body, without waiting, for as long
+/// as the stores answer at once, folding what the rules say into `passed`
+/// (the caller's, so that the statuses, held inline, are not moved out of
+/// here and into the response future's headers on the common path).
+pub(crate) fn decide_now<S: Store, K: KeyExtractor>(
+    in_force: &InForce<S, K>,
+    matched: &Matched,
     parts: &Parts,
-    connection_peer: Option<SocketAddr>,
-) -> Option<IpAddr> {
-    let peer = peer(&parts.extensions).or(connection_peer.map(|p| p.ip()));
-    let resolved = peer.map(|p| policy.options.client_ip.resolve(p, &parts.headers));
-    if resolved.is_some_and(|c| c.unreadable) {
-        policy.observer.unreadable_client_address();
+    passed: &mut Passed,
+) -> Step {
+    let policy = &*in_force.policy;
+    for (at, &index) in matched.rules.iter().enumerate() {
+        let rule = &policy.rules[index];
+        let key = match key(rule, parts, matched.client, None) {
+            Ok(key) => key,
+            Err(refusal) => return Step::Refused(refusal),
+        };
+        let client = matched.client;
+        let verdict = rule
+            .store
+            .decide_now_from(client, key.as_str(), rule.cost, Mode::Record);
+        let Some(verdict) = verdict else {
+            let key = Some(key);
+            let passed = std::mem::take(passed);
+            return Step::Wait(Resume { at, key, passed });
+        };
+        if let Err(refusal) = fold(in_force, index, &key, verdict, None, passed) {
+            return Step::Refused(refusal);
+        }
     }
-    resolved.map(|c| c.ip)
+    Step::Passed
 }
 
-fn peer(ext: &http::Extensions) -> Option<IpAddr> {
-    if let Some(PeerAddr(addr)) = ext.get::<PeerAddr>() {
-        return Some(addr.ip());
+/// Decides a request from `resume` on, reading its body first if a key
+/// needs it.
+pub(crate) async fn decide_rest<S, K, B>(
+    in_force: &InForce<S, K>,
+    matched: &Matched,
+    parts: &Parts,
+    body: B,
+    resume: Resume,
+) -> Result<Admitted<B>, Refused>
+where
+    S: Store,
+    K: KeyExtractor,
+    B: Body<Data = Bytes> + From<Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let policy = &*in_force.policy;
+    if let Err(refusal) = one_content_type(policy, matched, parts) {
+        return Err(Refused::after(refusal, resume.passed));
     }
-    #[cfg(feature = "axum")]
-    if let Some(info) = ext.get::<axum::extract::ConnectInfo<SocketAddr>>() {
-        return Some(info.0.ip());
+    let (body, bytes, held) = match read_if_needed(policy, matched, body).await {
+        Ok(read) => read,
+        Err(e) => return Err(Refused::after(Refusal::Body(e), resume.passed)),
+    };
+    let Resume {
+        at,
+        key: mut made,
+        mut passed,
+    } = resume;
+    for &index in &matched.rules[at..] {
+        let rule = &policy.rules[index];
+        let made = match made.take() {
+            Some(key) => Ok(key),
+            None => key(rule, parts, matched.client, bytes.as_deref()),
+        };
+        let key = match made {
+            Ok(key) => key,
+            Err(refusal) => return Err(Refused::after(refusal, passed)),
+        };
+        // A store that answers at once does so here too (after a body read,
+        // or after a rule whose store waited): untimed, as in `decide_now`.
+        let (client, cost) = (matched.client, rule.cost);
+        let (verdict, started) =
+            match rule
+                .store
+                .decide_now_from(client, key.as_str(), cost, Mode::Record)
+            {
+                Some(verdict) => (verdict, None),
+                None => {
+                    let started = Instant::now();
+                    let verdict = rule
+                        .store
+                        .decide_from(client, key.as_str(), cost, Mode::Record);
+                    (verdict.await, Some(started))
+                }
+            };
+        if let Err(refusal) = fold(in_force, index, &key, verdict, started, &mut passed) {
+            return Err(Refused::after(refusal, passed));
+        }
     }
-    None
+    Ok(Admitted { body, passed, held })
+}
+
+/// The key of `rule` for a request (the key reads Content-Type, the body's
+/// charset, from `parts`), or the 400 of a request it has none for.
+fn key<S, K: KeyExtractor>(
+    rule: &HttpRule<S, K>,
+    parts: &Parts,
+    client: Option<IpAddr>,
+    body: Option<&[u8]>,
+) -> Result<Key, Refusal> {
+    rule.key.key(parts, client, body).map_err(|error| {
+        tracing::debug!(rule = %rule.name, error = %error, "no key: 400");
+        let rule = rule.name.clone();
+        Refusal::Key { rule, error }
+    })
+}
+
+/// Folds the verdict of rule `index` on `key` into `passed`, telling the
+/// observer the outcome (with the time since `started` when the store was
+/// awaited; a decision made at once is not timed): `Err` with the refusal
+/// when it denies (or its store failed and the failure policy denies). A
+/// denial's status is pushed into `passed` as an admission's is: the 429
+/// reads the statuses there.
+fn fold<S: Store, K>(
+    in_force: &InForce<S, K>,
+    index: usize,
+    key: &Key,
+    verdict: Result<Verdict, StoreError>,
+    started: Option<Instant>,
+    passed: &mut Passed,
+) -> Result<(), Refusal> {
+    let latency = started.map(|s| s.elapsed());
+    let policy = &*in_force.policy;
+    let rule = &policy.rules[index];
+    let name = rule.name.as_str();
+    let options: &LayerOptions = &policy.options;
+    let observer = &*policy.observer;
+    // The rule's own observer when it has one: no name to look up.
+    let heard = in_force.rule_observer(index);
+    let tell = |outcome| match (heard, latency) {
+        (Some(heard), Some(latency)) => heard.decided(outcome, latency),
+        (Some(heard), None) => heard.decided_at_once(outcome),
+        (None, Some(latency)) => observer.decided(name, outcome, latency),
+        (None, None) => observer.decided_at_once(name, outcome),
+    };
+    let verdict = match verdict {
+        Ok(v) => v,
+        Err(e) => {
+            tell(Outcome::StoreFailed);
+            // A full store is answered by its own policy: it is up, and a
+            // flood of keys may be what filled it.
+            let policy = match e.kind {
+                StoreErrorKind::Full => options.on_store_full,
+                _ => options.on_store_error,
+            };
+            // Counted by the observer; at debug level only, as a store
+            // that is down fails every request: the store logs its outages.
+            tracing::debug!(rule = %name, key = %key, error = %e, policy = ?policy, "rate limit store failed");
+            if policy == FailurePolicy::Deny && !options.dry_run {
+                return Err(Refusal::StoreDown);
+            }
+            return Ok(());
+        }
+    };
+    let d = verdict.decision;
+    let counted = Counted {
+        rule: index,
+        per_rate: verdict.per_rate,
+    };
+    if d.allowed {
+        tell(Outcome::Allowed);
+        passed.statuses.push(counted);
+        passed.delay = passed.delay.max(d.delay);
+        return Ok(());
+    }
+    if options.dry_run {
+        tell(Outcome::WouldLimit);
+        tracing::info!(rule = %name, key = %key, retry_after = %d.retry_after, "dry run: would limit");
+        passed.statuses.push(counted);
+        return Ok(());
+    }
+    tell(Outcome::Limited);
+    tracing::debug!(rule = %name, key = %key, retry_after = %d.retry_after, "limited");
+    passed.statuses.push(counted);
+    Err(Refusal::Limited {
+        rule: index,
+        retry_after: d.retry_after,
+    })
+}
+
+/// Refuses a request with two Content-Types (or one naming two media
+/// types) when a matching rule reads its body, whoever reads it (a
+/// [`KeySpec`](crate::KeySpec) or an application's extractor): upstreams
+/// differ on which one they read the body as.
+fn one_content_type<S, K: KeyExtractor>(
+    policy: &Policy<S, K>,
+    matched: &Matched,
+    parts: &Parts,
+) -> Result<(), Refusal> {
+    let Some(&index) = matched
+        .rules
+        .iter()
+        .find(|&&i| policy.rules[i].key.needs_body())
+    else {
+        return Ok(());
+    };
+    crate::key::content_type(&parts.headers)
+        .map(drop)
+        .map_err(|reason| {
+            let error = KeyError {
+                field: "header:content-type".into(),
+                reason,
+            };
+            tracing::debug!(error = %error, "no key: 400");
+            Refusal::Key {
+                rule: policy.rules[index].name.clone(),
+                error,
+            }
+        })
+}
+
+/// The body, its bytes and their charge to the budget when a matching rule
+/// keys on it; the body untouched otherwise. What it holds stays charged to
+/// the shared budget until the request is done.
+async fn read_if_needed<S, K, B>(
+    policy: &Policy<S, K>,
+    matched: &Matched,
+    body: B,
+) -> Result<(B, Option<Bytes>, Option<Reservation>), BodyError>
+where
+    K: KeyExtractor,
+    B: Body<Data = Bytes> + From<Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    if !matched.needs_body(policy) {
+        return Ok((body, None, None));
+    }
+    let options = &policy.options;
+    let (bytes, held) = read_bounded(
+        body,
+        options.max_body,
+        options.body_timeout,
+        &options.body_budget,
+    )
+    .await?;
+    Ok((B::from(bytes.clone()), Some(bytes), Some(held)))
 }

@@ -8,9 +8,9 @@
 //! body read for a key, a leaky bucket's delay, a store over the network)
 //! is an `async` block, boxed: the one arm whose size is not known here.
 
-use crate::decide::Statuses;
-use crate::layer::InForce;
-use crate::service::{add_headers, LimitedBody};
+use crate::in_force::InForce;
+use crate::members::Statuses;
+use crate::respond::{add_headers, LimitedBody};
 use http::Response;
 use http_body_util::Either;
 use limits::Store;
@@ -94,7 +94,7 @@ where
             }
             KindProjection::Inner { future, headers } => {
                 let response = ready!(future.poll(cx))?;
-                // Read in place (the statuses are some 380 bytes), dropped
+                // Read in place (the statuses are held inline), dropped
                 // with the future.
                 Poll::Ready(Ok(match headers {
                     Some(h) => add_headers(&h.in_force, &h.statuses, h.legacy, response),

@@ -6,13 +6,12 @@
 //! several rates names its members `NAME-WINDOW` ("api-1s", "api-1h") so that
 //! a client can pair each RateLimit member with its policy.
 
-use crate::memo::{self, Source};
+use crate::last_value::{self, Source};
 use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use limits::{format_duration, Decision, RetryAfter, Rule};
 use smallvec::SmallVec;
 use std::time::Duration;
 
-#[path = "headers_ratelimit.rs"]
 mod ratelimit;
 pub(crate) use ratelimit::RateLimitValue;
 
@@ -74,7 +73,7 @@ pub fn write(
             .iter()
             .zip(&s.per_rate)
             .map(|((name, limit, window), d)| Member {
-                rate: Rate {
+                rate: PolicyMember {
                     name: MemberName::Whole(name),
                     limit: *limit,
                     window: *window,
@@ -95,7 +94,7 @@ pub(crate) enum MemberName<'a> {
 
 /// One rate's RateLimit-Policy list member.
 #[derive(Clone, Copy)]
-pub(crate) struct Rate<'a> {
+pub(crate) struct PolicyMember<'a> {
     pub name: MemberName<'a>,
     pub limit: u64,
     pub window: Duration,
@@ -104,13 +103,15 @@ pub(crate) struct Rate<'a> {
 /// One rate's list members, with its decision.
 #[derive(Clone, Copy)]
 pub(crate) struct Member<'a> {
-    pub rate: Rate<'a>,
+    pub rate: PolicyMember<'a>,
     pub decision: &'a Decision,
 }
 
 /// The RateLimit-Policy value of `rates` alone, as [`write`] writes it;
 /// `None` if it is not a valid value (then it is not sent).
-pub(crate) fn policy_value<'a>(rates: impl Iterator<Item = Rate<'a>>) -> Option<HeaderValue> {
+pub(crate) fn policy_value<'a>(
+    rates: impl Iterator<Item = PolicyMember<'a>>,
+) -> Option<HeaderValue> {
     let mut buf = Buf::default();
     buf.policy(rates);
     buf.value()
@@ -186,9 +187,12 @@ pub(crate) fn write_members<'a>(
     if let Some(RetryAfter::After(wait)) = denied {
         // The same value for every 429 of the same second: made once.
         let secs = ceil_secs(wait);
-        let make =
-            || HeaderValue::from_maybe_shared(memo::shared(Decimal::new(secs).as_bytes())).ok();
-        if let Some(value) = memo::value(&memo::RETRY_AFTER, Source::NUMBERS, [secs, 0], make) {
+        let make = || {
+            HeaderValue::from_maybe_shared(last_value::shared(Decimal::new(secs).as_bytes())).ok()
+        };
+        if let Some(value) =
+            last_value::value(&last_value::RETRY_AFTER, Source::NUMBERS, [secs, 0], make)
+        {
             headers.insert(RETRY_AFTER, value);
         }
     }
@@ -270,7 +274,7 @@ impl Buf {
     }
 
     /// The RateLimit-Policy list of `rates`.
-    fn policy<'a>(&mut self, rates: impl Iterator<Item = Rate<'a>>) {
+    fn policy<'a>(&mut self, rates: impl Iterator<Item = PolicyMember<'a>>) {
         for (i, r) in rates.enumerate() {
             self.separator(i);
             self.name(r);
@@ -288,7 +292,7 @@ impl Buf {
         self.0.extend_from_slice(Decimal::new(n).as_bytes());
     }
 
-    fn name(&mut self, m: Rate<'_>) {
+    fn name(&mut self, m: PolicyMember<'_>) {
         self.0.push(b'"');
         match m.name {
             MemberName::Whole(name) => self.0.extend_from_slice(name.as_bytes()),
@@ -333,9 +337,4 @@ impl Buf {
 }
 
 #[cfg(test)]
-#[path = "headers_tests.rs"]
 mod tests;
-
-#[cfg(test)]
-#[path = "headers_number_tests.rs"]
-mod number_tests;

@@ -17,35 +17,40 @@ mod client_ip;
 mod decide;
 mod future;
 pub mod headers;
+mod in_force;
 mod key;
+mod last_value;
 mod layer;
-mod memo;
+mod members;
 mod method;
 pub use method::STANDARD_METHODS;
 mod path;
 mod policy;
+mod prepare;
 mod problem;
-mod responses;
+mod refusals;
+mod respond;
 mod service;
 mod too_many;
-mod verdicts;
 
 pub use body::BodyBudget;
 pub use builder::RateLimitLayerBuilder;
 pub use client_ip::{
     ClientIp, ClientIpHeader, ResolvedClient, TrustedProxies, DEFAULT_IPV6_PREFIX,
 };
-pub use decide::PeerAddr;
 pub use future::ResponseFuture;
+pub use in_force::PolicyHandle;
 pub use key::{
     Key, KeyError, KeyErrorReason, KeyExtractor, KeyPart, KeySpec, KeySpecError, Missing,
     Normalize, NormalizeStep, MAX_KEY_LEN,
 };
-pub use layer::{PolicyHandle, RateLimitLayer};
+pub use layer::RateLimitLayer;
 pub use path::{match_path, normalize_path, PathError};
 pub use policy::{
     FailurePolicy, HttpRule, LayerOptions, NoObserver, Observer, Outcome, PathMatch, Policy,
     RuleObserver, DEFAULT_BODY_BUDGET,
 };
+pub use prepare::PeerAddr;
 pub use problem::{problem, problem_with, PROBLEM_JSON};
-pub use service::{LimitedBody, RateLimit};
+pub use respond::LimitedBody;
+pub use service::RateLimit;

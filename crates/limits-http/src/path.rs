@@ -174,8 +174,8 @@ pub(crate) fn fold_case(path: &str) -> Cow<'_, str> {
 }
 
 /// Starts with `/`; no `//`, no `.` or `..` segment. One pass over the
-/// bytes (a search for `//` and a split cost about 200 instructions on
-/// every request, most of whose paths are normal).
+/// bytes, rather than a search for `//` and a split: it runs on every
+/// request, and most paths are normal.
 fn is_normal(path: &str) -> bool {
     let bytes = path.as_bytes();
     if bytes.first() != Some(&b'/') {
@@ -272,11 +272,9 @@ pub(crate) fn normalize_target(
 }
 
 #[cfg(test)]
-#[path = "path_normal_tests.rs"]
-mod normal_tests;
-
-#[cfg(test)]
 mod tests {
+    mod normal;
+
     use super::*;
 
     #[test]

@@ -1,24 +1,22 @@
 //! The tower [`Service`] the layer wraps around another: it carries out what
-//! [`decide`](crate::decide) and [`verdicts`](crate::verdicts) decided,
-//! answering itself ([`responses`](crate::responses)) or holding the request
+//! [`prepare`](crate::prepare) and [`decide`](crate::decide) decided,
+//! answering itself ([`refusals`]) or holding the request
 //! for its delay, serving it, and adding the RateLimit headers to the
 //! response. It decides in `call` when the stores answer at once, so that
 //! the common request needs no boxed future ([`future`](crate::future)).
 
-use crate::decide::{
-    members, prepare, Admitted, Counted, Matched, Passed, Prepared, Refusal, Refused,
-};
+use crate::decide::{decide_now, decide_rest, Admitted, Passed, Refusal, Refused, Resume, Step};
 use crate::future::{Headers, ResponseFuture};
-use crate::headers::{self, Known};
+use crate::in_force::{InForce, PolicyHandle};
 use crate::key::{KeyExtractor, KeySpec};
-use crate::layer::{InForce, PolicyHandle};
-use crate::responses::{self, ours};
-use crate::verdicts::{decide_now, decide_rest, Resume, Step};
+use crate::members::Counted;
+use crate::prepare::{prepare, Matched, Prepared};
+use crate::refusals;
+use crate::respond::{add_headers, ours, LimitedBody};
 use bytes::Bytes;
 use http::request::Parts;
 use http::{Request, Response};
 use http_body::Body;
-use http_body_util::{Either, Full};
 use limits::Store;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -102,9 +100,6 @@ impl<Inner: Clone, S, K> Clone for RateLimit<Inner, S, K> {
     }
 }
 
-/// The response body: the inner service's, or one of ours (429, 413, 503).
-pub type LimitedBody<B> = Either<B, Full<Bytes>>;
-
 impl<Inner, S, K, ReqBody, ResBody> Service<Request<ReqBody>> for RateLimit<Inner, S, K>
 where
     Inner: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
@@ -133,7 +128,7 @@ where
         let legacy = in_force.policy.options.legacy_headers;
         let (mut parts, body) = req.into_parts();
         let refusal = |in_force: &InForce<S, K>, refusal, statuses: &[Counted], parts: Parts| {
-            let answer = responses::refusal(in_force, refusal, statuses, legacy, parts.headers);
+            let answer = refusals::refusal(in_force, refusal, statuses, legacy, parts.headers);
             ResponseFuture::ready(ours(answer))
         };
         let matched = match prepare(&in_force.policy, &mut parts, self.peer) {
@@ -190,7 +185,7 @@ where
     let admitted = match decide_rest(&in_force, &matched, &parts, body, resume).await {
         Ok(admitted) => admitted,
         Err(Refused { refusal, statuses }) => {
-            let answer = responses::refusal(&in_force, refusal, &statuses, legacy, parts.headers);
+            let answer = refusals::refusal(&in_force, refusal, &statuses, legacy, parts.headers);
             return Ok(ours(answer));
         }
     };
@@ -202,46 +197,4 @@ where
     // The body's charge to the budget lasts until the inner service is done.
     drop(held);
     Ok(add_headers(&in_force, &passed.statuses, legacy, response?))
-}
-
-/// The inner service's `response` with the RateLimit headers of the rules
-/// it passed (`statuses`).
-pub(crate) fn add_headers<S: Store, K, B>(
-    in_force: &InForce<S, K>,
-    statuses: &[Counted],
-    legacy: bool,
-    response: Response<B>,
-) -> Response<LimitedBody<B>> {
-    let mut response = response.map(Either::Left);
-    let members = members(&in_force.policy, statuses);
-    let known = known(in_force, statuses);
-    headers::write_members(response.headers_mut(), members, legacy, None, known);
-    response
-}
-
-/// What is known already of the RateLimit values of `statuses`: the
-/// RateLimit-Policy value of their one rule, and whether every rule's name
-/// is visible ASCII (its own RateLimit-Policy value is a value).
-pub(crate) fn known<'a, S: Store, K>(
-    in_force: &'a InForce<S, K>,
-    statuses: &'a [Counted],
-) -> Known<'a> {
-    match statuses {
-        [one] => {
-            // The rule's values, read once (a `OnceLock` read each).
-            let (policy, ratelimit) = in_force.rule_values(one.rule);
-            Known {
-                policy,
-                visible_names: policy.is_some(),
-                one: ratelimit.zip(one.per_rate.first()),
-            }
-        }
-        _ => Known {
-            policy: None,
-            visible_names: statuses
-                .iter()
-                .all(|c| in_force.policy_value(c.rule).is_some()),
-            one: None,
-        },
-    }
 }

@@ -1,8 +1,8 @@
 //! The problem body of a 429 that says when to retry, from pieces made once
-//! per rule: on the deny path it is the whole answer, and writing it member
-//! by member through serde_json (the detail formatted with `{:?}` of the
-//! rule's name, then escaped) cost about 4,000 instructions per denied
-//! request. Only the number of seconds changes between two 429s of a rule.
+//! per rule: on the deny path it is the whole answer, and written member by
+//! member through serde_json it would format the detail with `{:?}` of the
+//! rule's name, then escape it, for every denied request. Only the number
+//! of seconds changes between two 429s of a rule.
 //!
 //! The pieces are what [`problem_members`](crate::problem::problem_members)
 //! writes, cut around the two numbers: JSON escaping works character by
@@ -11,7 +11,7 @@
 //! tests compare the two writers byte for byte.
 
 use crate::headers::Decimal;
-use crate::memo::{self, Source};
+use crate::last_value::{self, Source};
 use bytes::Bytes;
 use http::StatusCode;
 use smallvec::SmallVec;
@@ -22,7 +22,7 @@ pub(crate) struct TooManyBody {
     head: Vec<u8>,
     middle: Vec<u8>,
     /// What its bodies are remembered by: a refused client is told the same
-    /// for a second ([`memo`]).
+    /// for a second ([`last_value`]).
     source: Source,
 }
 
@@ -59,11 +59,12 @@ impl TooManyBody {
 
     /// The body telling the client to retry in `secs` seconds.
     pub(crate) fn body(&self, secs: u64) -> Bytes {
-        let make = || Some(memo::shared(&self.write(secs)));
-        memo::value(&memo::TOO_MANY_BODY, self.source, [secs, 0], make).unwrap_or_default()
+        let make = || Some(last_value::shared(&self.write(secs)));
+        last_value::value(&last_value::TOO_MANY_BODY, self.source, [secs, 0], make)
+            .unwrap_or_default()
     }
 
-    /// The body's bytes (on the stack: [`memo::shared`] copies them).
+    /// The body's bytes (on the stack: [`last_value::shared`] copies them).
     fn write(&self, secs: u64) -> SmallVec<[u8; 512]> {
         let digits = Decimal::new(secs);
         let digits = digits.as_bytes();
@@ -90,9 +91,4 @@ fn escaped(s: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "too_many_tests.rs"]
 mod tests;
-
-#[cfg(test)]
-#[path = "too_many_memo_tests.rs"]
-mod memo_tests;

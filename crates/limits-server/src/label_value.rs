@@ -87,5 +87,4 @@ pub(crate) fn escaped(value: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "label_value_tests.rs"]
 mod tests;

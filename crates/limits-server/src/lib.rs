@@ -29,11 +29,8 @@
 #![warn(missing_docs)]
 
 pub mod config;
-mod drain;
-mod header_timeout;
 mod label_value;
 mod listener;
-mod listener_caps;
 mod metrics;
 mod proxy;
 mod redis_metrics;
@@ -41,17 +38,18 @@ pub mod rls;
 mod rules;
 mod server;
 mod server_config;
+mod shared;
 mod state;
 mod store;
 mod tasks;
 
 /// The Redis store's connection, for [`StoreOptions::redis`].
 pub use limits_redis::{Fallback, RedisConnection, RedisOptions};
-pub use listener::{Bounds, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_CLIENT};
-pub use listener_caps::{
+pub use listener::connection_caps::{
     connections_within_file_limit, ADMIN_MAX_CONNECTIONS, ADMIN_MAX_CONNECTIONS_PER_CLIENT,
     RESERVED_DESCRIPTORS,
 };
+pub use listener::{Bounds, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_CLIENT};
 pub use proxy::{Forwarding, Proxy, ProxyBody, ProxyErrors};
 pub use rules::{check_cost, fingerprint, keep_state, same_shape, CostError, ServerRule};
 pub use server::{Backend, Server};

@@ -7,7 +7,7 @@
 //! `/healthz` for load balancers (it says when the Redis store is degraded).
 
 use crate::label_value::LabelValue;
-use crate::listener_caps::ConnectionMetrics;
+use crate::listener::connection_caps::ConnectionMetrics;
 use crate::proxy::ProxyErrors;
 use crate::redis_metrics::{KindLabel, RedisGauges};
 use crate::rules::{self, ServerRule};
@@ -258,8 +258,7 @@ impl Metrics {
 impl Observer for Metrics {
     /// The rule's series, each resolved on its first decision (as by name:
     /// a series appears with its first count), then counted with one
-    /// relaxed add (the lookup by name cost about 100 instructions per
-    /// request). A rule of the same name, before or after a reload, counts
+    /// relaxed add, with no lookup by name per request. A rule of the same name, before or after a reload, counts
     /// into the same series: the family holds them by labels.
     fn rule_observer(&self, rule: &str) -> Option<Box<dyn RuleObserver>> {
         Some(Box::new(RuleSeries {

@@ -6,21 +6,21 @@
 //! port, reloads and stops (`limits serve: listening on http://ADDR in
 //! front of NAME`, ...): scripts and tests read them.
 
-use crate::config;
 use crate::listener;
+use crate::listener::connection_caps::ConnectionCaps;
 use crate::listener::Bounds;
-use crate::listener_caps::ConnectionCaps;
 use crate::metrics::Metrics;
 use crate::proxy::Proxy;
-use crate::rules::{self, ServerRule};
-use crate::server_config::{RulesSource, ServerConfig};
+use crate::rules;
+use crate::server_config::ServerConfig;
+use crate::shared::{self, load_rules, policy, Shared};
 use crate::state;
 use crate::store::RuleStore;
 use crate::tasks;
 use axum::extract::Request;
 use axum::Router;
 use bytes::Bytes;
-use limits_http::{PeerAddr, Policy, PolicyHandle, RateLimitLayer};
+use limits_http::{PeerAddr, RateLimitLayer};
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -175,13 +175,6 @@ pub struct Server {
     layer: RateLimitLayer<RuleStore>,
 }
 
-/// What the server's tasks share.
-pub(crate) struct Shared {
-    pub(crate) config: ServerConfig,
-    pub(crate) metrics: Arc<Metrics>,
-    pub(crate) handle: PolicyHandle<RuleStore>,
-}
-
 impl Server {
     /// Builds the rules of `config` (reading its rules file), checks that
     /// the state file can be written and loads it. Errors say what is wrong
@@ -257,7 +250,7 @@ impl Server {
         }));
         if shared.config.reload_on_hangup {
             let reloaded = shared.clone();
-            background.extend(tasks::on_hangup(move || tasks::reload(&reloaded)));
+            background.extend(tasks::on_hangup(move || shared::reload(&reloaded)));
         }
         let upstream = backend.name;
         println!("limits serve: listening on http://{local} in front of {upstream}");
@@ -316,32 +309,5 @@ impl Server {
         };
         println!("limits serve: stopped");
         saved.map_err(|e| format!("state not saved: {e}"))
-    }
-}
-
-/// The rules of the configured source, each with a new store.
-pub(crate) fn load_rules(config: &ServerConfig) -> Result<Vec<ServerRule>, String> {
-    match &config.rules {
-        RulesSource::File(path) => config::load(path, &config.stores),
-        RulesSource::One { rule, key, cost } => Ok(vec![rules::single(
-            rule.clone(),
-            key.clone(),
-            *cost,
-            &config.stores,
-        )?]),
-    }
-}
-
-/// The layer's policy: `rules` with the configured options, observed by
-/// `metrics`.
-pub(crate) fn policy(
-    rules: Vec<ServerRule>,
-    config: &ServerConfig,
-    metrics: &Arc<Metrics>,
-) -> Policy<RuleStore> {
-    Policy {
-        rules,
-        options: config.layer.clone(),
-        observer: metrics.clone(),
     }
 }

@@ -1,15 +1,13 @@
 //! What runs beside the listener: the admin endpoint, the sweeper, the
 //! reload on SIGHUP; and the signals that end a server owning its process.
 
-use crate::listener::{self, Bounds};
-use crate::listener_caps::{
+use crate::listener::connection_caps::{
     ConnectionMetrics, ADMIN_MAX_CONNECTIONS, ADMIN_MAX_CONNECTIONS_PER_CLIENT,
 };
+use crate::listener::{self, Bounds};
 use crate::metrics;
 use crate::proxy::Proxy;
-use crate::rules;
-use crate::server::{load_rules, policy, Shared};
-use crate::server_config::RulesSource;
+use crate::shared::Shared;
 use limits_redis::RedisConnection;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -107,32 +105,6 @@ pub(crate) fn on_hangup(reload: impl Fn() + Send + 'static) -> Option<JoinHandle
     #[cfg(not(unix))]
     let _ = reload;
     None
-}
-
-/// Re-reads the rules file: unchanged rules keep their state; a bad file
-/// keeps the old rules and says why. Without a file, says so.
-pub(crate) fn reload(shared: &Shared) {
-    if !matches!(shared.config.rules, RulesSource::File(_)) {
-        tracing::warn!("SIGHUP: no --config to reload; still serving");
-        println!("limits serve: SIGHUP: no --config to reload; still serving");
-        return;
-    }
-    match load_rules(&shared.config) {
-        Ok(fresh) => {
-            let old = shared.handle.current();
-            let (fresh, kept) = rules::keep_state(fresh, &old.rules);
-            let count = fresh.len();
-            shared
-                .handle
-                .replace(policy(fresh, &shared.config, &shared.metrics));
-            tracing::info!(rules = count, kept, "config reloaded");
-            println!("limits serve: config reloaded ({count} rules, {kept} kept their state)");
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "config not reloaded; keeping the old rules");
-            println!("limits serve: config not reloaded: {e}");
-        }
-    }
 }
 
 /// Completes on Ctrl-C or SIGTERM: the end of a server that owns its

@@ -176,7 +176,7 @@ async fn run(args: ServeArgs, caps: (usize, usize)) -> Result<(), String> {
     let server = Server::new(server_config(&args, layer, stores, caps)?)?;
     let backend = match &args.upstream {
         Some(url) => Backend::proxy(Proxy::new(url, args.upstream_timeout)?, url),
-        None => Backend::service("the demo API", demo::service()),
+        None => Backend::new("the demo API", demo::routes()).without_peer_addr(),
     };
     server
         .serve(backend, limits_server::shutdown_signal())

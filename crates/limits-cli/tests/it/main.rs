@@ -7,7 +7,6 @@ mod common;
 mod redis_server;
 
 mod bench;
-mod new_response_map;
 mod readme;
 mod replay;
 mod replay_idle_keys;

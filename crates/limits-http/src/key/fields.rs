@@ -2,7 +2,7 @@
 //! body, every occurrence of it under every name a common upstream reads
 //! as its name: a field sent twice with different values is
 //! [`Lookup::Repeated`], since the limiter cannot know which one the
-//! upstream reads (many take the last, where we used to take the first).
+//! upstream reads (many take the last, others the first).
 //!
 //! The names one field goes by:
 //! - parameters (query, form, cookie): PHP turns spaces and dots in a name

@@ -50,13 +50,12 @@ impl KeyText {
 
     /// Appends `ip` as its `Display` writes it (dotted decimal, no leading
     /// zeros), in one piece: through `write!` it is seven pieces, each octet
-    /// through the integer formatting machinery (about a thousand
-    /// instructions per request of an address-keyed rule, BENCHMARKS.md
-    /// "The floor").
+    /// through the integer formatting machinery, on every request of an
+    /// address-keyed rule.
     ///
     /// Written straight into the inline text when it has room for the
-    /// longest address (always, in an address key): through a text of its
-    /// own and then copied, it cost some 40 instructions more.
+    /// longest address (always, in an address key), rather than into a text
+    /// of its own that is then copied.
     pub(crate) fn push_ipv4(&mut self, ip: Ipv4Addr) {
         match self {
             KeyText::Inline(text) if text.remaining_capacity() >= IPV4_MAX => write_ipv4(text, ip),
@@ -72,7 +71,7 @@ impl KeyText {
     /// (`ip=unknown` without an address). An address's text has no
     /// character to escape. One place for the part's text, whether it is
     /// the whole key (the common case, written without the loop over a
-    /// key's parts: about 90 instructions per request fewer) or one part.
+    /// key's parts) or one part.
     pub(crate) fn push_ip_part(&mut self, client: Option<IpAddr>) {
         self.push_str("ip=");
         match client {
@@ -160,13 +159,4 @@ impl From<&str> for KeyText {
 }
 
 #[cfg(test)]
-#[path = "text_tests.rs"]
 mod tests;
-
-#[cfg(test)]
-#[path = "ipv4_tests.rs"]
-mod ipv4_tests;
-
-#[cfg(test)]
-#[path = "ipv4_room_tests.rs"]
-mod ipv4_room_tests;

@@ -14,8 +14,8 @@
 //! or on an error), when its response body is dropped unfinished, and when
 //! it has been idle for [`IDLE_TIMEOUT`] (a reaper task looks every
 //! [`REAP_EVERY`], so after 60 to 65 s). The time a connection went idle is
-//! not read from the clock when it comes back (per request, about 30
-//! instructions): it is the reaper's count of its looks then, which tells
+//! not read from the clock when it comes back (that would be a clock read
+//! per request): it is the reaper's count of its looks then, which tells
 //! the idle time to within one period, all the reaper needs ([`stale`]).
 
 use super::upstream::UpstreamError;

@@ -3,15 +3,15 @@
 //! Every proxied request's future is moved a few times on its way into
 //! hyper's connection task (built by the service, wrapped by the layer, by
 //! `oneshot`, then stored by hyper), each move a copy of all of it. Written
-//! as `async` code, it held the request several times over (as each nested
-//! function's argument, and inside hyper's exchange future) and measured
-//! about 1.5 kB (about 200 instructions of copying per move). Here the request is handed to a pooled connection when the
+//! as `async` code, it would hold the request several times over (as each
+//! nested function's argument, and inside hyper's exchange future). Here
+//! the request is handed to a pooled connection when the
 //! future is made ([`Pool::start`]: hyper's `try_send_request` sends it at
 //! once, and its future only waits for the answer), so the future holds
 //! that wait, the connection and nothing else. Opening a connection, and
 //! trying the next one after a pooled one was found closed, are rare:
-//! those go to [`Pool::send`], boxed. A request's whole future
-//! (`service::Exchange`, this and the timer) is now about 0.5 kB.
+//! those go to [`Pool::send`], boxed, so that they do not size the future
+//! of every request (`service::Exchange`, this and the timer).
 
 use super::pool::{Pool, Returning, Sender};
 use super::upstream::UpstreamError;

@@ -3,15 +3,14 @@
 //! `tokio::time::timeout` makes a timer per call: registered in the
 //! runtime's timer wheel on its first poll and taken out of it when dropped,
 //! each under the driver's lock, and looked at by the driver whenever it
-//! parks (about 2k instructions per proxied request, a twentieth of it).
+//! parks.
 //! A client connection's requests come one at a time, so they share one
 //! timer, and a request does not even set it: it notes its own deadline
 //! (the timeout from when it is sent), and the timer is only made to go off
 //! *no later* than that. Every next request's deadline is later than the
 //! one the timer holds (set for an earlier request), so the timer is left as
 //! it is ([`Sleep::reset`], which converts the deadline to the wheel's ticks
-//! and compares-and-swaps it into the entry, cost about 160 instructions a
-//! request). When the timer goes off, the deadline of the request waiting
+//! and compares-and-swaps it into the entry, on every request). When the timer goes off, the deadline of the request waiting
 //! then is looked at ([`poll_expired`]): passed, it is the 504; not yet (the
 //! timer held an earlier request's deadline), the timer is set to it and
 //! waits again, once per timeout period at most. So the 504 comes exactly

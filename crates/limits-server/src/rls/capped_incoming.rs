@@ -4,7 +4,7 @@
 //! never reaches tonic; one admitted carries its place with it, given back
 //! when tonic drops it.
 
-use crate::listener_caps::{ConnectionCaps, Permit};
+use crate::listener::connection_caps::{ConnectionCaps, Permit};
 use std::future::Future;
 use std::io;
 use std::pin::Pin;

@@ -22,7 +22,7 @@ use super::limits::RlsLimits;
 use super::metric_series::{DescriptorLabel, SeriesCap};
 use super::DEFAULT_MAX_METRIC_SERIES;
 use crate::label_value::LabelValue;
-use crate::listener_caps::ConnectionMetrics;
+use crate::listener::connection_caps::ConnectionMetrics;
 use crate::redis_metrics::RedisGauges;
 use limits::Store;
 use limits_redis::RedisConnection;

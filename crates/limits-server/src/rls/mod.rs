@@ -16,15 +16,18 @@
 mod capped_incoming;
 pub mod config;
 mod decide;
+mod fingerprint;
 mod limits;
 mod metric_series;
 mod metrics;
 pub mod proto;
+mod reloader;
 mod server;
 mod service;
 mod watch;
 
-pub use server::{RlsReloader, RlsServer};
+pub use reloader::RlsReloader;
+pub use server::RlsServer;
 
 use crate::store::StoreOptions;
 use std::net::SocketAddr;

@@ -1,0 +1,136 @@
+//! The answers the layer gives itself, instead of the inner service's:
+//! 429 with Retry-After, and the problems (RFC 9457) for requests it cannot
+//! decide on (a path or method it refuses, a body it cannot read, a key
+//! field upstreams read differently, a store that cannot answer).
+
+use crate::body::BodyError;
+use crate::decide::Refusal;
+use crate::headers;
+use crate::in_force::InForce;
+use crate::members::{members, Counted};
+use crate::problem::{problem_members, PROBLEM_JSON};
+use crate::respond::known;
+use bytes::Bytes;
+use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
+use http::{Response, StatusCode};
+use http_body_util::Full;
+use limits::{RetryAfter, Store};
+use std::time::Duration;
+
+/// Our answer to a request the decision step refused; a 429 carries the
+/// RateLimit headers of `statuses` (the rules that decided, the refusing
+/// one last), and with `legacy` the X-RateLimit ones. `headers` is the refused request's header
+/// map: a 429 (the answer given most) writes its headers into it, emptied,
+/// instead of allocating a map while the request's is freed (hyper hands the
+/// next request of the connection the map of this response).
+pub(crate) fn refusal<S: Store, K>(
+    in_force: &InForce<S, K>,
+    refusal: Refusal,
+    statuses: &[Counted],
+    legacy: bool,
+    headers: HeaderMap,
+) -> Response<Full<Bytes>> {
+    match refusal {
+        Refusal::Path(e) => problem_members(StatusCode::BAD_REQUEST, e, NO_MEMBERS),
+        Refusal::Method(e) => problem_members(StatusCode::BAD_REQUEST, e, NO_MEMBERS),
+        Refusal::Body(e) => body_refused(e),
+        Refusal::Key { rule, error } => problem_members(
+            error.reason.status(),
+            &error,
+            [("rule", rule.as_str()), ("field", error.field.as_str())],
+        ),
+        Refusal::StoreDown => unavailable("the rate limit store is unavailable"),
+        Refusal::Limited { rule, retry_after } => {
+            too_many(in_force, rule, statuses, legacy, retry_after, headers)
+        }
+    }
+}
+
+/// 429 with Retry-After, the RateLimit headers so far, and a problem body.
+fn too_many<S: Store, K>(
+    in_force: &InForce<S, K>,
+    rule: usize,
+    statuses: &[Counted],
+    legacy: bool,
+    wait: RetryAfter,
+    mut map: HeaderMap,
+) -> Response<Full<Bytes>> {
+    let status = StatusCode::TOO_MANY_REQUESTS;
+    let secs = match wait {
+        RetryAfter::After(d) => headers::ceil_secs(d),
+        RetryAfter::Never => {
+            let name = in_force.policy.rules[rule].name.as_str();
+            let mut r = problem_members(
+                status,
+                format_args!("this request costs more than rule {name:?} can ever allow"),
+                [("rule", name)],
+            );
+            write_ratelimit(in_force, statuses, legacy, wait, r.headers_mut());
+            return r;
+        }
+    };
+    // One response, built where it is returned: built in a `match` arm, it
+    // would be copied out of it.
+    let body = in_force.too_many_body(rule, secs);
+    let mut r = Response::new(Full::new(body));
+    *r.status_mut() = status;
+    // In order, as on a new map: a map's order is its insertion order.
+    map.clear();
+    *r.headers_mut() = map;
+    let problem = HeaderValue::from_static(PROBLEM_JSON);
+    r.headers_mut().insert(CONTENT_TYPE, problem);
+    write_ratelimit(in_force, statuses, legacy, wait, r.headers_mut());
+    r
+}
+
+/// A 429's RateLimit headers (and Retry-After, when it says to wait).
+fn write_ratelimit<S: Store, K>(
+    in_force: &InForce<S, K>,
+    statuses: &[Counted],
+    legacy: bool,
+    wait: RetryAfter,
+    map: &mut HeaderMap,
+) {
+    let members = members(&in_force.policy, statuses);
+    let known = known(in_force, statuses);
+    headers::write_members(map, members, legacy, Some(wait), known);
+}
+
+/// 503 with Retry-After: 1, for a moment of overload or a store outage.
+fn unavailable(detail: &str) -> Response<Full<Bytes>> {
+    let mut r = problem_members(StatusCode::SERVICE_UNAVAILABLE, detail, NO_MEMBERS);
+    headers::write(
+        r.headers_mut(),
+        &[],
+        false,
+        Some(RetryAfter::After(Duration::from_secs(1))),
+    );
+    r
+}
+
+/// The answer to a body that could not be read for its key.
+fn body_refused(e: BodyError) -> Response<Full<Bytes>> {
+    match e {
+        BodyError::TooLarge(max) => problem_members(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format_args!("the request body is larger than {max} bytes"),
+            NO_MEMBERS,
+        ),
+        BodyError::TimedOut(after) => problem_members(
+            StatusCode::REQUEST_TIMEOUT,
+            format_args!("the request body did not arrive within {after:?}"),
+            NO_MEMBERS,
+        ),
+        BodyError::Malformed(why) => problem_members(
+            StatusCode::BAD_REQUEST,
+            format_args!("the request body is malformed: {why}"),
+            NO_MEMBERS,
+        ),
+        BodyError::OverBudget => {
+            unavailable("too many request bodies are being read at once; retry shortly")
+        }
+    }
+}
+
+/// No extension members.
+const NO_MEMBERS: [(&str, &str); 0] = [];

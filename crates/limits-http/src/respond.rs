@@ -1,0 +1,62 @@
+//! How the layer responds, whoever answers: the response body type (the
+//! inner service's body, or one of ours), and the RateLimit headers of the
+//! rules a request passed, added to the inner service's response or written
+//! into ours.
+
+use crate::headers::{self, Known};
+use crate::in_force::InForce;
+use crate::members::{members, Counted};
+use bytes::Bytes;
+use http::Response;
+use http_body_util::{Either, Full};
+use limits::Store;
+
+/// The response body: the inner service's, or one of ours (429, 413, 503).
+pub type LimitedBody<B> = Either<B, Full<Bytes>>;
+
+/// One of our responses, in the layer's body type.
+pub(crate) fn ours<B>(r: Response<Full<Bytes>>) -> Response<LimitedBody<B>> {
+    r.map(Either::Right)
+}
+
+/// The inner service's `response` with the RateLimit headers of the rules
+/// it passed (`statuses`).
+pub(crate) fn add_headers<S: Store, K, B>(
+    in_force: &InForce<S, K>,
+    statuses: &[Counted],
+    legacy: bool,
+    response: Response<B>,
+) -> Response<LimitedBody<B>> {
+    let mut response = response.map(Either::Left);
+    let members = members(&in_force.policy, statuses);
+    let known = known(in_force, statuses);
+    headers::write_members(response.headers_mut(), members, legacy, None, known);
+    response
+}
+
+/// What is known already of the RateLimit values of `statuses`: the
+/// RateLimit-Policy value of their one rule, and whether every rule's name
+/// is visible ASCII (its own RateLimit-Policy value is a value).
+pub(crate) fn known<'a, S: Store, K>(
+    in_force: &'a InForce<S, K>,
+    statuses: &'a [Counted],
+) -> Known<'a> {
+    match statuses {
+        [one] => {
+            // The rule's values, read once (a `OnceLock` read each).
+            let (policy, ratelimit) = in_force.rule_values(one.rule);
+            Known {
+                policy,
+                visible_names: policy.is_some(),
+                one: ratelimit.zip(one.per_rate.first()),
+            }
+        }
+        _ => Known {
+            policy: None,
+            visible_names: statuses
+                .iter()
+                .all(|c| in_force.policy_value(c.rule).is_some()),
+            one: None,
+        },
+    }
+}
