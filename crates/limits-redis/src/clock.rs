@@ -11,13 +11,13 @@
 //! round trip adds at most half of it. One log line when it exceeds
 //! `clock_warning`, one when it is back under.
 
-use crate::connection::{Conn, Health};
+use crate::link::{Conn, Health};
 use std::sync::atomic::Ordering;
 use std::sync::Weak;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// No measurement yet (or the last one failed before any succeeded).
-pub(crate) const UNKNOWN: i64 = i64::MIN;
+pub(crate) use crate::link::OFFSET_UNKNOWN as UNKNOWN;
 
 /// This host's time minus Redis's, in microseconds: one `TIME` call.
 pub(crate) async fn measure(conn: &Conn, timeout: Duration) -> Option<i64> {

@@ -45,6 +45,7 @@ mod clock;
 mod connection;
 mod deny_cache;
 mod inspect;
+mod link;
 mod memory_policy;
 mod new_keys;
 mod scripts;

@@ -10,7 +10,7 @@
 //! failure. A Redis that refuses `CONFIG` (renamed or denied by its ACL, as
 //! managed services do) is said once, and the store goes on.
 
-use crate::connection::{Conn, Health};
+use crate::link::{Conn, Health};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
