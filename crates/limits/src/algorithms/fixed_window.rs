@@ -101,7 +101,7 @@ impl RateAlgorithm for FixedWindow {
     /// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: the roll,
     /// the fit, the record (in `Record` mode) and the derived fields, all in
     /// `u64`. The time to the window's end is `W - elapsed`, with `elapsed` the
-    /// time from the window's start to `t` ([`FixedWindow::roll`]): `check`'s wait, and
+    /// time from the window's start to `t` (the roll): `check`'s wait, and
     /// with a count left both `reset_after` and `refill_after` (the wait of
     /// `remaining + 1`, which never fits this window). `tests/it/other_limiters_decide.rs`.
     #[inline(always)]
