@@ -102,10 +102,15 @@ pub fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
 #[derive(Clone, Debug)]
 pub struct Limiters(pub Vec<Algorithm>);
 
-/// Parses `--limiter NAME|all` for clap.
+/// Parses `--limiter NAME|all` for clap, `all` being every limiter.
 pub fn parse_limiters(s: &str) -> Result<Limiters, String> {
+    parse_limiters_from(s, &Algorithm::ALL)
+}
+
+/// Parses `--limiter NAME|all`, `all` being `all`, in its order.
+pub fn parse_limiters_from(s: &str, all: &[Algorithm]) -> Result<Limiters, String> {
     if s == "all" {
-        return Ok(Limiters(Algorithm::ALL.to_vec()));
+        return Ok(Limiters(all.to_vec()));
     }
     parse_algorithm(s)
         .map(|a| Limiters(vec![a]))
@@ -138,11 +143,11 @@ pub fn parse_listen_addr(s: &str) -> Result<SocketAddr, String> {
 
 /// Parses `--workers N`, at least 1.
 pub fn parse_workers(s: &str) -> Result<NonZeroUsize, String> {
-    match s.parse::<usize>() {
-        Ok(0) => Err("must be at least 1 (1 serves everything on one thread)".into()),
-        Ok(n) => Ok(NonZeroUsize::new(n).expect("not zero")),
-        Err(e) => Err(format!("{e} (a whole number, at least 1)")),
-    }
+    let n: usize = s
+        .parse()
+        .map_err(|e| format!("{e} (a whole number, at least 1)"))?;
+    NonZeroUsize::new(n)
+        .ok_or_else(|| "must be at least 1 (1 serves everything on one thread)".into())
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ mod rules;
 #[path = "../../../limits/benches/common/scenario.rs"]
 mod scenario;
 
-use crate::args::{parse_algorithm, RateArgs};
+use crate::args::{parse_limiters_from, Limiters, RateArgs};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, ValueEnum};
 use limits::{parse_duration, Algorithm};
@@ -85,9 +85,6 @@ enum OutcomeArg {
     Denied,
 }
 
-#[derive(Clone, Debug)]
-struct Limiters(Vec<Algorithm>);
-
 /// The limiters `all` runs: those that keep state, as in the benches.
 const ALL: [Algorithm; 5] = [
     Algorithm::TokenBucket,
@@ -98,12 +95,7 @@ const ALL: [Algorithm; 5] = [
 ];
 
 fn parse_limiters(s: &str) -> Result<Limiters, String> {
-    if s == "all" {
-        return Ok(Limiters(ALL.to_vec()));
-    }
-    parse_algorithm(s)
-        .map(|a| Limiters(vec![a]))
-        .map_err(|e| format!("{e}, or all"))
+    parse_limiters_from(s, &ALL)
 }
 
 fn at_least_one(s: &str) -> Result<u64, String> {

@@ -170,10 +170,6 @@ where
         mismatch,
         case,
     };
-    let suite_error = |detail: String| Mismatch {
-        field: "suite".to_owned(),
-        detail,
-    };
     let large = large_cost_cases(LARGE_COST_LIMIT);
     check_cases(&make, algorithm, property, &large, config)?;
     let runtime = runtime().map_err(|e| failure(suite_error(e), None))?;
@@ -225,13 +221,7 @@ where
         mismatch,
         case,
     };
-    let runtime = runtime().map_err(|e| {
-        let mismatch = Mismatch {
-            field: "suite".to_owned(),
-            detail: e,
-        };
-        failure(mismatch, None)
-    })?;
+    let runtime = runtime().map_err(|e| failure(suite_error(e), None))?;
     let step = config.time_step.max(1);
     for (name, case) in cases {
         let case = case.clone().scaled(step);
@@ -242,6 +232,14 @@ where
         }
     }
     Ok(())
+}
+
+/// A failure of the suite itself, not of the store.
+fn suite_error(detail: String) -> Mismatch {
+    Mismatch {
+        field: "suite".to_owned(),
+        detail,
+    }
 }
 
 /// The runtime one check drives its stores on.
