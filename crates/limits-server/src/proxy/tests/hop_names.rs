@@ -1,6 +1,6 @@
 //! The hop-by-hop stripping's quicker reading (a static set let go by
 //! length, `Connection`'s tokens read as bytes) gives the headers, in their
-//! order, of the reading it replaced (`strip_before`: `to_str`, `split`,
+//! order, of a plain reading (`strip_plain`: `to_str`, `split`,
 //! `trim`), and removes what the first reference removes
 //! (`rewrites::strip_reference`, which removes in another order, and so
 //! leaves another order: `HeaderMap::remove` moves the last entry into the
@@ -12,8 +12,9 @@ use super::forwarding::strip_hop_by_hop;
 use super::rewrites::{listed, map, strip_reference, HOP_BY_HOP};
 use http::header::{self, HeaderMap, HeaderName};
 
-/// The stripping as it was before the byte reading (commit b0fbc42).
-fn strip_before(headers: &mut HeaderMap) {
+/// The plain stripping the byte reading must agree with: `to_str`, `split`,
+/// `trim`, one removal per name.
+fn strip_plain(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -33,13 +34,13 @@ fn strip_before(headers: &mut HeaderMap) {
 
 fn assert_same(pairs: &[(&str, &[u8])]) {
     let mut ours = map(pairs);
-    let mut before = map(pairs);
+    let mut plain = map(pairs);
     let mut reference = map(pairs);
     strip_hop_by_hop(&mut ours);
-    strip_before(&mut before);
+    strip_plain(&mut plain);
     strip_reference(&mut reference);
     let ours = listed(&ours);
-    assert_eq!(ours, listed(&before), "{pairs:?}");
+    assert_eq!(ours, listed(&plain), "{pairs:?}");
     let (mut ours, mut reference) = (ours, listed(&reference));
     ours.sort();
     reference.sort();

@@ -1,7 +1,7 @@
 //! One pass over a message's headers (`forwarding::look`), the request's
 //! `Host` replaced in place and `X-Forwarded-For` inserted without a look-up
-//! when the pass saw none, give what the code before them gave (commit
-//! 49793f1, copied here as it was): the same headers, values and order (the
+//! when the pass saw none, give what a plain reading gives (one look-up and
+//! one edit per step, below): the same headers, values and order (the
 //! order a `HeaderMap` iterates in is the order hyper's client writes), for
 //! the request (`rewrite_request` against `original_host`, the stripping,
 //! `add_forwarding` and the `Host` insert) and the response (the stripping
