@@ -9,7 +9,7 @@
 
 use super::log_buffer::Log;
 pub use super::log_state::SlidingLogState;
-use super::{sat64, RateAlgorithm};
+use super::{sat64, CostBound, RateAlgorithm};
 use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
@@ -82,7 +82,7 @@ impl SlidingLog {
     /// ([`retry`]), where the caller's tests of it fold away.
     #[inline(always)]
     fn check_log<L: Log>(&self, log: &L, now: u64, cost: u64) -> Result<(), Option<u64>> {
-        if cost > self.limit {
+        if CostBound::of(cost, self.limit) == CostBound::Never {
             return Err(None);
         }
         let count = log.units();
@@ -201,21 +201,25 @@ impl SlidingLog {
     ) -> Decision {
         let t = self.advance_log(log, now);
         let mut decision = Decision::allow(0);
-        if cost.wrapping_sub(1) < self.limit {
-            let count = log.units();
-            if count + cost <= self.limit {
-                if mode == Mode::Record {
-                    self.record_log(log, t, cost);
+        match CostBound::of(cost, self.limit) {
+            CostBound::Decided => {
+                let count = log.units();
+                if count + cost <= self.limit {
+                    if mode == Mode::Record {
+                        self.record_log(log, t, cost);
+                    }
+                } else {
+                    // 1 <= k <= count, as in `check`.
+                    let entry = log.unit(count + cost - self.limit);
+                    decision.allowed = false;
+                    decision.retry_after = RetryAfter::from_nanos(self.expires_in(entry, t));
                 }
-            } else {
-                // 1 <= k <= count, as in `check`.
-                let entry = log.unit(count + cost - self.limit);
-                decision.allowed = false;
-                decision.retry_after = RetryAfter::from_nanos(self.expires_in(entry, t));
             }
-        } else if cost != 0 {
-            decision.allowed = false;
-            decision.retry_after = RetryAfter::Never;
+            CostBound::Free => {}
+            CostBound::Never => {
+                decision.allowed = false;
+                decision.retry_after = RetryAfter::Never;
+            }
         }
         decision.remaining = self.limit - log.units();
         if let (Some(oldest), Some(newest)) = (log.front(), log.back()) {

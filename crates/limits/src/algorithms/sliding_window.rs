@@ -6,7 +6,7 @@
 //! current window. Decided exactly, multiplied through by W; unlike PyPI
 //! `limits`, the estimate is not floored before comparing (stricter, exact).
 
-use super::{sat64, RateAlgorithm};
+use super::{sat64, CostBound, RateAlgorithm};
 use crate::{Decision, Mode, Rate, RetryAfter};
 
 mod decide;
@@ -89,7 +89,7 @@ impl RateAlgorithm for SlidingWindow {
     }
 
     fn check(&self, s: &SlidingWindowState, now: u64, cost: u64) -> Result<(), RetryAfter> {
-        if cost > self.limit {
+        if CostBound::of(cost, self.limit) == CostBound::Never {
             return Err(RetryAfter::Never);
         }
         let w = u128::from(self.window);
@@ -135,21 +135,14 @@ impl RateAlgorithm for SlidingWindow {
         self.limit
     }
 
-    /// Idle iff both counts are zero: at a time inside the state's window (where
-    /// `advance` leaves it), `reset_after` is zero exactly then, so no
-    /// subtraction of times is needed.
-    fn is_idle_at(&self, state: &SlidingWindowState, _: u64) -> bool {
-        state.previous == 0 && state.current == 0
-    }
-
-    /// As [`is_idle_at`](Self::is_idle_at), after the roll (without a
-    /// division for a key seen within two windows); inlined into the
-    /// sweep, as the fixed window's is (a call there would run on every
-    /// check).
+    /// Idle iff both counts are zero after the roll (without a division
+    /// for a key seen within two windows): at a time inside the state's
+    /// window, where the roll leaves it, `reset_after` is zero exactly
+    /// then, so no subtraction of times is needed.
     #[inline(always)]
     fn is_idle(&self, state: &mut SlidingWindowState, now: u64) -> bool {
         self.roll(state, now);
-        self.is_idle_at(state, now)
+        state.previous == 0 && state.current == 0
     }
 
     /// The one-pass decision of `decide.rs`.

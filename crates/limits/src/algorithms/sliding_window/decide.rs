@@ -20,7 +20,7 @@
 //! Products are taken in `u64` when they fit, in `u128` otherwise
 //! (`tests/it/other_limiters_decide.rs`).
 
-use super::super::sat64;
+use super::super::{sat64, CostBound};
 use super::{SlidingWindow, SlidingWindowState};
 use crate::duration::of_nanos;
 use crate::{Decision, Mode, RetryAfter};
@@ -43,25 +43,29 @@ impl SlidingWindow {
         let mut denied = (0, Duration::ZERO);
         // `units`, once found (the record leaves it as it is).
         let mut units = None;
-        if cost.wrapping_sub(1) < self.limit {
-            let free = self.limit.saturating_sub(s.current);
-            let fits = cost <= free && {
-                let u = self.units(s.previous, left);
-                units = Some(u);
-                u <= free - cost
-            };
-            if fits {
-                if mode == Mode::Record {
-                    s.current += cost;
+        match CostBound::of(cost, self.limit) {
+            CostBound::Decided => {
+                let free = self.limit.saturating_sub(s.current);
+                let fits = cost <= free && {
+                    let u = self.units(s.previous, left);
+                    units = Some(u);
+                    u <= free - cost
+                };
+                if fits {
+                    if mode == Mode::Record {
+                        s.current += cost;
+                    }
+                } else {
+                    denied = (cost, of_nanos(self.wait_after(s, elapsed, cost)));
+                    decision.allowed = false;
+                    decision.retry_after = RetryAfter::After(denied.1);
                 }
-            } else {
-                denied = (cost, of_nanos(self.wait_after(s, elapsed, cost)));
-                decision.allowed = false;
-                decision.retry_after = RetryAfter::After(denied.1);
             }
-        } else if cost != 0 {
-            decision.allowed = false;
-            decision.retry_after = RetryAfter::Never;
+            CostBound::Free => {}
+            CostBound::Never => {
+                decision.allowed = false;
+                decision.retry_after = RetryAfter::Never;
+            }
         }
         let free = self.limit.saturating_sub(s.current);
         // `units` when there is something for it to take from.
