@@ -27,8 +27,7 @@
 //! 24 bytes. Any other rule keeps the 16-byte state
 //! (`keyed/tables.rs` chooses at construction). The sliding window's three
 //! words pack likewise, in widths its rule sets (`keyed/compact_window.rs`:
-//! a [`Packing`] is a layout, not an algorithm, so that one algorithm can
-//! have two). Each call unpacks the state, runs the algorithm's own
+//! a [`Packing`] is a layout, which may carry what the rule sets). Each call unpacks the state, runs the algorithm's own
 //! `decide_one` or `is_idle` on it and packs it back (for the
 //! buckets, two loads and two stores, no arithmetic): every decision is the
 //! wide table's.
