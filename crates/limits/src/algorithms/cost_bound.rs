@@ -16,7 +16,7 @@ pub(crate) enum CostBound {
 
 impl CostBound {
     /// Where `cost` stands against `capacity`.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn of(cost: u64, capacity: u64) -> CostBound {
         // 1 <= cost <= capacity in one comparison: 0 wraps past any capacity.
         if cost.wrapping_sub(1) < capacity {

@@ -99,6 +99,9 @@ impl RateAlgorithm for FixedWindow {
     /// time from the window's start to `t` (the roll): `check`'s wait, and
     /// with a count left both `reset_after` and `refill_after` (the wait of
     /// `remaining + 1`, which never fits this window). `tests/it/other_limiters_decide.rs`.
+    // Written out: `check` is one pass from the key's lookup to its decision;
+    // as an inlining hint this step stayed a call, with the `Decision` returned
+    // through memory.
     #[inline(always)]
     fn decide_one(&self, s: &mut FixedWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
         let elapsed = self.roll(s, now);
@@ -137,7 +140,7 @@ impl FixedWindow {
     /// before the state's window, decided at its start). A time in the
     /// state's window is placed from its start without a division (the
     /// usual case for a busy key).
-    #[inline(always)]
+    #[inline]
     fn roll(&self, s: &mut FixedWindowState, now: u64) -> u64 {
         // `index * W` fits: a state's window starts within time.
         match now.checked_sub(s.index * self.window) {

@@ -19,7 +19,7 @@ use std::ops::{Mul, Sub};
 /// of W (any rate), or whole nanoseconds with a period of T = W / L (a
 /// rate whose period is whole): the test is the same in both, as the
 /// tolerance is a whole number of periods.
-#[inline(always)]
+#[inline]
 pub(crate) fn admit<N>(debt: N, period: N, capacity: u64, cost: u64) -> Result<(), N>
 where
     N: Copy + PartialOrd + From<u64> + Mul<Output = N> + Sub<Output = N>,

@@ -129,6 +129,9 @@ impl RateAlgorithm for LeakyBucket {
     /// The whole decision: with a whole number of nanoseconds per unit
     /// (the usual rate), in one pass in `u64` by `decide_whole`; otherwise
     /// the steps composed.
+    // Written out: `check` is one pass from the key's lookup to its decision;
+    // as an inlining hint this step stayed a call, with the `Decision` returned
+    // through memory.
     #[inline(always)]
     fn decide_one(&self, s: &mut LeakyBucketState, now: u64, cost: u64, mode: Mode) -> Decision {
         let now_scaled = self.now_scaled(now);
@@ -143,7 +146,7 @@ impl RateAlgorithm for LeakyBucket {
 impl LeakyBucket {
     /// `ceil(scaled / L)` nanoseconds, saturating: one `u64` division when
     /// `scaled` fits (`ceil_div` is a call).
-    #[inline(always)]
+    #[inline]
     fn ceil_nanos(&self, scaled: u128) -> u64 {
         match u64::try_from(scaled) {
             Ok(a) => a.div_ceil(self.limit),
@@ -160,7 +163,7 @@ impl LeakyBucket {
     /// `W` when `r` is 0 (the token bucket's `derived`, with the burst + 1
     /// for the limit). Three `u64` divisions when `queued` fits; otherwise
     /// two in `u128`.
-    #[inline(always)]
+    #[inline]
     fn derived_of(&self, queued: u128) -> (u64, u64, u64) {
         let capacity = self.capacity();
         if let Ok(d) = u64::try_from(queued) {

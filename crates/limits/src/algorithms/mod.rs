@@ -87,7 +87,7 @@ pub trait RateAlgorithm: Send + Sync {
     /// `remaining`, then `reset_after` and `refill_after` in nanoseconds.
     /// By default the three functions above, `refill_after` through a
     /// second `check`; an algorithm may give the same numbers cheaper.
-    #[inline(always)]
+    #[inline]
     fn derived(&self, state: &Self::State, now: u64) -> (u64, u64, u64) {
         let remaining = self.remaining(state, now);
         let reset = self.reset_after(state, now);
@@ -108,7 +108,7 @@ pub trait RateAlgorithm: Send + Sync {
     /// the headers a server sends come from its fields, so an algorithm
     /// may fuse these steps into one pass; the steps themselves are what a
     /// rule of several rates composes, all-or-nothing.
-    #[inline(always)]
+    #[inline]
     fn decide_one(&self, state: &mut Self::State, now: u64, cost: u64, mode: Mode) -> Decision
     where
         Self: Sized,
@@ -120,7 +120,7 @@ pub trait RateAlgorithm: Send + Sync {
 /// [`RateAlgorithm::decide_one`] composed of the steps: advance, check,
 /// then [`rate_decision`]. The default, and what a fused pass falls back to
 /// where its shortcut does not hold.
-#[inline(always)]
+#[inline]
 pub(crate) fn decide_by_steps<A: RateAlgorithm>(
     a: &A,
     state: &mut A::State,

@@ -139,13 +139,16 @@ impl RateAlgorithm for SlidingWindow {
     /// for a key seen within two windows): at a time inside the state's
     /// window, where the roll leaves it, `reset_after` is zero exactly
     /// then, so no subtraction of times is needed.
-    #[inline(always)]
+    #[inline]
     fn is_idle(&self, state: &mut SlidingWindowState, now: u64) -> bool {
         self.roll(state, now);
         state.previous == 0 && state.current == 0
     }
 
     /// The one-pass decision of `decide.rs`.
+    // Written out: `check` is one pass from the key's lookup to its decision;
+    // as an inlining hint this step stayed a call, with the `Decision` returned
+    // through memory.
     #[inline(always)]
     fn decide_one(&self, s: &mut SlidingWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
         self.decide_fused(s, now, cost, mode)
@@ -159,7 +162,7 @@ impl SlidingWindow {
     /// without a division (the usual case: a key seen within two windows);
     /// anything else, and the last index (whose next window would not fit
     /// in time), is `advance`'s.
-    #[inline(always)]
+    #[inline]
     fn roll(&self, s: &mut SlidingWindowState, now: u64) -> u64 {
         if s.index < u64::MAX {
             // `index * W` fits: a state's window starts within time.

@@ -60,7 +60,7 @@ impl WholePeriod {
 
     /// `(a, b, T)` with `x = a * L + b`, `b < L`, when T is whole and `a <
     /// 2^62` (one shift to test); `None` otherwise.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn split(&self, x: u128) -> Option<(u64, u64, NonZeroU64)> {
         let t = NonZeroU64::new(self.t)?;
         let (hi, lo) = ((x >> 64) as u64, x as u64);

@@ -68,13 +68,13 @@ pub(crate) trait Packing: Copy + std::fmt::Debug {
     fn unpack(self, low: u64, high: u32) -> State<Self>;
 
     /// The state `held` holds.
-    #[inline(always)]
+    #[inline]
     fn load(self, held: &PackedState) -> State<Self> {
         self.unpack(u64::from_le_bytes(held.low), u32::from_le_bytes(held.high))
     }
 
     /// Holds `state` (which fits) in `held`.
-    #[inline(always)]
+    #[inline]
     fn store(self, held: &mut PackedState, state: &State<Self>) {
         let (low, high) = self.pack(state);
         held.low = low.to_le_bytes();
@@ -83,7 +83,7 @@ pub(crate) trait Packing: Copy + std::fmt::Debug {
 
     /// [`RateAlgorithm::is_idle`] on the state `held` holds, storing back
     /// what it moved.
-    #[inline(always)]
+    #[inline]
     fn is_idle(self, engine: &Self::Engine, held: &mut PackedState, now: u64) -> bool {
         let mut state = self.load(held);
         let idle = RateAlgorithm::is_idle(engine, &mut state, now);
@@ -128,14 +128,14 @@ fn scaled_fits(rule: &Rule, ahead: impl Fn(u64) -> u64) -> bool {
         .is_some_and(|(a, b)| a.max(b) <= MOST_SCALED)
 }
 
-#[inline(always)]
+#[inline]
 fn pack_scaled(t: ScaledTime) -> (u64, u32) {
     let [high, low] = t.0;
     debug_assert!(high <= u64::from(u32::MAX), "a scaled time past 96 bits");
     (low, high as u32)
 }
 
-#[inline(always)]
+#[inline]
 fn unpack_scaled(low: u64, high: u32) -> ScaledTime {
     ScaledTime([u64::from(high), low])
 }
@@ -153,12 +153,12 @@ impl Packing for TokenPacking {
         state.full_at.get() <= MOST_SCALED
     }
 
-    #[inline(always)]
+    #[inline]
     fn pack(self, state: &TokenBucketState) -> (u64, u32) {
         pack_scaled(state.full_at)
     }
 
-    #[inline(always)]
+    #[inline]
     fn unpack(self, low: u64, high: u32) -> TokenBucketState {
         TokenBucketState {
             full_at: unpack_scaled(low, high),
@@ -181,12 +181,12 @@ impl Packing for LeakyPacking {
         state.next_slot.get() <= MOST_SCALED
     }
 
-    #[inline(always)]
+    #[inline]
     fn pack(self, state: &LeakyBucketState) -> (u64, u32) {
         pack_scaled(state.next_slot)
     }
 
-    #[inline(always)]
+    #[inline]
     fn unpack(self, low: u64, high: u32) -> LeakyBucketState {
         LeakyBucketState {
             next_slot: unpack_scaled(low, high),
@@ -208,13 +208,13 @@ impl Packing for FixedPacking {
         state.count <= u64::from(u32::MAX)
     }
 
-    #[inline(always)]
+    #[inline]
     fn pack(self, state: &FixedWindowState) -> (u64, u32) {
         debug_assert!(self.fits_state(state), "a count past 32 bits");
         (state.index, state.count as u32)
     }
 
-    #[inline(always)]
+    #[inline]
     fn unpack(self, index: u64, count: u32) -> FixedWindowState {
         FixedWindowState {
             index,
@@ -252,13 +252,13 @@ const _: () = assert!(std::mem::size_of::<Slot<u64, PackedState>>() == 24);
 
 impl PackedState {
     /// The state held.
-    #[inline(always)]
+    #[inline]
     fn get<P: Packing>(&self, packing: P) -> State<P> {
         packing.load(self)
     }
 
     /// Holds `state` (which fits).
-    #[inline(always)]
+    #[inline]
     fn put<P: Packing>(&mut self, packing: P, state: &State<P>) {
         packing.store(self, state);
     }
@@ -272,7 +272,7 @@ impl PackedState {
 }
 
 impl Held for PackedState {
-    #[inline(always)]
+    #[inline]
     fn marks(&mut self) -> &mut Marks {
         &mut self.marks
     }
@@ -282,12 +282,14 @@ impl Held for PackedState {
 impl<P: Packing> Kind for Compact<P> {
     type Held = PackedState;
 
-    #[inline(always)]
+    #[inline]
     fn fresh(&self) -> PackedState {
         // Every state's default is all zeros: so is its packing.
         PackedState::default()
     }
 
+    // Written out: the packed state's load and store fold into the algorithm's
+    // pass only when it is inlined here.
     #[inline(always)]
     fn decide(
         &self,
@@ -304,7 +306,7 @@ impl<P: Packing> Kind for Compact<P> {
         decision
     }
 
-    #[inline(always)]
+    #[inline]
     fn is_idle(&self, held: &mut PackedState, now: u64) -> bool {
         self.1.is_idle(&self.0, held, now)
     }

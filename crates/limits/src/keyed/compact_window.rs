@@ -63,7 +63,7 @@ impl Packing for WindowPacking {
             && state.current <= self.mask
     }
 
-    #[inline(always)]
+    #[inline]
     fn pack(self, state: &SlidingWindowState) -> (u64, u32) {
         debug_assert!(self.fits_state(state), "a state past its layout");
         let top = state.index << (self.index_shift & 63);
@@ -73,7 +73,7 @@ impl Packing for WindowPacking {
         (x as u64, (x >> 64) as u32)
     }
 
-    #[inline(always)]
+    #[inline]
     fn unpack(self, low: u64, high: u32) -> SlidingWindowState {
         let x = u128::from(low) | u128::from(high) << 64;
         SlidingWindowState {
@@ -85,7 +85,7 @@ impl Packing for WindowPacking {
 
     /// Stores the state back only if the roll moved it (the sweep tests
     /// keys that are mostly still in their window).
-    #[inline(always)]
+    #[inline]
     fn is_idle(self, engine: &SlidingWindow, held: &mut PackedState, now: u64) -> bool {
         let mut state = self.load(held);
         let index = state.index;

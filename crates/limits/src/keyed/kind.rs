@@ -64,11 +64,14 @@ pub(crate) trait Kind {
 impl<A: Inline> Kind for A {
     type Held = Marked<A::State>;
 
-    #[inline(always)]
+    #[inline]
     fn fresh(&self) -> Self::Held {
         Marked::new(A::State::default())
     }
 
+    // Written out: `check` is one pass from the key's lookup to its decision;
+    // as an inlining hint this step stayed a call, with the `Decision` returned
+    // through memory.
     #[inline(always)]
     fn decide(
         &self,
@@ -83,7 +86,7 @@ impl<A: Inline> Kind for A {
         decision
     }
 
-    #[inline(always)]
+    #[inline]
     fn is_idle(&self, held: &mut Self::Held, now: u64) -> bool {
         RateAlgorithm::is_idle(self, &mut held.state, now)
     }
@@ -121,7 +124,7 @@ impl Kind for AnyRule<'_> {
         Marked::new(self.0.new_state())
     }
 
-    #[inline(always)]
+    #[inline]
     fn decide(
         &self,
         held: &mut Self::Held,

@@ -61,7 +61,7 @@ impl Period {
 
     /// `(a, b, T)` with `ahead = a * L + b` ([`WholePeriod::split`]), or
     /// `None` for the general path.
-    #[inline(always)]
+    #[inline]
     pub(super) fn split(&self, ahead: u128) -> Option<(u64, u64, NonZeroU64)> {
         self.whole.split(ahead)
     }
@@ -71,6 +71,8 @@ impl LeakyBucket {
     /// The whole decision from `ahead = a * L + b` (the module's
     /// notation); `start` is `max(next_slot, now * L)`, from which the
     /// queue is recorded.
+    // Written out: as a hint the whole-period pass, the usual rate's, stayed a
+    // call out of `decide_one`.
     #[inline(always)]
     pub(super) fn decide_whole(
         &self,

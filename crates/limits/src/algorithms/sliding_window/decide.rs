@@ -28,6 +28,9 @@ use std::time::Duration;
 
 impl SlidingWindow {
     /// The decision in one pass (see the module).
+    // Written out: `check` is one pass from the key's lookup to its decision;
+    // as an inlining hint this step stayed a call, with the `Decision` returned
+    // through memory.
     #[inline(always)]
     pub(super) fn decide_fused(
         &self,
@@ -111,7 +114,7 @@ impl SlidingWindow {
 
 impl SlidingWindow {
     /// `ceil(previous * left / W)`: at most `previous`.
-    #[inline(always)]
+    #[inline]
     fn units(&self, previous: u64, left: u64) -> u64 {
         if previous == 0 {
             return 0;
@@ -128,7 +131,7 @@ impl SlidingWindow {
     /// else the first in the next (where the current count becomes the
     /// previous, and some time up to its end fits, as `cost <= L`), less
     /// `elapsed`.
-    #[inline(always)]
+    #[inline]
     pub(super) fn wait_after(&self, s: &SlidingWindowState, elapsed: u64, cost: u64) -> u64 {
         // This window: with room at the previous count's weight 0, that
         // count is not zero (the request did not fit); tested all the same.
@@ -147,7 +150,7 @@ impl SlidingWindow {
     /// The wait of a request of `cost` (1 to L) in the next window: at `W +
     /// e` with `e = W - slack`, `slack = floor((L - cost) * W / current)`
     /// (at most W), W when the current count is zero; less `elapsed`.
-    #[inline(always)]
+    #[inline]
     fn next_window(&self, s: &SlidingWindowState, elapsed: u64, cost: u64) -> u64 {
         let slack = if s.current == 0 {
             self.window
@@ -160,7 +163,7 @@ impl SlidingWindow {
 
 /// `floor(a * b / d)` for `d > 0`, saturating: one `u64` division when the
 /// product fits.
-#[inline(always)]
+#[inline]
 fn mul_div(a: u64, b: u64, d: u64) -> u64 {
     match a.checked_mul(b) {
         Some(x) => x / d,
