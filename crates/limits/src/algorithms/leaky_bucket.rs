@@ -121,7 +121,7 @@ impl RateAlgorithm for LeakyBucket {
     }
 
     /// The three fields from what is queued, without a second `check`
-    /// ([`derived_of`](LeakyBucket::derived_of)).
+    /// (`derived_of`, whose doc gives the arithmetic).
     fn derived(&self, s: &LeakyBucketState, now: u64) -> (u64, u64, u64) {
         self.derived_of(self.ahead(s, now))
     }
