@@ -99,9 +99,7 @@ impl RateAlgorithm for FixedWindow {
     /// time from the window's start to `t` (the roll): `check`'s wait, and
     /// with a count left both `reset_after` and `refill_after` (the wait of
     /// `remaining + 1`, which never fits this window). `tests/it/other_limiters_decide.rs`.
-    // Written out: `check` is one pass from the key's lookup to its decision;
-    // as an inlining hint this step stayed a call, with the `Decision` returned
-    // through memory.
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     fn decide_one(&self, s: &mut FixedWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
         let elapsed = self.roll(s, now);

@@ -129,9 +129,7 @@ impl RateAlgorithm for LeakyBucket {
     /// The whole decision: with a whole number of nanoseconds per unit
     /// (the usual rate), in one pass in `u64` by `decide_whole`; otherwise
     /// the steps composed.
-    // Written out: `check` is one pass from the key's lookup to its decision;
-    // as an inlining hint this step stayed a call, with the `Decision` returned
-    // through memory.
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     fn decide_one(&self, s: &mut LeakyBucketState, now: u64, cost: u64, mode: Mode) -> Decision {
         let now_scaled = self.now_scaled(now);

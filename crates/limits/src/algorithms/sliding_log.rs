@@ -63,8 +63,7 @@ impl SlidingLog {
 
     /// `advance` on either shape: drops the expired entries, and gives
     /// memory back when a ring has shrunk to a quarter of it.
-    // Written out: the expiry loop runs on every decision; as hints the log's
-    // steps cost `check` more.
+    // Written out: the expiry runs on every decision (as a hint, `check` cost more).
     #[inline(always)]
     fn advance_log<L: Log>(&self, log: &mut L, now: u64) -> u64 {
         let now = log.back().map_or(now, |newest| now.max(newest));
@@ -98,8 +97,7 @@ impl SlidingLog {
 
     /// `record` on either shape: one entry, whatever the cost (0 records
     /// nothing).
-    // Written out: the record runs on every admitted decision; as hints the
-    // log's steps cost `check` more.
+    // Written out: every admitted decision records (as a hint, `check` cost more).
     #[inline(always)]
     fn record_log<L: Log>(&self, log: &mut L, now: u64, cost: u64) {
         if cost == 0 {
@@ -178,9 +176,7 @@ impl RateAlgorithm for SlidingLog {
     /// `remaining + 1`, for which the oldest entry must go), without a second
     /// `check` (`tests/it/other_limiters_decide.rs`).
     /// The shape chosen once, then each shape's straight-line pass.
-    // Written out: `check` is one pass from the key's lookup to its decision;
-    // as an inlining hint this step stayed a call, with the `Decision` returned
-    // through memory.
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     fn decide_one(&self, log: &mut SlidingLogState, now: u64, cost: u64, mode: Mode) -> Decision {
         match log.ring_mut() {
@@ -198,9 +194,7 @@ fn retry(wait: Option<u64>) -> RetryAfter {
 
 impl SlidingLog {
     /// [`RateAlgorithm::decide_one`] on either shape.
-    // Written out: `check` is one pass from the key's lookup to its decision;
-    // as an inlining hint this step stayed a call, with the `Decision` returned
-    // through memory.
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     pub(crate) fn decide_log<L: Log>(
         &self,

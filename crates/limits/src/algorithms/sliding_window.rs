@@ -146,9 +146,7 @@ impl RateAlgorithm for SlidingWindow {
     }
 
     /// The one-pass decision of `decide.rs`.
-    // Written out: `check` is one pass from the key's lookup to its decision;
-    // as an inlining hint this step stayed a call, with the `Decision` returned
-    // through memory.
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     fn decide_one(&self, s: &mut SlidingWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
         self.decide_fused(s, now, cost, mode)

@@ -131,9 +131,7 @@ impl RateAlgorithm for TokenBucket {
     /// The whole decision: with a whole period, in one pass in `u64` by
     /// `decide_whole`; otherwise (or past its bounds) the steps composed,
     /// whose `derived` takes the fields from one debt.
-    // Written out: `check` is one pass from the key's lookup to its decision;
-    // as an inlining hint this step stayed a call, with the `Decision` returned
-    // through memory.
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     fn decide_one(&self, s: &mut TokenBucketState, now: u64, cost: u64, mode: Mode) -> Decision {
         let now_scaled = u128::from(now) * u128::from(self.limit);
@@ -158,8 +156,7 @@ impl TokenBucket {
     /// `u64` divisions; `None` (no whole period, a debt too large, or more
     /// than L tokens missing) leaves it to the general path. `(L - cost) *
     /// T <= W <= 2^62` and `a < 2^62`: nothing overflows.
-    // Written out: as a hint the whole-period pass, the usual rate's, stayed a
-    // call out of `decide_one`.
+    // Written out: as a hint, the usual rate's pass stayed a call.
     #[inline(always)]
     fn decide_whole(
         &self,

@@ -24,13 +24,13 @@
 //! to about 2 seconds; a leaky bucket's burst likewise), and a fixed
 //! window's count in 4 when L < 2^32. [`PackedState`] holds those 12 bytes
 //! beside the key's 4 bytes of marks (alignment 1): a `u64` key's slot is
-//! 24 bytes. Any other rule keeps the 16-byte state
-//! (`keyed/tables.rs` chooses at construction). The sliding window's three
-//! words pack likewise, in widths its rule sets (`keyed/compact_window.rs`:
-//! a [`Packing`] is a layout, which may carry what the rule sets). Each call unpacks the state, runs the algorithm's own
-//! `decide_one` or `is_idle` on it and packs it back (for the
-//! buckets, two loads and two stores, no arithmetic): every decision is the
-//! wide table's.
+//! 24 bytes. Any other rule keeps the 16-byte state (`keyed/tables.rs`
+//! chooses at construction). The sliding window's three words pack
+//! likewise, in widths its rule sets (`keyed/compact_window.rs`: a
+//! [`Packing`] is a layout, which may carry what the rule sets). Each call
+//! unpacks the state, runs the algorithm's own `decide_one` or `is_idle` on
+//! it and packs it back (for the buckets, two loads and two stores, no
+//! arithmetic): every decision is the wide table's.
 
 use super::kind::Kind;
 use super::slot::{Held, Marks, Slot};
@@ -288,8 +288,7 @@ impl<P: Packing> Kind for Compact<P> {
         PackedState::default()
     }
 
-    // Written out: the packed state's load and store fold into the algorithm's
-    // pass only when it is inlined here.
+    // Written out: the state's unpacking folds into the algorithm's pass only so.
     #[inline(always)]
     fn decide(
         &self,

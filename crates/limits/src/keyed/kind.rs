@@ -69,9 +69,7 @@ impl<A: Inline> Kind for A {
         Marked::new(A::State::default())
     }
 
-    // Written out: `check` is one pass from the key's lookup to its decision;
-    // as an inlining hint this step stayed a call, with the `Decision` returned
-    // through memory.
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     fn decide(
         &self,

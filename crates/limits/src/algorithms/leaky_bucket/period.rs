@@ -71,8 +71,7 @@ impl LeakyBucket {
     /// The whole decision from `ahead = a * L + b` (the module's
     /// notation); `start` is `max(next_slot, now * L)`, from which the
     /// queue is recorded.
-    // Written out: as a hint the whole-period pass, the usual rate's, stayed a
-    // call out of `decide_one`.
+    // Written out: as a hint, the usual rate's pass stayed a call.
     #[inline(always)]
     pub(super) fn decide_whole(
         &self,

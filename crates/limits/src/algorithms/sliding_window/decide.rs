@@ -28,9 +28,7 @@ use std::time::Duration;
 
 impl SlidingWindow {
     /// The decision in one pass (see the module).
-    // Written out: `check` is one pass from the key's lookup to its decision;
-    // as an inlining hint this step stayed a call, with the `Decision` returned
-    // through memory.
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     pub(super) fn decide_fused(
         &self,

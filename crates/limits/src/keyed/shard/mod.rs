@@ -192,8 +192,7 @@ impl<K: Hash, H: Held> Shard<K, H> {
     /// after it dropped one, and it stops after the first slot it keeps
     /// (see `SWEEP_PER_OPERATION` in the keyed module for what that
     /// guarantees).
-    // Written out: every operation runs this step; as a call it cost more than
-    // its body.
+    // Written out: every operation runs it; as a call it cost more than its body.
     #[inline(always)]
     pub fn sweep(
         &mut self,
