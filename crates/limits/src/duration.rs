@@ -206,7 +206,7 @@ pub(crate) fn nanos_of(duration: Duration) -> u64 {
 /// `Duration::from_nanos`, without its division by 10^9 for a time under
 /// a second (a decision's usual wait, reset and refill): a comparison
 /// instead of a multiplication, shifts and a product.
-#[inline(always)]
+#[inline]
 pub(crate) fn of_nanos(nanos: u64) -> Duration {
     const SECOND: u64 = 1_000_000_000;
     if nanos < SECOND {

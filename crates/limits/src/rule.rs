@@ -177,7 +177,7 @@ impl Rule {
     /// [`is_idle`](Rule::is_idle) would say so of the state at `now` after
     /// the decision (each rate's reset is zero exactly when it is idle, and
     /// the combined reset is the longest), so a caller need not ask again.
-    #[inline(always)]
+    #[inline]
     pub fn decide(
         &self,
         state: &mut KeyState,

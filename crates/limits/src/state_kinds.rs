@@ -88,7 +88,7 @@ macro_rules! rule_kinds {
                 match $d engines {
                     $(crate::state_kinds::Engines::$kind(all) if all.len() == 1 => {
                         let $d e = &all[0];
-                        #[inline(always)]
+                        #[inline]
                         fn $d pick(
                             s: &mut crate::state_kinds::StateKind,
                         ) -> Option<&mut <$engine as RateAlgorithm>::State> {

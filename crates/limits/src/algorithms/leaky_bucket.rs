@@ -8,10 +8,10 @@
 //! Times are kept multiplied by L, so that T is the integer W and departures
 //! are exact rationals; delays and waits are rounded up to the nanosecond.
 
-use super::{ceil_div, sat64, wait, RateAlgorithm, ScaledTime};
+use super::gcra::admit;
+use super::{ceil_div, decide_by_steps, sat64, wait, CostBound, RateAlgorithm, ScaledTime};
 use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
-use std::time::Duration;
 
 mod period;
 
@@ -50,6 +50,11 @@ impl LeakyBucket {
         u128::from(now) * u128::from(self.limit)
     }
 
+    /// What is queued ahead of a request at `now`, in ns times L.
+    fn ahead(&self, s: &LeakyBucketState, now: u64) -> u128 {
+        s.next_slot.get().saturating_sub(self.now_scaled(now))
+    }
+
     /// How long (ns times L) after `now` a request of `cost` would depart.
     fn departure_wait(&self, s: &LeakyBucketState, now: u64, cost: u64) -> u128 {
         let now = self.now_scaled(now);
@@ -64,16 +69,16 @@ impl RateAlgorithm for LeakyBucket {
         now
     }
 
+    /// The GCRA test on what is queued ahead: a request's last unit
+    /// departs within `burst * W` iff the queue ahead is at most `burst +
+    /// 1 - cost` units (a cost of 0 is tested as 1).
     fn check(&self, s: &LeakyBucketState, now: u64, cost: u64) -> Result<(), RetryAfter> {
-        if cost > self.capacity() {
+        if CostBound::of(cost, self.capacity()) == CostBound::Never {
             return Err(RetryAfter::Never);
         }
-        let most = u128::from(self.burst) * u128::from(self.window);
-        let departs = self.departure_wait(s, now, cost.max(1));
-        if departs <= most {
-            return Ok(());
-        }
-        wait(ceil_div(departs - most, u128::from(self.limit)))
+        let window = u128::from(self.window);
+        admit(self.ahead(s, now), window, self.capacity(), cost.max(1))
+            .or_else(|excess| wait(ceil_div(excess, u128::from(self.limit))))
     }
 
     fn record(&self, s: &mut LeakyBucketState, now: u64, cost: u64) {
@@ -95,13 +100,13 @@ impl RateAlgorithm for LeakyBucket {
     }
 
     fn remaining(&self, s: &LeakyBucketState, now: u64) -> u64 {
-        let queued = s.next_slot.get().saturating_sub(self.now_scaled(now));
+        let queued = self.ahead(s, now);
         let slots = ceil_div(queued, u128::from(self.window));
         self.capacity().saturating_sub(sat64(slots))
     }
 
     fn reset_after(&self, s: &LeakyBucketState, now: u64) -> u64 {
-        let queued = s.next_slot.get().saturating_sub(self.now_scaled(now));
+        let queued = self.ahead(s, now);
         sat64(ceil_div(queued, u128::from(self.limit)))
     }
 
@@ -111,68 +116,35 @@ impl RateAlgorithm for LeakyBucket {
 
     /// Empty iff nothing is queued: `reset_after` is `ceil(queued / L)`,
     /// zero exactly when `queued` is, so no division is needed.
-    /// As [`is_idle`](Self::is_idle): no division.
-    fn is_idle_at(&self, s: &Self::State, now: u64) -> bool {
-        s.next_slot.get() <= self.now_scaled(now)
-    }
-
     fn is_idle(&self, s: &mut LeakyBucketState, now: u64) -> bool {
         s.next_slot.get() <= self.now_scaled(now)
     }
 
-    /// `Rule::check`'s and `Rule::peek`'s one pass for a single rate: the
-    /// departure of the request's last unit found once (the check, the delay
-    /// and, in `Record` mode, the new queue end), then the
-    /// derived fields from what is queued after it, `queued = q * W + r`: the
-    /// `slots` it holds are `ceil(queued / W)`; `remaining` is `burst + 1 -
-    /// slots`, `reset_after` is `ceil(queued / L)`, and `refill_after` is the
-    /// wait of a request of `remaining + 1` units, whose last unit departs
-    /// `queued + remaining * W` after now: over `burst * W` by `r`, or by `W`
-    /// when `r` is 0 (the token bucket's `derived`, with the burst + 1 for the
-    /// limit). Three `u64` divisions when `queued` fits; otherwise two in
-    /// `u128` (`tests/it/other_limiters_decide.rs`).
+    /// The three fields from what is queued, without a second `check`
+    /// (`derived_of`, whose doc gives the arithmetic).
+    fn derived(&self, s: &LeakyBucketState, now: u64) -> (u64, u64, u64) {
+        self.derived_of(self.ahead(s, now))
+    }
+
+    /// The whole decision: with a whole number of nanoseconds per unit
+    /// (the usual rate), in one pass in `u64` by `decide_whole`; otherwise
+    /// the steps composed.
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     fn decide_one(&self, s: &mut LeakyBucketState, now: u64, cost: u64, mode: Mode) -> Decision {
         let now_scaled = self.now_scaled(now);
-        let window = u128::from(self.window);
-        // What is queued ahead of a request now, and after this decision.
         let ahead = s.next_slot.get().saturating_sub(now_scaled);
-        // A whole number of nanoseconds per unit (the usual rate): in `u64`
-        // nanoseconds from one division of `ahead` by L.
-        if let Some(whole) = self.period.split(ahead) {
-            return self.decide_whole(s, now_scaled + ahead, whole, cost, mode);
+        match self.period.split(ahead) {
+            Some(whole) => self.decide_whole(s, now_scaled + ahead, whole, cost, mode),
+            None => decide_by_steps(self, s, now, cost, mode),
         }
-        let mut queued = ahead;
-        let mut decision = Decision::allow(0);
-        if cost.wrapping_sub(1) <= self.burst {
-            let departs = ahead + u128::from(cost - 1) * window;
-            let most = u128::from(self.burst) * window;
-            if departs <= most {
-                decision.delay = Duration::from_nanos(self.ceil_nanos(departs));
-                if mode == Mode::Record {
-                    queued = departs + window;
-                    s.next_slot.set(now_scaled + queued);
-                }
-            } else {
-                decision.allowed = false;
-                decision.retry_after = RetryAfter::from_nanos(self.ceil_nanos(departs - most));
-            }
-        } else if cost != 0 {
-            decision.allowed = false;
-            decision.retry_after = RetryAfter::Never;
-        }
-        let (remaining, reset, refill) = self.derived_of(queued);
-        decision.remaining = remaining;
-        decision.reset_after = Duration::from_nanos(reset);
-        decision.refill_after = Duration::from_nanos(refill);
-        decision
     }
 }
 
 impl LeakyBucket {
     /// `ceil(scaled / L)` nanoseconds, saturating: one `u64` division when
     /// `scaled` fits (`ceil_div` is a call).
-    #[inline(always)]
+    #[inline]
     fn ceil_nanos(&self, scaled: u128) -> u64 {
         match u64::try_from(scaled) {
             Ok(a) => a.div_ceil(self.limit),
@@ -181,8 +153,15 @@ impl LeakyBucket {
     }
 
     /// `remaining`, `reset_after` and `refill_after` of a queue `queued`
-    /// (ns times L) long, as [`decide_one`](RateAlgorithm::decide_one) above explains.
-    #[inline(always)]
+    /// (ns times L) long, `queued = q * W + r`: the `slots` it holds are
+    /// `ceil(queued / W)`; `remaining` is `burst + 1 - slots`,
+    /// `reset_after` is `ceil(queued / L)`, and `refill_after` is the wait
+    /// of a request of `remaining + 1` units, whose last unit departs
+    /// `queued + remaining * W` after now: over `burst * W` by `r`, or by
+    /// `W` when `r` is 0 (the token bucket's `derived`, with the burst + 1
+    /// for the limit). Three `u64` divisions when `queued` fits; otherwise
+    /// two in `u128`.
+    #[inline]
     fn derived_of(&self, queued: u128) -> (u64, u64, u64) {
         let capacity = self.capacity();
         if let Ok(d) = u64::try_from(queued) {
@@ -212,8 +191,8 @@ impl LeakyBucket {
             return (capacity - slots as u64, reset, excess.div_ceil(self.limit));
         }
         // More queued than the burst allows (a state file's): nothing left,
-        // and one unit waits as `check` says, from `departure_wait`.
-        let most = u128::from(self.burst) * window;
-        (0, reset, self.ceil_nanos(queued - most))
+        // and one unit waits as `check` says.
+        let excess = admit(queued, window, capacity, 1).err().unwrap_or(0);
+        (0, reset, self.ceil_nanos(excess))
     }
 }

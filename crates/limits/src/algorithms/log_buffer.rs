@@ -43,6 +43,7 @@ pub(crate) trait Log {
 
     /// Whether the log holds less than a quarter of a room of more than 16
     /// entries: `advance` then gives memory back.
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn sparse(&self) -> bool {
         self.capacity() > 16 && self.len() < self.capacity() / 4
@@ -115,12 +116,14 @@ impl Ring {
     }
 
     /// Whether the ring holds its entries' running counts.
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn weighted(&self) -> bool {
         self.head & WEIGHTED != 0
     }
 
     /// The ring index of the `i`-th oldest entry (`i < capacity`).
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn slot(&self, i: usize) -> usize {
         let at = (self.head & !WEIGHTED) as usize + i;
@@ -133,18 +136,21 @@ impl Ring {
     }
 
     /// The time of the `i`-th oldest entry (`i < len`).
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn time(&self, i: usize) -> u64 {
         self.words[self.slot(i)]
     }
 
     /// A weighted ring's running count up to the `i`-th oldest entry.
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn running(&self, i: usize) -> u64 {
         self.words[self.capacity() + self.slot(i)]
     }
 
     /// A weighted ring's running count before its oldest entry.
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn base(&self) -> u64 {
         self.words[self.words.len() - 1]
@@ -188,11 +194,13 @@ impl Ring {
 }
 
 impl Log for Ring {
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn len(&self) -> usize {
         self.len as usize
     }
 
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn units(&self) -> u64 {
         if !self.weighted() {
@@ -204,6 +212,7 @@ impl Log for Ring {
         }
     }
 
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn capacity(&self) -> usize {
         if self.weighted() {
@@ -215,6 +224,7 @@ impl Log for Ring {
 
     /// Unweighted, the `k`-th entry; weighted, the first entry whose
     /// running count since the base reaches `k`, by binary search.
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn unit(&self, k: u64) -> u64 {
         if !self.weighted() {
@@ -235,16 +245,19 @@ impl Log for Ring {
 
     /// At the head, no wrapping to compute (the head is inside the ring
     /// whenever the log holds an entry).
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn front(&self) -> Option<u64> {
         (self.len > 0).then(|| self.words[(self.head & !WEIGHTED) as usize])
     }
 
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn back(&self) -> Option<u64> {
         self.len().checked_sub(1).map(|i| self.time(i))
     }
 
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn pop_front(&mut self) {
         if self.len > 0 {
@@ -257,6 +270,7 @@ impl Log for Ring {
         }
     }
 
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn push(&mut self, t: u64, cost: u64) {
         if cost != 1 && !self.weighted() {

@@ -38,6 +38,7 @@ impl Default for SlidingLogState {
 
 impl SlidingLogState {
     /// Entries held: one per admitted decision still in the window.
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     pub fn len(&self) -> usize {
         Log::len(self)
@@ -70,6 +71,7 @@ impl SlidingLogState {
     }
 
     /// The newest entry's time.
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     pub fn back(&self) -> Option<u64> {
         Log::back(self)
@@ -91,6 +93,7 @@ impl SlidingLogState {
 
     /// The ring, if the log is one: what a decision asks once to run the
     /// ring's straight-line code.
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     pub(crate) fn ring_mut(&mut self) -> Option<&mut Ring> {
         match &mut self.0 {
@@ -100,6 +103,7 @@ impl SlidingLogState {
     }
 
     /// [`ring_mut`](Self::ring_mut), to read.
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     pub(crate) fn ring(&self) -> Option<&Ring> {
         match &self.0 {
@@ -121,6 +125,7 @@ impl SlidingLogState {
 /// (several rates, the sweep, export), and the inline shape's own path,
 /// where it is always the same choice.
 impl Log for SlidingLogState {
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn len(&self) -> usize {
         match &self.0 {
@@ -129,6 +134,7 @@ impl Log for SlidingLogState {
         }
     }
 
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn units(&self) -> u64 {
         match &self.0 {
@@ -137,6 +143,7 @@ impl Log for SlidingLogState {
         }
     }
 
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn capacity(&self) -> usize {
         match &self.0 {
@@ -145,6 +152,7 @@ impl Log for SlidingLogState {
         }
     }
 
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn unit(&self, k: u64) -> u64 {
         match &self.0 {
@@ -153,6 +161,7 @@ impl Log for SlidingLogState {
         }
     }
 
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn front(&self) -> Option<u64> {
         match &self.0 {
@@ -161,6 +170,7 @@ impl Log for SlidingLogState {
         }
     }
 
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn back(&self) -> Option<u64> {
         match &self.0 {
@@ -169,6 +179,7 @@ impl Log for SlidingLogState {
         }
     }
 
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn pop_front(&mut self) {
         match &mut self.0 {
@@ -177,6 +188,7 @@ impl Log for SlidingLogState {
         }
     }
 
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn push(&mut self, t: u64, cost: u64) {
         match &mut self.0 {

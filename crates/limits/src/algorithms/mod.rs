@@ -9,7 +9,9 @@
 //! Only integer arithmetic is used, with `u128` for products; rates are bounded
 //! (see [`MAX_LIMIT`](crate::MAX_LIMIT)) so that nothing overflows.
 
+mod cost_bound;
 mod fixed_window;
+mod gcra;
 mod leaky_bucket;
 mod log_buffer;
 mod log_state;
@@ -27,6 +29,7 @@ pub use sliding_window::{SlidingWindow, SlidingWindowState};
 pub use token_bucket::{TokenBucket, TokenBucketState};
 
 use crate::{Decision, Mode, RetryAfter};
+pub(crate) use cost_bound::CostBound;
 use std::time::Duration;
 
 /// One algorithm applied to one rate.
@@ -84,18 +87,11 @@ pub trait RateAlgorithm: Send + Sync {
     /// `remaining`, then `reset_after` and `refill_after` in nanoseconds.
     /// By default the three functions above, `refill_after` through a
     /// second `check`; an algorithm may give the same numbers cheaper.
-    #[inline(always)]
+    #[inline]
     fn derived(&self, state: &Self::State, now: u64) -> (u64, u64, u64) {
         let remaining = self.remaining(state, now);
         let reset = self.reset_after(state, now);
         (remaining, reset, self.refill_after(state, now, remaining))
-    }
-
-    /// [`is_idle`](Self::is_idle) of a state already advanced to `now`: what
-    /// a decision's zero `reset_after` says, for a caller that did not
-    /// compute it.
-    fn is_idle_at(&self, state: &Self::State, now: u64) -> bool {
-        self.reset_after(state, now) == 0
     }
 
     /// Whether the state can no longer affect any decision at or after `now`,
@@ -112,19 +108,33 @@ pub trait RateAlgorithm: Send + Sync {
     /// the headers a server sends come from its fields, so an algorithm
     /// may fuse these steps into one pass; the steps themselves are what a
     /// rule of several rates composes, all-or-nothing.
-    #[inline(always)]
+    #[inline]
     fn decide_one(&self, state: &mut Self::State, now: u64, cost: u64, mode: Mode) -> Decision
     where
         Self: Sized,
     {
-        let t = self.advance(state, now);
-        let verdict = if cost == 0 {
-            Ok(())
-        } else {
-            self.check(state, t, cost)
-        };
-        rate_decision(self, state, t, cost, mode, verdict)
+        decide_by_steps(self, state, now, cost, mode)
     }
+}
+
+/// [`RateAlgorithm::decide_one`] composed of the steps: advance, check,
+/// then [`rate_decision`]. The default, and what a fused pass falls back to
+/// where its shortcut does not hold.
+#[inline]
+pub(crate) fn decide_by_steps<A: RateAlgorithm>(
+    a: &A,
+    state: &mut A::State,
+    now: u64,
+    cost: u64,
+    mode: Mode,
+) -> Decision {
+    let t = a.advance(state, now);
+    let verdict = if cost == 0 {
+        Ok(())
+    } else {
+        a.check(state, t, cost)
+    };
+    rate_decision(a, state, t, cost, mode, verdict)
 }
 
 /// One rate's decision at `t` (already advanced to): `verdict` is `Ok` if

@@ -9,7 +9,7 @@
 
 use super::log_buffer::Log;
 pub use super::log_state::SlidingLogState;
-use super::{sat64, RateAlgorithm};
+use super::{sat64, CostBound, RateAlgorithm};
 use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
@@ -38,7 +38,7 @@ impl SlidingLog {
 
     /// [`until_expired`](Self::until_expired) saturated to `u64`, in `u64`
     /// unless `entry + W` is past the end of `u64` time.
-    #[inline(always)]
+    #[inline]
     fn expires_in(&self, entry: u64, now: u64) -> u64 {
         match entry.checked_add(self.window) {
             Some(end) => end.saturating_sub(now),
@@ -63,6 +63,7 @@ impl SlidingLog {
 
     /// `advance` on either shape: drops the expired entries, and gives
     /// memory back when a ring has shrunk to a quarter of it.
+    // Written out: the expiry runs on every decision (as a hint, `check` cost more).
     #[inline(always)]
     fn advance_log<L: Log>(&self, log: &mut L, now: u64) -> u64 {
         let now = log.back().map_or(now, |newest| now.max(newest));
@@ -80,9 +81,9 @@ impl SlidingLog {
     /// `check` on either shape, the wait as plain nanoseconds (`None` for
     /// never): a `RetryAfter` is built once the shapes' paths have met
     /// ([`retry`]), where the caller's tests of it fold away.
-    #[inline(always)]
+    #[inline]
     fn check_log<L: Log>(&self, log: &L, now: u64, cost: u64) -> Result<(), Option<u64>> {
-        if cost > self.limit {
+        if CostBound::of(cost, self.limit) == CostBound::Never {
             return Err(None);
         }
         let count = log.units();
@@ -96,6 +97,7 @@ impl SlidingLog {
 
     /// `record` on either shape: one entry, whatever the cost (0 records
     /// nothing).
+    // Written out: every admitted decision records (as a hint, `check` cost more).
     #[inline(always)]
     fn record_log<L: Log>(&self, log: &mut L, now: u64, cost: u64) {
         if cost == 0 {
@@ -114,7 +116,7 @@ impl RateAlgorithm for SlidingLog {
 
     /// Inlined into `check` and the sweep, where it runs per decision. The
     /// shape is chosen once.
-    #[inline(always)]
+    #[inline]
     fn advance(&self, log: &mut SlidingLogState, now: u64) -> u64 {
         match log.ring_mut() {
             Some(ring) => self.advance_log(ring, now),
@@ -130,7 +132,7 @@ impl RateAlgorithm for SlidingLog {
         verdict.map_err(retry)
     }
 
-    #[inline(always)]
+    #[inline]
     fn record(&self, log: &mut SlidingLogState, now: u64, cost: u64) {
         match log.ring_mut() {
             Some(ring) => self.record_log(ring, now, cost),
@@ -174,6 +176,7 @@ impl RateAlgorithm for SlidingLog {
     /// `remaining + 1`, for which the oldest entry must go), without a second
     /// `check` (`tests/it/other_limiters_decide.rs`).
     /// The shape chosen once, then each shape's straight-line pass.
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     fn decide_one(&self, log: &mut SlidingLogState, now: u64, cost: u64, mode: Mode) -> Decision {
         match log.ring_mut() {
@@ -184,13 +187,14 @@ impl RateAlgorithm for SlidingLog {
 }
 
 /// A wait of `check_log`'s as a `RetryAfter`.
-#[inline(always)]
+#[inline]
 fn retry(wait: Option<u64>) -> RetryAfter {
     wait.map_or(RetryAfter::Never, RetryAfter::from_nanos)
 }
 
 impl SlidingLog {
     /// [`RateAlgorithm::decide_one`] on either shape.
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     pub(crate) fn decide_log<L: Log>(
         &self,
@@ -201,21 +205,25 @@ impl SlidingLog {
     ) -> Decision {
         let t = self.advance_log(log, now);
         let mut decision = Decision::allow(0);
-        if cost.wrapping_sub(1) < self.limit {
-            let count = log.units();
-            if count + cost <= self.limit {
-                if mode == Mode::Record {
-                    self.record_log(log, t, cost);
+        match CostBound::of(cost, self.limit) {
+            CostBound::Decided => {
+                let count = log.units();
+                if count + cost <= self.limit {
+                    if mode == Mode::Record {
+                        self.record_log(log, t, cost);
+                    }
+                } else {
+                    // 1 <= k <= count, as in `check`.
+                    let entry = log.unit(count + cost - self.limit);
+                    decision.allowed = false;
+                    decision.retry_after = RetryAfter::from_nanos(self.expires_in(entry, t));
                 }
-            } else {
-                // 1 <= k <= count, as in `check`.
-                let entry = log.unit(count + cost - self.limit);
-                decision.allowed = false;
-                decision.retry_after = RetryAfter::from_nanos(self.expires_in(entry, t));
             }
-        } else if cost != 0 {
-            decision.allowed = false;
-            decision.retry_after = RetryAfter::Never;
+            CostBound::Free => {}
+            CostBound::Never => {
+                decision.allowed = false;
+                decision.retry_after = RetryAfter::Never;
+            }
         }
         decision.remaining = self.limit - log.units();
         if let (Some(oldest), Some(newest)) = (log.front(), log.back()) {

@@ -6,7 +6,7 @@
 //! current window. Decided exactly, multiplied through by W; unlike PyPI
 //! `limits`, the estimate is not floored before comparing (stricter, exact).
 
-use super::{sat64, RateAlgorithm};
+use super::{sat64, CostBound, RateAlgorithm};
 use crate::{Decision, Mode, Rate, RetryAfter};
 
 mod decide;
@@ -89,7 +89,7 @@ impl RateAlgorithm for SlidingWindow {
     }
 
     fn check(&self, s: &SlidingWindowState, now: u64, cost: u64) -> Result<(), RetryAfter> {
-        if cost > self.limit {
+        if CostBound::of(cost, self.limit) == CostBound::Never {
             return Err(RetryAfter::Never);
         }
         let w = u128::from(self.window);
@@ -135,24 +135,18 @@ impl RateAlgorithm for SlidingWindow {
         self.limit
     }
 
-    /// Idle iff both counts are zero: at a time inside the state's window (where
-    /// `advance` leaves it), `reset_after` is zero exactly then, so no
-    /// subtraction of times is needed.
-    fn is_idle_at(&self, state: &SlidingWindowState, _: u64) -> bool {
+    /// Idle iff both counts are zero after the roll (without a division
+    /// for a key seen within two windows): at a time inside the state's
+    /// window, where the roll leaves it, `reset_after` is zero exactly
+    /// then, so no subtraction of times is needed.
+    #[inline]
+    fn is_idle(&self, state: &mut SlidingWindowState, now: u64) -> bool {
+        self.roll(state, now);
         state.previous == 0 && state.current == 0
     }
 
-    /// As [`is_idle_at`](Self::is_idle_at), after the roll (without a
-    /// division for a key seen within two windows); inlined into the
-    /// sweep, as the fixed window's is (a call there would run on every
-    /// check).
-    #[inline(always)]
-    fn is_idle(&self, state: &mut SlidingWindowState, now: u64) -> bool {
-        self.roll(state, now);
-        self.is_idle_at(state, now)
-    }
-
     /// The one-pass decision of `decide.rs`.
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     fn decide_one(&self, s: &mut SlidingWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
         self.decide_fused(s, now, cost, mode)
@@ -166,7 +160,7 @@ impl SlidingWindow {
     /// without a division (the usual case: a key seen within two windows);
     /// anything else, and the last index (whose next window would not fit
     /// in time), is `advance`'s.
-    #[inline(always)]
+    #[inline]
     fn roll(&self, s: &mut SlidingWindowState, now: u64) -> u64 {
         if s.index < u64::MAX {
             // `index * W` fits: a state's window starts within time.

@@ -5,8 +5,9 @@
 //! full again) is stored multiplied by L, so that adding `cost * W / L` is the
 //! integer `cost * W` and nothing drifts when W is not divisible by L.
 
+use super::gcra::admit;
 use super::whole_period::WholePeriod;
-use super::{ceil_div, sat64, wait, RateAlgorithm, ScaledTime};
+use super::{ceil_div, decide_by_steps, sat64, wait, CostBound, RateAlgorithm, ScaledTime};
 use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;
@@ -46,31 +47,6 @@ impl TokenBucket {
             .get()
             .saturating_sub(u128::from(now) * u128::from(self.limit))
     }
-
-    /// The GCRA test for a request of `cost` at `now_scaled` (now times L):
-    /// `Ok(full time once recorded)` if it passes (unchanged for a cost of
-    /// 0), `Err(wait)` if not.
-    #[inline(always)]
-    fn gcra(&self, full_at: u128, now_scaled: u128, cost: u64) -> Result<u128, RetryAfter> {
-        // 1 <= cost <= L in one comparison; 0 passes and records nothing,
-        // more than L never passes.
-        if cost.wrapping_sub(1) < self.limit {
-            let tolerance = u128::from(self.limit - cost) * u128::from(self.window);
-            if full_at <= now_scaled + tolerance {
-                return Ok(full_at.max(now_scaled) + u128::from(cost) * u128::from(self.window));
-            }
-            let excess = full_at - now_scaled - tolerance;
-            return Err(RetryAfter::from_nanos(sat64(ceil_div(
-                excess,
-                u128::from(self.limit),
-            ))));
-        }
-        if cost == 0 {
-            Ok(full_at)
-        } else {
-            Err(RetryAfter::Never)
-        }
-    }
 }
 
 impl RateAlgorithm for TokenBucket {
@@ -81,15 +57,12 @@ impl RateAlgorithm for TokenBucket {
     }
 
     fn check(&self, s: &TokenBucketState, now: u64, cost: u64) -> Result<(), RetryAfter> {
-        if cost > self.limit {
+        if CostBound::of(cost, self.limit) == CostBound::Never {
             return Err(RetryAfter::Never);
         }
-        let allowed_debt = u128::from(self.limit - cost) * u128::from(self.window);
         let debt = self.debt(s, now);
-        if debt <= allowed_debt {
-            return Ok(());
-        }
-        wait(ceil_div(debt - allowed_debt, u128::from(self.limit)))
+        admit(debt, u128::from(self.window), self.limit, cost)
+            .or_else(|excess| wait(ceil_div(excess, u128::from(self.limit))))
     }
 
     fn record(&self, s: &mut TokenBucketState, now: u64, cost: u64) {
@@ -115,7 +88,7 @@ impl RateAlgorithm for TokenBucket {
     /// `debt = q * W + r`, `remaining` is `L - ceil(debt / W)` from the one
     /// division's quotient and remainder, and the excess over the allowed
     /// debt of cost r + 1 is `r`, or `W` when `r` is 0.
-    #[inline(always)]
+    #[inline]
     fn derived(&self, s: &TokenBucketState, now: u64) -> (u64, u64, u64) {
         let debt = self.debt(s, now);
         if let Ok(d) = u64::try_from(debt) {
@@ -140,12 +113,8 @@ impl RateAlgorithm for TokenBucket {
         if remaining >= self.limit {
             return (remaining, reset, 0);
         }
-        let allowed_debt = u128::from(self.limit - remaining - 1) * window;
-        let refill = if debt <= allowed_debt {
-            0
-        } else {
-            sat64(ceil_div(debt - allowed_debt, limit))
-        };
+        let refill = admit(debt, window, self.limit, remaining + 1)
+            .map_or_else(|excess| sat64(ceil_div(excess, limit)), |()| 0);
         (remaining, reset, refill)
     }
 
@@ -153,46 +122,23 @@ impl RateAlgorithm for TokenBucket {
         self.limit
     }
 
-    /// Full again iff there is no debt: `reset_after` is `ceil(debt / L)`,
-    /// zero exactly when the debt is, so no division is needed.
-    /// As [`is_idle`](Self::is_idle): no division.
-    fn is_idle_at(&self, s: &Self::State, now: u64) -> bool {
-        self.debt(s, now) == 0
-    }
-
-    /// One comparison: the bucket is full once its full time has come.
+    /// Full again iff there is no debt (`reset_after` is `ceil(debt / L)`,
+    /// zero exactly when the debt is): one comparison, no division.
     fn is_idle(&self, s: &mut TokenBucketState, now: u64) -> bool {
         s.full_at.get() <= u128::from(now) * u128::from(self.limit)
     }
 
-    /// The whole decision in one pass over the 16 bytes: the GCRA test, the
-    /// full time recorded (in `Record` mode), then
-    /// [`derived`](RateAlgorithm::derived) of the state left, as the general
-    /// path computes it (three divisions; a denied request's wait is one more),
-    /// or with a whole period, all of it in `u64` by `decide_whole` (two).
+    /// The whole decision: with a whole period, in one pass in `u64` by
+    /// `decide_whole`; otherwise (or past its bounds) the steps composed,
+    /// whose `derived` takes the fields from one debt.
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     fn decide_one(&self, s: &mut TokenBucketState, now: u64, cost: u64, mode: Mode) -> Decision {
         let now_scaled = u128::from(now) * u128::from(self.limit);
-        if let Some(decision) = self.decide_whole(s, now_scaled, cost, mode) {
-            return decision;
+        match self.decide_whole(s, now_scaled, cost, mode) {
+            Some(decision) => decision,
+            None => decide_by_steps(self, s, now, cost, mode),
         }
-        let mut decision = Decision::allow(0);
-        match self.gcra(s.full_at.get(), now_scaled, cost) {
-            Ok(full_at) => {
-                if mode == Mode::Record {
-                    s.full_at.set(full_at);
-                }
-            }
-            Err(wait) => {
-                decision.allowed = false;
-                decision.retry_after = wait;
-            }
-        }
-        let (remaining, reset_after, refill_after) = self.derived(s, now);
-        decision.remaining = remaining;
-        decision.reset_after = Duration::from_nanos(reset_after);
-        decision.refill_after = Duration::from_nanos(refill_after);
-        decision
     }
 }
 
@@ -210,6 +156,7 @@ impl TokenBucket {
     /// `u64` divisions; `None` (no whole period, a debt too large, or more
     /// than L tokens missing) leaves it to the general path. `(L - cost) *
     /// T <= W <= 2^62` and `a < 2^62`: nothing overflows.
+    // Written out: as a hint, the usual rate's pass stayed a call.
     #[inline(always)]
     fn decide_whole(
         &self,
@@ -224,21 +171,26 @@ impl TokenBucket {
         let f = u64::from(b > 0);
         let mut decision = Decision::allow(0);
         let mut recorded = None;
-        if cost.wrapping_sub(1) < self.limit {
-            let tolerance = (self.limit - cost) * t;
-            if a + f <= tolerance {
-                if mode == Mode::Record {
-                    a += cost * t;
-                    recorded =
-                        Some(full_at.max(now_scaled) + u128::from(cost) * u128::from(self.window));
+        match CostBound::of(cost, self.limit) {
+            CostBound::Decided => match admit(a + f, t, self.limit, cost) {
+                Ok(()) => {
+                    if mode == Mode::Record {
+                        a += cost * t;
+                        recorded = Some(
+                            full_at.max(now_scaled) + u128::from(cost) * u128::from(self.window),
+                        );
+                    }
                 }
-            } else {
+                Err(excess) => {
+                    decision.allowed = false;
+                    decision.retry_after = RetryAfter::from_nanos(excess);
+                }
+            },
+            CostBound::Free => {}
+            CostBound::Never => {
                 decision.allowed = false;
-                decision.retry_after = RetryAfter::from_nanos(a + f - tolerance);
+                decision.retry_after = RetryAfter::Never;
             }
-        } else if cost != 0 {
-            decision.allowed = false;
-            decision.retry_after = RetryAfter::Never;
         }
         let qt = a / nt;
         let rf = a - qt * t + f;

@@ -9,9 +9,10 @@
 //! 0)` and `ceil((x mod W) / L) = rt + f`.
 //!
 //! [`WholePeriod::split`] finds `a` and `b` by one `u64` division, also for
-//! `x` past `u64` (the bench's 1M-key buckets, 5 * 10^19): with `x = hi *
-//! 2^64 + lo` and `2^64 = wrap_q * L + wrap_r`, `x / L = hi * wrap_q + (hi *
-//! wrap_r + lo) / L` while `hi * wrap_r + lo` fits. `a` is kept below 2^62
+//! `x` past `u64` (a debt is up to L × W, past 2^64 for a large limit over
+//! a long window): with `x = hi * 2^64 + lo` and `2^64 = wrap_q * L +
+//! wrap_r`, `x / L = hi * wrap_q + (hi * wrap_r + lo) / L` while `hi *
+//! wrap_r + lo` fits. `a` is kept below 2^62
 //! (T is at most 2^62 too, as W is), so that sums of a few of them do not
 //! overflow; anything else is left to the general `u128` path
 //! (`tests/it/decide_fast_path_edges.rs`).
@@ -59,7 +60,7 @@ impl WholePeriod {
 
     /// `(a, b, T)` with `x = a * L + b`, `b < L`, when T is whole and `a <
     /// 2^62` (one shift to test); `None` otherwise.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn split(&self, x: u128) -> Option<(u64, u64, NonZeroU64)> {
         let t = NonZeroU64::new(self.t)?;
         let (hi, lo) = ((x >> 64) as u64, x as u64);

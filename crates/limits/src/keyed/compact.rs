@@ -24,14 +24,13 @@
 //! to about 2 seconds; a leaky bucket's burst likewise), and a fixed
 //! window's count in 4 when L < 2^32. [`PackedState`] holds those 12 bytes
 //! beside the key's 4 bytes of marks (alignment 1): a `u64` key's slot is
-//! 24 bytes. Any other rule keeps the 16-byte state
-//! (`keyed/tables.rs` chooses at construction). The sliding window's three
-//! words pack likewise, in widths its rule sets (`keyed/compact_window.rs`:
-//! a [`Packing`] is a layout, not an algorithm, so that one algorithm can
-//! have two). Each call unpacks the state, runs the algorithm's own
-//! `decide_one` or `is_idle` on it and packs it back (for the
-//! buckets, two loads and two stores, no arithmetic): every decision is the
-//! wide table's.
+//! 24 bytes. Any other rule keeps the 16-byte state (`keyed/tables.rs`
+//! chooses at construction). The sliding window's three words pack
+//! likewise, in widths its rule sets (`keyed/compact_window.rs`: a
+//! [`Packing`] is a layout, which may carry what the rule sets). Each call
+//! unpacks the state, runs the algorithm's own `decide_one` or `is_idle` on
+//! it and packs it back (for the buckets, two loads and two stores, no
+//! arithmetic): every decision is the wide table's.
 
 use super::kind::Kind;
 use super::slot::{Held, Marks, Slot};
@@ -69,13 +68,13 @@ pub(crate) trait Packing: Copy + std::fmt::Debug {
     fn unpack(self, low: u64, high: u32) -> State<Self>;
 
     /// The state `held` holds.
-    #[inline(always)]
+    #[inline]
     fn load(self, held: &PackedState) -> State<Self> {
         self.unpack(u64::from_le_bytes(held.low), u32::from_le_bytes(held.high))
     }
 
     /// Holds `state` (which fits) in `held`.
-    #[inline(always)]
+    #[inline]
     fn store(self, held: &mut PackedState, state: &State<Self>) {
         let (low, high) = self.pack(state);
         held.low = low.to_le_bytes();
@@ -84,7 +83,7 @@ pub(crate) trait Packing: Copy + std::fmt::Debug {
 
     /// [`RateAlgorithm::is_idle`] on the state `held` holds, storing back
     /// what it moved.
-    #[inline(always)]
+    #[inline]
     fn is_idle(self, engine: &Self::Engine, held: &mut PackedState, now: u64) -> bool {
         let mut state = self.load(held);
         let idle = RateAlgorithm::is_idle(engine, &mut state, now);
@@ -129,14 +128,14 @@ fn scaled_fits(rule: &Rule, ahead: impl Fn(u64) -> u64) -> bool {
         .is_some_and(|(a, b)| a.max(b) <= MOST_SCALED)
 }
 
-#[inline(always)]
+#[inline]
 fn pack_scaled(t: ScaledTime) -> (u64, u32) {
     let [high, low] = t.0;
     debug_assert!(high <= u64::from(u32::MAX), "a scaled time past 96 bits");
     (low, high as u32)
 }
 
-#[inline(always)]
+#[inline]
 fn unpack_scaled(low: u64, high: u32) -> ScaledTime {
     ScaledTime([u64::from(high), low])
 }
@@ -154,12 +153,12 @@ impl Packing for TokenPacking {
         state.full_at.get() <= MOST_SCALED
     }
 
-    #[inline(always)]
+    #[inline]
     fn pack(self, state: &TokenBucketState) -> (u64, u32) {
         pack_scaled(state.full_at)
     }
 
-    #[inline(always)]
+    #[inline]
     fn unpack(self, low: u64, high: u32) -> TokenBucketState {
         TokenBucketState {
             full_at: unpack_scaled(low, high),
@@ -182,12 +181,12 @@ impl Packing for LeakyPacking {
         state.next_slot.get() <= MOST_SCALED
     }
 
-    #[inline(always)]
+    #[inline]
     fn pack(self, state: &LeakyBucketState) -> (u64, u32) {
         pack_scaled(state.next_slot)
     }
 
-    #[inline(always)]
+    #[inline]
     fn unpack(self, low: u64, high: u32) -> LeakyBucketState {
         LeakyBucketState {
             next_slot: unpack_scaled(low, high),
@@ -209,13 +208,13 @@ impl Packing for FixedPacking {
         state.count <= u64::from(u32::MAX)
     }
 
-    #[inline(always)]
+    #[inline]
     fn pack(self, state: &FixedWindowState) -> (u64, u32) {
         debug_assert!(self.fits_state(state), "a count past 32 bits");
         (state.index, state.count as u32)
     }
 
-    #[inline(always)]
+    #[inline]
     fn unpack(self, index: u64, count: u32) -> FixedWindowState {
         FixedWindowState {
             index,
@@ -253,13 +252,13 @@ const _: () = assert!(std::mem::size_of::<Slot<u64, PackedState>>() == 24);
 
 impl PackedState {
     /// The state held.
-    #[inline(always)]
+    #[inline]
     fn get<P: Packing>(&self, packing: P) -> State<P> {
         packing.load(self)
     }
 
     /// Holds `state` (which fits).
-    #[inline(always)]
+    #[inline]
     fn put<P: Packing>(&mut self, packing: P, state: &State<P>) {
         packing.store(self, state);
     }
@@ -273,7 +272,7 @@ impl PackedState {
 }
 
 impl Held for PackedState {
-    #[inline(always)]
+    #[inline]
     fn marks(&mut self) -> &mut Marks {
         &mut self.marks
     }
@@ -283,12 +282,13 @@ impl Held for PackedState {
 impl<P: Packing> Kind for Compact<P> {
     type Held = PackedState;
 
-    #[inline(always)]
+    #[inline]
     fn fresh(&self) -> PackedState {
         // Every state's default is all zeros: so is its packing.
         PackedState::default()
     }
 
+    // Written out: the state's unpacking folds into the algorithm's pass only so.
     #[inline(always)]
     fn decide(
         &self,
@@ -305,7 +305,7 @@ impl<P: Packing> Kind for Compact<P> {
         decision
     }
 
-    #[inline(always)]
+    #[inline]
     fn is_idle(&self, held: &mut PackedState, now: u64) -> bool {
         self.1.is_idle(&self.0, held, now)
     }

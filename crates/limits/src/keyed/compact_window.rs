@@ -9,17 +9,12 @@
 //! to `now / W`, the roll moves it one window on only once `now` is there,
 //! and the decoder loads only windows that start within time. So with `b`
 //! the bits of L and `n` those of `u64::MAX / W`, every state of the rule
-//! fits in `n + 2b` bits. Two packings, each a table of its own:
-//!
-//! - [`NarrowWindow`], for L below 2^16 (any window): the index whole in the
-//!   low 64 bits, the counts in 16 bits each above it. No shift but by 16:
-//!   every check unpacks and packs a state (the sweep, now and then, one or
-//!   two more), so this is what most rules pay;
-//! - [`WideWindow`], for any other rule with `n + 2b <= 96` (a window of 1
-//!   s with L below 2^30, 1 ms below 2^25, 1 minute below 2^33): the
-//!   current count in bits `[0, b)`, the previous in `[b, 2b)`, the index
-//!   in the top `n`, `[96 - n, 96)`; each field one or two shifts and a
-//!   mask away (no shift of 64 or more, no branch).
+//! fits in `n + 2b` bits, and [`WindowPacking`] takes every rule with `n +
+//! 2b <= 96` (any window for L below 2^16; a window of 1 s with L below
+//! 2^30, 1 ms below 2^25, 1 minute below 2^33): the current count in bits
+//! `[0, b)`, the previous in `[b, 2b)`, the index in the top `n`, `[96 -
+//! n, 96)`; each field one or two shifts and a mask away (no shift of 64
+//! or more, no branch).
 
 use super::compact::{PackedState, Packing};
 use crate::algorithms::RateAlgorithm;
@@ -37,91 +32,10 @@ fn widths(rule: &Rule) -> Option<(u32, u32)> {
     Some((bits(rate.limit()), bits(u64::MAX / rate.window_nanos())))
 }
 
-/// A sliding window of L below 2^16: the index in the low 64 bits, the
-/// previous count in the next 16, the current in the 16 after.
+/// Where a rule's sliding-window fields lie in 96 bits.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct NarrowWindow;
-
-impl Packing for NarrowWindow {
-    type Engine = SlidingWindow;
-
-    const IDLE_MOVES: bool = true;
-
-    fn new(rule: &Rule) -> Option<NarrowWindow> {
-        let (count_bits, _) = widths(rule)?;
-        (count_bits <= 16).then_some(NarrowWindow)
-    }
-
-    fn fits_state(self, state: &SlidingWindowState) -> bool {
-        state.previous <= u64::from(u16::MAX) && state.current <= u64::from(u16::MAX)
-    }
-
-    #[inline(always)]
-    fn pack(self, state: &SlidingWindowState) -> (u64, u32) {
-        debug_assert!(self.fits_state(state), "a count past 16 bits");
-        (state.index, (state.previous | state.current << 16) as u32)
-    }
-
-    #[inline(always)]
-    fn unpack(self, index: u64, counts: u32) -> SlidingWindowState {
-        SlidingWindowState {
-            index,
-            previous: u64::from(counts & 0xffff),
-            current: u64::from(counts >> 16),
-        }
-    }
-
-    /// As `unpack`, each count read as the 16 bits it is.
-    #[inline(always)]
-    fn load(self, held: &PackedState) -> SlidingWindowState {
-        let [a, b, c, d] = held.high;
-        SlidingWindowState {
-            index: u64::from_le_bytes(held.low),
-            previous: u64::from(u16::from_le_bytes([a, b])),
-            current: u64::from(u16::from_le_bytes([c, d])),
-        }
-    }
-
-    /// As `pack`, each count written as the 16 bits it is.
-    #[inline(always)]
-    fn store(self, held: &mut PackedState, state: &SlidingWindowState) {
-        debug_assert!(self.fits_state(state), "a count past 16 bits");
-        let [a, b] = (state.previous as u16).to_le_bytes();
-        let [c, d] = (state.current as u16).to_le_bytes();
-        held.low = state.index.to_le_bytes();
-        held.high = [a, b, c, d];
-    }
-
-    #[inline(always)]
-    fn is_idle(self, engine: &SlidingWindow, held: &mut PackedState, now: u64) -> bool {
-        roll_idle(self, engine, held, now)
-    }
-}
-
-/// [`RateAlgorithm::is_idle`] on a packed window, storing the state back
-/// only if the roll moved it (the sweep tests keys that are mostly still in
-/// their window; the wide table's roll writes nothing for them either).
-#[inline(always)]
-fn roll_idle<P: Packing<Engine = SlidingWindow>>(
-    packing: P,
-    engine: &SlidingWindow,
-    held: &mut PackedState,
-    now: u64,
-) -> bool {
-    let mut state = packing.load(held);
-    let index = state.index;
-    let idle = RateAlgorithm::is_idle(engine, &mut state, now);
-    // The roll moves the index whenever it moves anything.
-    if state.index != index {
-        packing.store(held, &state);
-    }
-    idle
-}
-
-/// Where a wider rule's sliding-window fields lie in 96 bits.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct WideWindow {
-    /// `b`, the bits of the limit: the counts' width (at most 48).
+pub(crate) struct WindowPacking {
+    /// `b`, the bits of the limit: the counts' width (at most 47).
     count_bits: u32,
     /// `2^b - 1`.
     mask: u64,
@@ -129,14 +43,14 @@ pub(crate) struct WideWindow {
     index_shift: u32,
 }
 
-impl Packing for WideWindow {
+impl Packing for WindowPacking {
     type Engine = SlidingWindow;
 
     const IDLE_MOVES: bool = true;
 
-    fn new(rule: &Rule) -> Option<WideWindow> {
+    fn new(rule: &Rule) -> Option<WindowPacking> {
         let (count_bits, index_bits) = widths(rule)?;
-        (index_bits + 2 * count_bits <= 96).then(|| WideWindow {
+        (index_bits + 2 * count_bits <= 96).then(|| WindowPacking {
             count_bits,
             mask: (1u64 << count_bits) - 1,
             index_shift: u64::BITS - index_bits,
@@ -149,7 +63,7 @@ impl Packing for WideWindow {
             && state.current <= self.mask
     }
 
-    #[inline(always)]
+    #[inline]
     fn pack(self, state: &SlidingWindowState) -> (u64, u32) {
         debug_assert!(self.fits_state(state), "a state past its layout");
         let top = state.index << (self.index_shift & 63);
@@ -159,7 +73,7 @@ impl Packing for WideWindow {
         (x as u64, (x >> 64) as u32)
     }
 
-    #[inline(always)]
+    #[inline]
     fn unpack(self, low: u64, high: u32) -> SlidingWindowState {
         let x = u128::from(low) | u128::from(high) << 64;
         SlidingWindowState {
@@ -168,8 +82,18 @@ impl Packing for WideWindow {
             current: low & self.mask,
         }
     }
-    #[inline(always)]
+
+    /// Stores the state back only if the roll moved it (the sweep tests
+    /// keys that are mostly still in their window).
+    #[inline]
     fn is_idle(self, engine: &SlidingWindow, held: &mut PackedState, now: u64) -> bool {
-        roll_idle(self, engine, held, now)
+        let mut state = self.load(held);
+        let index = state.index;
+        let idle = RateAlgorithm::is_idle(engine, &mut state, now);
+        // The roll moves the index whenever it moves anything.
+        if state.index != index {
+            self.store(held, &state);
+        }
+        idle
     }
 }

@@ -109,6 +109,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     /// taken under the shard's lock), or at the latest time the shard
     /// decided at if that is later, so that one key's times never run
     /// backwards; calls `each` with every rate's own decision.
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     pub fn decide<Q>(
         &self,
@@ -128,6 +129,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
 
     /// [`decide`](Self::decide) in the limiter's shards, of its rule's kind.
     #[allow(clippy::too_many_arguments)]
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     fn decide_in<Q, H: Held>(
         &self,

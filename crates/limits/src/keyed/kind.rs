@@ -64,11 +64,12 @@ pub(crate) trait Kind {
 impl<A: Inline> Kind for A {
     type Held = Marked<A::State>;
 
-    #[inline(always)]
+    #[inline]
     fn fresh(&self) -> Self::Held {
         Marked::new(A::State::default())
     }
 
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     fn decide(
         &self,
@@ -83,7 +84,7 @@ impl<A: Inline> Kind for A {
         decision
     }
 
-    #[inline(always)]
+    #[inline]
     fn is_idle(&self, held: &mut Self::Held, now: u64) -> bool {
         RateAlgorithm::is_idle(self, &mut held.state, now)
     }
@@ -121,7 +122,7 @@ impl Kind for AnyRule<'_> {
         Marked::new(self.0.new_state())
     }
 
-    #[inline(always)]
+    #[inline]
     fn decide(
         &self,
         held: &mut Self::Held,

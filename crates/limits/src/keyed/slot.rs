@@ -101,7 +101,7 @@ impl<S> Marked<S> {
 }
 
 impl<S> Held for Marked<S> {
-    #[inline(always)]
+    #[inline]
     fn marks(&mut self) -> &mut Marks {
         &mut self.marks
     }

@@ -12,7 +12,7 @@
 //! its whole state's (a sliding log's: one entry inline, or a ring).
 
 use super::compact::{Compact, FixedPacking, LeakyPacking, PackedState, TokenPacking};
-use super::compact_window::{NarrowWindow, WideWindow};
+use super::compact_window::WindowPacking;
 use super::shard::Shard;
 use super::slot::{Held, Marked};
 use super::Padded;
@@ -47,10 +47,8 @@ pub(crate) enum Tables<K> {
     PackedFixed(PackedTable<K, FixedPacking>),
     /// A leaky bucket whose queue ends fit in 96 bits.
     PackedLeaky(PackedTable<K, LeakyPacking>),
-    /// A sliding window whose counts fit in 16 bits.
-    NarrowWindow(PackedTable<K, NarrowWindow>),
-    /// Another sliding window whose index and two counts fit in 96 bits.
-    WideWindow(PackedTable<K, WideWindow>),
+    /// A sliding window whose index and two counts fit in 96 bits.
+    PackedWindow(PackedTable<K, WindowPacking>),
     Window(Typed<K, SlidingWindow>),
     Leaky(Typed<K, LeakyBucket>),
     /// A rule of several rates: its whole state per key.
@@ -78,15 +76,10 @@ impl<K: Hash> Tables<K> {
                 Some(compact) => Tables::PackedToken((compact, shards(n, h))),
                 None => Tables::Token((e[0], shards(n, h))),
             },
-            Engines::Window(e) if e.len() == 1 => {
-                if let Some(compact) = Compact::new(e[0], rule) {
-                    Tables::NarrowWindow((compact, shards(n, h)))
-                } else if let Some(compact) = Compact::new(e[0], rule) {
-                    Tables::WideWindow((compact, shards(n, h)))
-                } else {
-                    Tables::Window((e[0], shards(n, h)))
-                }
-            }
+            Engines::Window(e) if e.len() == 1 => match Compact::new(e[0], rule) {
+                Some(compact) => Tables::PackedWindow((compact, shards(n, h))),
+                None => Tables::Window((e[0], shards(n, h))),
+            },
             Engines::Leaky(e) if e.len() == 1 => match Compact::new(e[0], rule) {
                 Some(compact) => Tables::PackedLeaky((compact, shards(n, h))),
                 None => Tables::Leaky((e[0], shards(n, h))),
@@ -138,11 +131,7 @@ macro_rules! with_table {
                 let $kind = engine;
                 $body
             }
-            Tables::NarrowWindow((engine, $shards)) => {
-                let $kind = engine;
-                $body
-            }
-            Tables::WideWindow((engine, $shards)) => {
+            Tables::PackedWindow((engine, $shards)) => {
                 let $kind = engine;
                 $body
             }

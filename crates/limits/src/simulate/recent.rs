@@ -4,9 +4,8 @@
 //! The worst window has to know when each counted release leaves the window,
 //! so every distinct release time within W is kept: a limiter that lets L
 //! through per window leaves up to L (the fixed window 2L) of them per key.
-//! They used to be `(time, cost)` pairs of 16 bytes in a `VecDeque` rounded up
-//! to a power of two, 16 to 32 KB per key at L = 1,000, most of
-//! `limits simulate`'s memory. Here each is the gap from the release before
+//! As `(time, cost)` pairs of 16 bytes they would be most of `limits
+//! simulate`'s memory, so each is the gap from the release before
 //! it, and its cost only when that is not 1, as LEB128 varints in a byte
 //! ring: a gap of a millisecond in nanoseconds takes 3 bytes. Times are read
 //! back exactly (sums of exact gaps), so the worst window does not change.

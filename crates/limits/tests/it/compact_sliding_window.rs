@@ -1,5 +1,5 @@
 //! A keyed sliding window whose rule bounds its states to 96 bits keeps
-//! them packed in a 24-byte slot (issue 9), and any other rule in the
+//! them packed in a 24-byte slot, and any other rule in the
 //! 40-byte slot of its three words: `n + 2b <= 96`, with `b` the bits of
 //! the limit (both counts stay at most L) and `n` those of `u64::MAX / W`
 //! (the largest index whose window starts within time). Either way every

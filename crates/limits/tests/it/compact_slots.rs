@@ -1,5 +1,5 @@
 //! A keyed token bucket, leaky bucket or fixed window whose states the rule
-//! bounds to 12 bytes keeps them packed in a 24-byte slot (issue 9), and
+//! bounds to 12 bytes keeps them packed in a 24-byte slot, and
 //! any other rule in the 16-byte state's (`tests/it/slot_layout.rs` pins
 //! which). Either way every key decides as the rule does on a `KeyState`
 //! of its own (the wide arithmetic): every field of every decision,

@@ -1,4 +1,4 @@
-//! The edges of two fast paths of `Rule::check`/`Rule::peek` (issue 9),
+//! The edges of two fast paths of `Rule::check`/`Rule::peek`,
 //! each compared field by field, state included, with the general path
 //! written from the algorithm's public steps:
 //!

@@ -1,6 +1,6 @@
 //! A decision's `reset_after` is zero exactly when the key's state is idle
 //! afterwards: the keyed limiter drops a key on that word, without asking
-//! the state again (issue 9), so the two must never disagree.
+//! the state again, so the two must never disagree.
 
 use limits::{Algorithm, Mode, Rule};
 

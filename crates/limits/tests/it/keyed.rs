@@ -97,7 +97,7 @@ fn keyed_sweep_drops_every_idle_key_and_gives_memory_back() {
 #[test]
 fn keyed_memory_reports_bytes_per_key() {
     for (algorithm, most) in [
-        // A 24-byte slot and the table's share (issue 9).
+        // A 24-byte slot and the table's share.
         (Algorithm::FixedWindow, 40),
         (Algorithm::TokenBucket, 40),
         (Algorithm::SlidingWindow, 40),

@@ -1,5 +1,5 @@
-//! The sliding log's ring as it grows and shrinks while wrapped (issue 9
-//! copies it in two runs on a resize): every decision, and `allow`'s
+//! The sliding log's ring as it grows and shrinks while wrapped (a resize
+//! copies it in two runs): every decision, and `allow`'s
 //! verdict, equal the reference model's, to the nanosecond, on traces whose
 //! bursts fill a wrapped ring past its capacity and whose quiet spells drain
 //! it below a quarter of it.

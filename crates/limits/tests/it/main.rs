@@ -6,6 +6,7 @@ mod counting;
 mod edges;
 mod keyed_trace;
 
+mod bucket_derived;
 mod clock_order;
 mod compact_sliding_window;
 mod compact_slots;
@@ -33,5 +34,5 @@ mod state_size;
 mod sweep_guarantee;
 mod token_bucket;
 mod token_bucket_decide;
-mod token_bucket_derived;
+
 mod worst_window_compact;

@@ -8,7 +8,7 @@
 //! (where `L * W` and the scaled times overflow 64 bits); times near zero and
 //! the end of `u64` nanoseconds and one nanosecond either side of a window
 //! boundary, of the queue's end or of a log entry's expiry; counts within 1
-//! of where a request just fits (issue 9).
+//! of where a request just fits.
 //!
 //! The general path is written out here from the algorithm's public steps,
 //! as `Rule::decide` runs them for a rate without a fused pass: `advance`,

@@ -3,7 +3,7 @@
 //! (`tests/it/other_limiters_decide.rs` compares them with the general path
 //! over random sequences), and the one edge where the sliding window's
 //! division-free roll must step aside: the last window index, where
-//! `advance` rolls at every call (issue 9).
+//! `advance` rolls at every call.
 
 use limits::{Algorithm, Decision, Rate, Rule};
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! A keyed limiter's slot is the key and its state, nothing more (issue 9):
+//! A keyed limiter's slot is the key and its state, nothing more:
 //! the two flags and half the key's hash ride in the state's padding, and a
 //! single-rate rule's slot holds its algorithm's state alone (24 bytes for a
 //! `u64` key of a token bucket whose full times fit in 96 bits, 32 for any

@@ -1,5 +1,5 @@
 //! A key's state is as large as the largest single-rate state kept inline:
-//! what every tracked key costs (issue 9). Several rates, and the sliding
+//! what every tracked key costs. Several rates, and the sliding
 //! log's entries, live behind one pointer and still decide the same.
 
 use limits::{Algorithm, KeyState, Rule};

@@ -1,4 +1,4 @@
-//! What the keyed limiter's amortized sweep guarantees (issue 9): every
+//! What the keyed limiter's amortized sweep guarantees: every
 //! eighth operation on an existing key looks at one slot (two when the
 //! first was idle), and so does the next operation after one that dropped a
 //! key; one that adds a key looks at two, so that

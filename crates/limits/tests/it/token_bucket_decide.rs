@@ -5,7 +5,7 @@
 //! costs of 0, 1, L and L + 1; limits and windows up to `MAX_LIMIT` and
 //! `MAX_WINDOW`; times near 0 and the end of `u64` nanoseconds; any full
 //! time a state file may hold, and full times within 2 of where the verdict,
-//! `remaining` and the idle answer turn (issue 9).
+//! `remaining` and the idle answer turn.
 //!
 //! The general path is reached through a two-rate rule whose second rate
 //! never binds (`MAX_LIMIT` per nanosecond, its state empty): its first

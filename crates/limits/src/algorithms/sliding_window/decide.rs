@@ -20,7 +20,7 @@
 //! Products are taken in `u64` when they fit, in `u128` otherwise
 //! (`tests/it/other_limiters_decide.rs`).
 
-use super::super::sat64;
+use super::super::{sat64, CostBound};
 use super::{SlidingWindow, SlidingWindowState};
 use crate::duration::of_nanos;
 use crate::{Decision, Mode, RetryAfter};
@@ -28,6 +28,7 @@ use std::time::Duration;
 
 impl SlidingWindow {
     /// The decision in one pass (see the module).
+    // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     pub(super) fn decide_fused(
         &self,
@@ -43,25 +44,29 @@ impl SlidingWindow {
         let mut denied = (0, Duration::ZERO);
         // `units`, once found (the record leaves it as it is).
         let mut units = None;
-        if cost.wrapping_sub(1) < self.limit {
-            let free = self.limit.saturating_sub(s.current);
-            let fits = cost <= free && {
-                let u = self.units(s.previous, left);
-                units = Some(u);
-                u <= free - cost
-            };
-            if fits {
-                if mode == Mode::Record {
-                    s.current += cost;
+        match CostBound::of(cost, self.limit) {
+            CostBound::Decided => {
+                let free = self.limit.saturating_sub(s.current);
+                let fits = cost <= free && {
+                    let u = self.units(s.previous, left);
+                    units = Some(u);
+                    u <= free - cost
+                };
+                if fits {
+                    if mode == Mode::Record {
+                        s.current += cost;
+                    }
+                } else {
+                    denied = (cost, of_nanos(self.wait_after(s, elapsed, cost)));
+                    decision.allowed = false;
+                    decision.retry_after = RetryAfter::After(denied.1);
                 }
-            } else {
-                denied = (cost, of_nanos(self.wait_after(s, elapsed, cost)));
-                decision.allowed = false;
-                decision.retry_after = RetryAfter::After(denied.1);
             }
-        } else if cost != 0 {
-            decision.allowed = false;
-            decision.retry_after = RetryAfter::Never;
+            CostBound::Free => {}
+            CostBound::Never => {
+                decision.allowed = false;
+                decision.retry_after = RetryAfter::Never;
+            }
         }
         let free = self.limit.saturating_sub(s.current);
         // `units` when there is something for it to take from.
@@ -107,7 +112,7 @@ impl SlidingWindow {
 
 impl SlidingWindow {
     /// `ceil(previous * left / W)`: at most `previous`.
-    #[inline(always)]
+    #[inline]
     fn units(&self, previous: u64, left: u64) -> u64 {
         if previous == 0 {
             return 0;
@@ -124,7 +129,7 @@ impl SlidingWindow {
     /// else the first in the next (where the current count becomes the
     /// previous, and some time up to its end fits, as `cost <= L`), less
     /// `elapsed`.
-    #[inline(always)]
+    #[inline]
     pub(super) fn wait_after(&self, s: &SlidingWindowState, elapsed: u64, cost: u64) -> u64 {
         // This window: with room at the previous count's weight 0, that
         // count is not zero (the request did not fit); tested all the same.
@@ -143,7 +148,7 @@ impl SlidingWindow {
     /// The wait of a request of `cost` (1 to L) in the next window: at `W +
     /// e` with `e = W - slack`, `slack = floor((L - cost) * W / current)`
     /// (at most W), W when the current count is zero; less `elapsed`.
-    #[inline(always)]
+    #[inline]
     fn next_window(&self, s: &SlidingWindowState, elapsed: u64, cost: u64) -> u64 {
         let slack = if s.current == 0 {
             self.window
@@ -156,7 +161,7 @@ impl SlidingWindow {
 
 /// `floor(a * b / d)` for `d > 0`, saturating: one `u64` division when the
 /// product fits.
-#[inline(always)]
+#[inline]
 fn mul_div(a: u64, b: u64, d: u64) -> u64 {
     match a.checked_mul(b) {
         Some(x) => x / d,

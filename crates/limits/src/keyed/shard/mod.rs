@@ -90,7 +90,7 @@ impl<K: Hash, H: Held> Shard<K, H> {
     /// Takes slot `at`'s entry out of the table: found under the hash bits
     /// its marks keep or, if that hint is stale (see the slot module), under
     /// its key's hash.
-    #[inline(always)]
+    #[inline]
     fn unfile(&mut self, at: usize) {
         let hint = hint_table_hash(self.slots[at].marks().hash_hint());
         let is_at = |&i: &u32| i as usize == at;
@@ -108,7 +108,7 @@ impl<K: Hash, H: Held> Shard<K, H> {
     }
 
     /// Files slot `from`'s entry under index `to`, found as in `unfile`.
-    #[inline(always)]
+    #[inline]
     fn refile(&mut self, from: usize, to: usize) {
         let hint = hint_table_hash(self.slots[from].marks().hash_hint());
         let is_from = |&i: &u32| i as usize == from;
@@ -192,6 +192,7 @@ impl<K: Hash, H: Held> Shard<K, H> {
     /// after it dropped one, and it stops after the first slot it keeps
     /// (see `SWEEP_PER_OPERATION` in the keyed module for what that
     /// guarantees).
+    // Written out: every operation runs it; as a call it cost more than its body.
     #[inline(always)]
     pub fn sweep(
         &mut self,
