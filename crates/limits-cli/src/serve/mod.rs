@@ -6,6 +6,7 @@
 mod connections;
 mod demo;
 mod flags;
+mod lines;
 mod stores;
 
 pub use connections::ConnectionArgs;
@@ -173,7 +174,7 @@ async fn run(args: ServeArgs, caps: (usize, usize)) -> Result<(), String> {
     flags::warn_trust_everyone(&args.trust_proxy);
     let local = args.on_store_error == OnStoreError::Local;
     let stores = args.stores.options(local).await?;
-    let server = Server::new(server_config(&args, layer, stores, caps)?)?;
+    let server = Server::new(server_config(&args, layer, stores, caps)?)?.on_event(lines::print);
     let backend = match &args.upstream {
         Some(url) => Backend::proxy(Proxy::new(url, args.upstream_timeout)?, url),
         None => Backend::new("the demo API", demo::routes()).without_peer_addr(),

@@ -23,6 +23,7 @@ mod serve_key_floods;
 mod serve_metrics_counts;
 mod serve_operations;
 mod serve_paths_and_bodies;
+mod serve_probes;
 mod serve_readings;
 mod serve_redis;
 mod serve_redis_clock;
