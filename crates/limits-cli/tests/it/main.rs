@@ -26,6 +26,7 @@ mod serve_paths_and_bodies;
 mod serve_probes;
 mod serve_readings;
 mod serve_redis;
+mod serve_redis_at_start;
 mod serve_redis_clock;
 mod serve_redis_counts;
 mod serve_redis_flood;

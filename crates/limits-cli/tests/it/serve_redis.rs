@@ -51,18 +51,6 @@ async fn two_instances_on_one_redis_allow_exactly_the_limit_between_them() {
     two_instances_allow_exactly_50_between_them(&redis.url()).await;
 }
 
-#[test]
-fn a_bad_store_url_or_an_unreachable_redis_stops_serve_with_the_reason() {
-    let err = Server::try_start(&["--store", "memcached://x"], false)
-        .err()
-        .unwrap();
-    assert!(err.contains("--store"), "{err}");
-    let port = redis_server::free_port().to_string();
-    let url = format!("redis://127.0.0.1:{port}");
-    let err = Server::try_start(&["--store", &url], false).err().unwrap();
-    assert!(err.contains("--store") && err.contains(&port), "{err}");
-}
-
 /// The status of `GET url/` (a client error if no answer within 2 s).
 async fn status(http: &reqwest::Client, url: &str) -> Result<u16, reqwest::Error> {
     Ok(http.get(format!("{url}/")).send().await?.status().as_u16())
