@@ -16,6 +16,8 @@ mod rls;
 mod rls_envoy;
 mod rls_state;
 mod rls_watch;
+mod security_nginx;
+mod security_recipes;
 mod serve;
 mod serve_client;
 mod serve_connections;
