@@ -90,7 +90,8 @@ pub struct ServeArgs {
     #[arg(long)]
     dry_run: bool,
 
-    /// Serve Prometheus /metrics and /healthz on this address (off by default).
+    /// Serve Prometheus /metrics, /healthz (liveness) and /readyz (readiness) on this address
+    /// (off by default).
     #[arg(long, value_name = "ADDR", value_parser = crate::args::parse_listen_addr)]
     admin: Option<SocketAddr>,
 
