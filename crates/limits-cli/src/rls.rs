@@ -22,7 +22,8 @@ pub struct RlsArgs {
     #[arg(long, default_value = "127.0.0.1:8081", value_parser = crate::args::parse_listen_addr)]
     listen: SocketAddr,
 
-    /// Serve Prometheus /metrics and /healthz on this address (off by default).
+    /// Serve Prometheus /metrics, /healthz (liveness) and /readyz (readiness) on this address
+    /// (off by default).
     #[arg(long, value_name = "ADDR", value_parser = crate::args::parse_listen_addr)]
     admin: Option<SocketAddr>,
 

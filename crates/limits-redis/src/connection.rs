@@ -7,14 +7,19 @@
 //! the circuit opens: calls fail fast, the failure is logged once, and one
 //! background probe PINGs Redis every `probe_interval` until it answers; then
 //! the circuit closes and calls go to Redis again.
+//!
+//! Redis need not be up when the connection is made: in a cluster of
+//! services it often starts after its clients. [`RedisConnection::start`]
+//! returns at once with the circuit open (an outage, logged once), and
+//! connects in the background; [`RedisConnection::connect`] insists.
 
 use crate::clock;
+use crate::dial::Target;
 use crate::link::{Conn, Health};
 use crate::memory_policy;
 use limits::{Rate, StoreError};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// How the store talks to Redis.
@@ -106,7 +111,9 @@ impl std::error::Error for ConnectError {}
 /// clone uses the same connection and the same circuit.
 #[derive(Clone)]
 pub struct RedisConnection {
-    pub(crate) conn: Conn,
+    /// Set once connected: at once, or in the background by
+    /// [`start`](Self::start).
+    pub(crate) conn: Arc<OnceLock<Conn>>,
     pub(crate) options: Arc<RedisOptions>,
     pub(crate) health: Arc<Health>,
 }
@@ -124,54 +131,103 @@ impl RedisConnection {
     /// Connects to `url`: `redis://HOST:PORT[/DB]` (with
     /// `redis://:PASSWORD@HOST:PORT` for auth), or
     /// `redis+cluster://HOST1:PORT1,HOST2:PORT2,...` for a Redis Cluster
-    /// (any reachable node will do; the rest are discovered).
+    /// (any reachable node will do; the rest are discovered). Fails if
+    /// Redis does not answer now; see [`start`](Self::start) for a
+    /// connection that waits for it.
     pub async fn connect(
         url: &str,
         options: RedisOptions,
     ) -> Result<RedisConnection, ConnectError> {
-        let err = |e: redis::RedisError| ConnectError(format!("Redis at {url}: {e}"));
-        let conn = if let Some(nodes) = url.strip_prefix("redis+cluster://") {
-            let nodes: Vec<String> = nodes
-                .split(',')
-                .filter(|n| !n.is_empty())
-                .map(|n| format!("redis://{n}"))
-                .collect();
-            if nodes.is_empty() {
-                return Err(ConnectError(format!("{url}: no cluster node given")));
-            }
-            let client = redis::cluster::ClusterClient::builder(nodes)
-                .connection_timeout(options.timeout.max(Duration::from_millis(500)))
-                .response_timeout(options.timeout)
-                .build()
-                .map_err(err)?;
-            Conn::Cluster(client.get_async_connection().await.map_err(err)?)
-        } else {
-            let client = redis::Client::open(url).map_err(err)?;
-            let config = ConnectionManagerConfig::new()
-                .set_connection_timeout(Some(options.timeout.max(Duration::from_millis(500))))
-                .set_response_timeout(Some(options.timeout))
-                .set_number_of_retries(1)
-                .set_max_delay(Duration::from_millis(500));
-            Conn::Single(
-                ConnectionManager::new_with_config(client, config)
-                    .await
-                    .map_err(err)?,
-            )
+        let target = Target::new(url, options.timeout).map_err(ConnectError)?;
+        let conn = target
+            .open()
+            .await
+            .map_err(|e| ConnectError(format!("Redis at {url}: {e}")))?;
+        Ok(RedisConnection::connected(conn, options).await)
+    }
+
+    /// Connects to `url` as [`connect`](Self::connect) does if Redis
+    /// answers now; if it does not, returns at once a connection whose
+    /// circuit is open (calls fail fast, or are decided in this process
+    /// with [`Fallback::Local`]; counted as an outage, logged once), and
+    /// keeps connecting in the background every
+    /// [`probe_interval`](RedisOptions::probe_interval) until Redis answers
+    /// (logged once). Fails only on a URL that can never connect.
+    pub async fn start(url: &str, options: RedisOptions) -> Result<RedisConnection, ConnectError> {
+        let target = Target::new(url, options.timeout).map_err(ConnectError)?;
+        let error = match target.open().await {
+            Ok(conn) => return Ok(RedisConnection::connected(conn, options).await),
+            Err(e) => e,
         };
+        let connection = RedisConnection {
+            conn: Arc::new(OnceLock::new()),
+            options: Arc::new(options),
+            health: Arc::new(Health::default()),
+        };
+        connection.health.down.store(true, Ordering::Relaxed);
+        connection.health.outages.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            "the Redis store is unreachable at start ({error}); answering per the outage policy and connecting in the background until it answers"
+        );
+        connection.connect_in_background(target);
+        Ok(connection)
+    }
+
+    /// A connection over `conn`, with its memory policy read and its clock
+    /// watched.
+    async fn connected(conn: Conn, options: RedisOptions) -> RedisConnection {
         let health = Arc::new(Health::default());
-        memory_policy::check(&conn, &health, options.timeout).await;
+        Self::watch(&conn, &health, &options).await;
+        RedisConnection {
+            conn: Arc::new(OnceLock::from(conn)),
+            options: Arc::new(options),
+            health,
+        }
+    }
+
+    /// What is done on each new connection: its `maxmemory-policy` read (a
+    /// warning if it may evict the limiter's keys) and its clock compared,
+    /// now and from then on.
+    async fn watch(conn: &Conn, health: &Arc<Health>, options: &RedisOptions) {
+        memory_policy::check(conn, health, options.timeout).await;
         clock::spawn(
             conn.clone(),
-            Arc::downgrade(&health),
+            Arc::downgrade(health),
             options.clock_check,
             options.timeout,
             options.clock_warning,
         );
-        Ok(RedisConnection {
-            conn,
-            options: Arc::new(options),
-            health,
-        })
+    }
+
+    /// Tries `target` every probe interval until it answers, then closes
+    /// the circuit; gives up when every clone of this connection is gone.
+    fn connect_in_background(&self, target: Target) {
+        let slot = Arc::downgrade(&self.conn);
+        let health = Arc::downgrade(&self.health);
+        let options = self.options.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(options.probe_interval).await;
+                if slot.strong_count() == 0 {
+                    return;
+                }
+                let conn = match target.open().await {
+                    Ok(conn) => conn,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "the Redis store is still unreachable");
+                        continue;
+                    }
+                };
+                let (Some(slot), Some(health)) = (slot.upgrade(), health.upgrade()) else {
+                    return;
+                };
+                Self::watch(&conn, &health, &options).await;
+                let _ = slot.set(conn);
+                health.down.store(false, Ordering::Release);
+                tracing::warn!("the Redis store answers: connected, deciding in Redis from now on");
+                return;
+            }
+        });
     }
 
     /// The options it was made with.
@@ -252,16 +308,17 @@ impl RedisConnection {
         F: FnOnce(Conn) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
-        if self.health.down.load(Ordering::Relaxed) {
-            self.health.errors.fetch_add(1, Ordering::Relaxed);
-            return Err(StoreError::new(
-                "Redis is unreachable (failing fast until it answers again)",
-            ));
-        }
+        let conn = match self.conn.get() {
+            Some(conn) if !self.health.down.load(Ordering::Acquire) => conn,
+            _ => {
+                self.health.errors.fetch_add(1, Ordering::Relaxed);
+                return Err(StoreError::new(
+                    "Redis is unreachable (failing fast until it answers again)",
+                ));
+            }
+        };
         self.health.calls.fetch_add(1, Ordering::Relaxed);
-        let failure = match tokio::time::timeout(self.options.timeout, call(self.conn.clone()))
-            .await
-        {
+        let failure = match tokio::time::timeout(self.options.timeout, call(conn.clone())).await {
             Ok(Ok(value)) => {
                 if self.health.full.load(Ordering::Relaxed)
                     && self.health.full.swap(false, Ordering::Relaxed)
@@ -301,17 +358,21 @@ impl RedisConnection {
         tracing::warn!("the Redis store is unreachable ({failure}); failing fast until it answers");
         let probe = self.clone();
         tokio::spawn(async move {
+            // Opened only after a call, which needed a connection.
+            let Some(conn) = probe.conn.get().cloned() else {
+                return;
+            };
             loop {
                 tokio::time::sleep(probe.options.probe_interval).await;
-                let mut conn = probe.conn.clone();
+                let mut conn = conn.clone();
                 let cmd = redis::cmd("PING");
                 let ping = cmd.query_async::<String>(&mut conn);
                 if let Ok(Ok(_)) = tokio::time::timeout(probe.options.timeout, ping).await {
                     probe.health.down.store(false, Ordering::Relaxed);
                     tracing::warn!("the Redis store answers again");
                     let options = &probe.options;
-                    memory_policy::check(&probe.conn, &probe.health, options.timeout).await;
-                    if let Some(offset) = clock::measure(&probe.conn, options.timeout).await {
+                    memory_policy::check(&conn, &probe.health, options.timeout).await;
+                    if let Some(offset) = clock::measure(&conn, options.timeout).await {
                         clock::record(&probe.health, offset, options.clock_warning);
                     }
                     return;

@@ -44,6 +44,7 @@
 mod clock;
 mod connection;
 mod deny_cache;
+mod dial;
 mod inspect;
 mod link;
 mod memory_policy;

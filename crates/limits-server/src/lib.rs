@@ -28,7 +28,10 @@
 
 #![warn(missing_docs)]
 
+mod admin;
 pub mod config;
+mod counts;
+mod events;
 mod label_value;
 mod listener;
 mod metrics;
@@ -43,6 +46,7 @@ mod state;
 mod store;
 mod tasks;
 
+pub use events::ServerEvent;
 /// The Redis store's connection, for [`StoreOptions::redis`].
 pub use limits_redis::{Fallback, RedisConnection, RedisOptions};
 pub use listener::connection_caps::{

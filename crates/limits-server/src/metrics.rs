@@ -3,18 +3,15 @@
 //! keys, which each let a limited client start afresh: a sign that
 //! `--max-keys` is too small), store, upstream and client errors,
 //! unreadable client addresses, the Redis store's calls, errors and outages,
-//! connections open and refused per listener;
-//! `/healthz` for load balancers (it says when the Redis store is degraded).
+//! connections open and refused per listener. The admin endpoint that
+//! serves them is `admin.rs`.
 
+use crate::counts::set_count;
 use crate::label_value::LabelValue;
 use crate::listener::connection_caps::ConnectionMetrics;
 use crate::proxy::ProxyErrors;
 use crate::redis_metrics::{KindLabel, RedisGauges};
 use crate::rules::{self, ServerRule};
-use axum::http::header::CONTENT_TYPE;
-use axum::response::IntoResponse;
-use axum::routing::get;
-use axum::Router;
 use limits_http::{Observer, Outcome, RuleObserver};
 use limits_redis::RedisConnection;
 use prometheus_client::encoding::{text::encode, EncodeLabelSet};
@@ -23,7 +20,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{OnceLock, RwLock};
 use std::time::Duration;
 
 // A rule's name is the operator's, but any text a rules file allows: it
@@ -48,11 +45,11 @@ pub struct Metrics {
     decided: RwLock<Vec<(String, [OnceLock<Counter>; 4])>>,
     latency: Histogram,
     keys: Family<RuleLabel, Gauge>,
-    evictions: Family<RuleLabel, Gauge>,
-    limited_evictions: Family<RuleLabel, Gauge>,
+    evictions: Family<RuleLabel, Counter>,
+    limited_evictions: Family<RuleLabel, Counter>,
     store_errors: Family<RuleLabel, Counter>,
-    upstream_errors: Family<KindLabel, Gauge>,
-    client_errors: Family<KindLabel, Gauge>,
+    upstream_errors: Family<KindLabel, Counter>,
+    client_errors: Family<KindLabel, Counter>,
     unreadable_clients: Counter,
     redis: RedisGauges,
     /// Connections open and refused, per listener.
@@ -66,11 +63,11 @@ impl Metrics {
         let decisions = Family::<DecisionLabels, Counter>::default();
         let latency = Histogram::new(exponential_buckets(1e-6, 4.0, 10));
         let keys = Family::<RuleLabel, Gauge>::default();
-        let evictions = Family::<RuleLabel, Gauge>::default();
-        let limited_evictions = Family::<RuleLabel, Gauge>::default();
+        let evictions = Family::<RuleLabel, Counter>::default();
+        let limited_evictions = Family::<RuleLabel, Counter>::default();
         let store_errors = Family::<RuleLabel, Counter>::default();
-        let upstream_errors = Family::<KindLabel, Gauge>::default();
-        let client_errors = Family::<KindLabel, Gauge>::default();
+        let upstream_errors = Family::<KindLabel, Counter>::default();
+        let client_errors = Family::<KindLabel, Counter>::default();
         let unreadable_clients = Counter::default();
         registry.register(
             "decisions",
@@ -85,7 +82,7 @@ impl Metrics {
         registry.register("keys", "Keys tracked per rule", keys.clone());
         registry.register(
             "evictions",
-            "Keys evicted by --max-keys per rule (each forgot its state)",
+            "Keys evicted by --max-keys per rule (each forgot its state); a reload that changes a rule starts its count again",
             evictions.clone(),
         );
         registry.register(
@@ -132,8 +129,13 @@ impl Metrics {
         }
     }
 
-    /// Reads the gauges from the rules (those whose store is in this
-    /// process) and the proxy, then encodes all.
+    /// Reads the counts the rules (those whose store is in this process)
+    /// and the proxy keep, then encodes all.
+    ///
+    /// Those counts are kept where they happen (a rule's table, the proxy),
+    /// not here: the series are set to them. They only grow, so they are
+    /// exposed as counters; a rule replaced by a reload starts from zero,
+    /// which Prometheus reads as a counter reset, as after a restart.
     pub fn render(
         &self,
         rules: &[ServerRule],
@@ -148,16 +150,12 @@ impl Metrics {
                 rule: LabelValue::new(name),
             };
             self.keys.get_or_create(&label).set(keys as i64);
-            self.evictions.get_or_create(&label).set(evictions as i64);
-            self.limited_evictions
-                .get_or_create(&label)
-                .set(limited as i64);
+            set_count(&self.evictions.get_or_create(&label), evictions);
+            set_count(&self.limited_evictions.get_or_create(&label), limited);
         }
         if let Some(errors) = upstream {
-            let set = |family: &Family<KindLabel, Gauge>, kind: &str, v: u64| {
-                family
-                    .get_or_create(&KindLabel { kind: kind.into() })
-                    .set(v as i64)
+            let set = |family: &Family<KindLabel, Counter>, kind: &str, v: u64| {
+                set_count(&family.get_or_create(&KindLabel { kind: kind.into() }), v);
             };
             set(&self.upstream_errors, "bad_gateway", errors.bad_gateway);
             set(
@@ -290,42 +288,4 @@ impl Observer for Metrics {
     fn unreadable_client_address(&self) {
         self.unreadable_clients.inc();
     }
-}
-
-/// `/metrics` and `/healthz` (`ok`, or what is degraded: still 200, as the
-/// server still answers, per `--on-store-error`).
-pub fn admin_router(
-    render: Arc<dyn Fn() -> String + Send + Sync>,
-    redis: Option<RedisConnection>,
-) -> Router {
-    Router::new()
-        .route(
-            "/metrics",
-            get(move || {
-                let text = render();
-                async move {
-                    (
-                        [(
-                            CONTENT_TYPE,
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        )],
-                        text,
-                    )
-                        .into_response()
-                }
-            }),
-        )
-        .route(
-            "/healthz",
-            get(move || {
-                let degraded = redis.as_ref().is_some_and(|r| !r.is_healthy());
-                async move {
-                    if degraded {
-                        "degraded: the Redis store is unreachable\n"
-                    } else {
-                        "ok\n"
-                    }
-                }
-            }),
-        )
 }

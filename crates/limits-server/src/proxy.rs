@@ -16,9 +16,11 @@
 //!   frame; nothing is buffered whole, so a large upload or a slow
 //!   server-sent stream costs memory for one chunk, not for the whole body.
 //! - **Failures are the proxy's, and say so.** An upstream that cannot be
-//!   reached is a 502, one that does not answer in time is a 504, each with an
-//!   RFC 9457 problem body naming the upstream. They are counted, logged, and
-//!   never panic.
+//!   reached is a 502 ("upstream unavailable"), one that does not answer in
+//!   time is a 504 ("upstream timed out"), each with an RFC 9457 problem
+//!   body. The client is not told the upstream's address (an internal
+//!   name it has no use for); the log names it, with the cause. They are
+//!   counted, logged, and never panic.
 //!
 //! Plain HTTP/1.1 to the upstream only: there is no TLS in this build.
 
@@ -165,18 +167,16 @@ impl Proxy {
             None => {
                 inner.gateway_timeout.fetch_add(1, Ordering::Relaxed);
                 let waited = inner.timeout;
-                tracing::warn!(upstream = %inner.name, timeout = ?waited, "gateway timeout");
-                let detail = format!(
-                    "upstream {} sent no response headers within {waited:?}",
-                    inner.name
-                );
-                problem(StatusCode::GATEWAY_TIMEOUT, &detail)
+                tracing::warn!(upstream = %inner.name, timeout = ?waited,
+                    "gateway timeout: the upstream sent no response headers in time");
+                problem(StatusCode::GATEWAY_TIMEOUT, UPSTREAM_TIMED_OUT)
             }
         }
     }
 
     /// The answer to a request that failed before its response headers: the
-    /// client's 400 when its own body broke, else a 502 naming the upstream.
+    /// client's 400 when its own body broke, else a 502 (the log names the
+    /// upstream and why; the client is told neither).
     fn failed(&self, e: &UpstreamError) -> Response<ProxyBody> {
         let inner = &*self.inner;
         if client_body_failed(e) {
@@ -190,8 +190,7 @@ impl Proxy {
         inner.bad_gateway.fetch_add(1, Ordering::Relaxed);
         let what = describe(e);
         tracing::warn!(upstream = %inner.name, error = %chain(e), "bad gateway: {what}");
-        let detail = format!("upstream {} {what}", inner.name);
-        problem(StatusCode::BAD_GATEWAY, &detail)
+        problem(StatusCode::BAD_GATEWAY, UPSTREAM_UNAVAILABLE)
     }
 
     /// Requests that failed so far: 502s (unreachable, refused, reset) and
@@ -229,6 +228,12 @@ impl Proxy {
         Uri::builder().path_and_query(joined).build().map(Some)
     }
 }
+
+/// The 502's detail: what the client may know of an upstream that failed.
+const UPSTREAM_UNAVAILABLE: &str = "upstream unavailable";
+
+/// The 504's detail.
+const UPSTREAM_TIMED_OUT: &str = "upstream timed out";
 
 /// What becomes of a request: forwarded as rewritten, or answered by the
 /// proxy itself.

@@ -2,10 +2,11 @@
 //! service it is given, on a listener with bounds; with its admin endpoint,
 //! sweeper, reload on SIGHUP, and state saved on the way out.
 //!
-//! It prints one line on stdout as it starts listening, opens the admin
-//! port, reloads and stops (`limits serve: listening on http://ADDR in
-//! front of NAME`, ...): scripts and tests read them.
+//! It writes nothing to stdout: it logs through `tracing`, and tells its
+//! owner where it listens, how reloads went and when it stopped through
+//! [`Server::on_event`] (the `limits` command prints a line for each).
 
+use crate::events::{Events, ServerEvent};
 use crate::listener;
 use crate::listener::connection_caps::ConnectionCaps;
 use crate::listener::Bounds;
@@ -192,8 +193,32 @@ impl Server {
             handle: layer.handle(),
             config,
             metrics,
+            events: Events::default(),
+            rules_error: Default::default(),
         });
         Ok(Server { shared, layer })
+    }
+
+    /// Calls `handler` with each [`ServerEvent`]: the addresses bound (the
+    /// port chosen for port 0), each reload's outcome, the stop. The server
+    /// prints nothing itself; this is how its owner learns, say, the
+    /// address to print.
+    ///
+    /// ```no_run
+    /// use limits_server::{RulesSource, Server, ServerConfig, ServerEvent};
+    ///
+    /// # async fn run(config: ServerConfig, app: axum::Router) -> Result<(), String> {
+    /// let server = Server::new(config)?.on_event(|event| {
+    ///     if let ServerEvent::Listening { local, .. } = event {
+    ///         eprintln!("listening on {local}");
+    ///     }
+    /// });
+    /// server.serve(app, limits_server::shutdown_signal()).await
+    /// # }
+    /// ```
+    pub fn on_event(self, handler: impl Fn(&ServerEvent) + Send + Sync + 'static) -> Server {
+        self.shared.events.set(std::sync::Arc::new(handler));
+        self
     }
 
     /// The layer with the server's rules, for an embedder who serves it
@@ -253,8 +278,11 @@ impl Server {
             background.extend(tasks::on_hangup(move || shared::reload(&reloaded)));
         }
         let upstream = backend.name;
-        println!("limits serve: listening on http://{local} in front of {upstream}");
         tracing::info!(%local, upstream, "listening");
+        shared.events.emit(ServerEvent::Listening {
+            local,
+            backend: upstream,
+        });
 
         // The layer goes around the whole router (or the proxy), so that
         // routing (and the proxy) see the path the layer normalized and
@@ -307,7 +335,8 @@ impl Server {
                 }),
             None => Ok(()),
         };
-        println!("limits serve: stopped");
+        tracing::info!("stopped");
+        shared.events.emit(ServerEvent::Stopped);
         saved.map_err(|e| format!("state not saved: {e}"))
     }
 }

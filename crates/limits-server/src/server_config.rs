@@ -52,7 +52,8 @@ pub enum RulesSource {
 pub struct ServerConfig {
     /// Address to listen on (port 0: any free port).
     pub listen: SocketAddr,
-    /// Where to serve Prometheus `/metrics` and `/healthz`, if anywhere.
+    /// Where to serve Prometheus `/metrics`, `/healthz` (liveness) and
+    /// `/readyz` (readiness), if anywhere.
     pub admin: Option<SocketAddr>,
     /// The rules.
     pub rules: RulesSource,

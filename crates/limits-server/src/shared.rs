@@ -3,6 +3,7 @@
 //! start and on each reload.
 
 use crate::config;
+use crate::events::{Events, ServerEvent};
 use crate::metrics::Metrics;
 use crate::rules::{self, ServerRule};
 use crate::server_config::{RulesSource, ServerConfig};
@@ -15,6 +16,26 @@ pub(crate) struct Shared {
     pub(crate) config: ServerConfig,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) handle: PolicyHandle<RuleStore>,
+    /// The owner's handler of what the server does.
+    pub(crate) events: Events,
+    /// Why the last load of the rules failed, while the rules in force are
+    /// not the file's (cleared by a load that succeeds).
+    pub(crate) rules_error: std::sync::RwLock<Option<String>>,
+}
+
+impl Shared {
+    /// Records why the rules failed to load (`None`: they loaded).
+    fn set_rules_error(&self, error: Option<String>) {
+        *self.rules_error.write().unwrap_or_else(|e| e.into_inner()) = error;
+    }
+
+    /// Why the last load of the rules failed, if it did.
+    pub(crate) fn rules_error(&self) -> Option<String> {
+        self.rules_error
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 /// Re-reads the rules file: unchanged rules keep their state; a bad file
@@ -22,7 +43,7 @@ pub(crate) struct Shared {
 pub(crate) fn reload(shared: &Shared) {
     if !matches!(shared.config.rules, RulesSource::File(_)) {
         tracing::warn!("SIGHUP: no --config to reload; still serving");
-        println!("limits serve: SIGHUP: no --config to reload; still serving");
+        shared.events.emit(ServerEvent::NothingToReload);
         return;
     }
     match load_rules(&shared.config) {
@@ -34,11 +55,15 @@ pub(crate) fn reload(shared: &Shared) {
                 .handle
                 .replace(policy(fresh, &shared.config, &shared.metrics));
             tracing::info!(rules = count, kept, "config reloaded");
-            println!("limits serve: config reloaded ({count} rules, {kept} kept their state)");
+            shared.set_rules_error(None);
+            shared
+                .events
+                .emit(ServerEvent::Reloaded { rules: count, kept });
         }
         Err(e) => {
             tracing::error!(error = %e, "config not reloaded; keeping the old rules");
-            println!("limits serve: config not reloaded: {e}");
+            shared.set_rules_error(Some(e.clone()));
+            shared.events.emit(ServerEvent::NotReloaded { error: e });
         }
     }
 }

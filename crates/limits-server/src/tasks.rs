@@ -1,11 +1,12 @@
 //! What runs beside the listener: the admin endpoint, the sweeper, the
 //! reload on SIGHUP; and the signals that end a server owning its process.
 
+use crate::admin::{self, RulesError};
+use crate::events::ServerEvent;
 use crate::listener::connection_caps::{
     ConnectionMetrics, ADMIN_MAX_CONNECTIONS, ADMIN_MAX_CONNECTIONS_PER_CLIENT,
 };
 use crate::listener::{self, Bounds};
-use crate::metrics;
 use crate::proxy::Proxy;
 use crate::shared::Shared;
 use limits_redis::RedisConnection;
@@ -15,11 +16,12 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-/// Binds the admin endpoint (`/metrics`, `/healthz`) of `limits serve`,
+/// Binds the admin endpoint (`/metrics`, `/healthz`, `/readyz`) of
+/// `limits serve`,
 /// with the main listener's bounds but caps of its own (a client that
 /// half-sends requests to the admin port holds nothing for long, and a full
-/// main listener leaves the admin listener its connections), and serves it
-/// until aborted.
+/// main listener leaves the admin listener its connections), tells the
+/// owner where ([`ServerEvent::Admin`]), and serves it until aborted.
 pub(crate) async fn start_admin(
     addr: SocketAddr,
     shared: Arc<Shared>,
@@ -28,19 +30,24 @@ pub(crate) async fn start_admin(
 ) -> Result<JoinHandle<()>, String> {
     let redis = shared.config.stores.redis.clone();
     let connections = shared.metrics.connections.clone();
+    let events = shared.clone();
+    let rules = shared.clone();
+    let rules_error: RulesError = Arc::new(move || rules.rules_error());
     let render = Arc::new(move || {
         let upstream = proxy.as_ref().map(Proxy::errors);
         let policy = shared.handle.current();
         let redis = shared.config.stores.redis.as_ref();
         shared.metrics.render(&policy.rules, upstream, redis)
     });
-    serve_admin("serve", addr, render, redis, bounds, &connections).await
+    let (task, local) = bind_admin(addr, render, redis, rules_error, bounds, &connections).await?;
+    events.events.emit(ServerEvent::Admin { local });
+    Ok(task)
 }
 
-/// Binds an admin endpoint for `limits COMMAND` on `addr`, says where, and
-/// serves `render` on `/metrics` (and `/healthz`) until the task is aborted;
-/// its connections are capped by the admin listener's own caps (counted in
-/// `connections` as `listener="admin"`), whatever the main listener holds.
+/// Binds an admin endpoint for `limits COMMAND` on `addr`, prints where on
+/// stdout (what `limits rls` reads its admin address from, until it reports
+/// through events as `limits serve` does), and serves it as
+/// [`bind_admin`] does.
 pub(crate) async fn serve_admin(
     command: &str,
     addr: SocketAddr,
@@ -49,12 +56,33 @@ pub(crate) async fn serve_admin(
     bounds: Bounds,
     connections: &ConnectionMetrics,
 ) -> Result<JoinHandle<()>, String> {
+    // Its rules are reloaded by its own watcher, which keeps the last good
+    // ones: readiness follows its store.
+    let rules_error: RulesError = Arc::new(|| None);
+    let (task, local) = bind_admin(addr, render, redis, rules_error, bounds, connections).await?;
+    println!("limits {command}: admin on http://{local}/metrics");
+    Ok(task)
+}
+
+/// Binds an admin endpoint on `addr` and serves `render` on `/metrics`
+/// (with `/healthz`, and `/readyz` from `redis` and `rules_error`) until
+/// the task is aborted; its connections are capped
+/// by the admin listener's own caps (counted in `connections` as
+/// `listener="admin"`), whatever the main listener holds. The task and the
+/// address bound.
+async fn bind_admin(
+    addr: SocketAddr,
+    render: Arc<dyn Fn() -> String + Send + Sync>,
+    redis: Option<RedisConnection>,
+    rules_error: RulesError,
+    bounds: Bounds,
+    connections: &ConnectionMetrics,
+) -> Result<(JoinHandle<()>, SocketAddr), String> {
     let admin = TcpListener::bind(addr)
         .await
         .map_err(|e| format!("--admin {addr}: {e}"))?;
     let local = admin.local_addr().map_err(|e| e.to_string())?;
-    println!("limits {command}: admin on http://{local}/metrics");
-    let router = metrics::admin_router(render, redis);
+    let router = admin::admin_router(render, redis, rules_error);
     // Per address, not per forwarded client: a proxy in front of the admin
     // port is not expected, and its peers are capped by the total anyway.
     let caps = connections.caps(
@@ -64,13 +92,14 @@ pub(crate) async fn serve_admin(
         limits_http::ClientIp::default(),
     );
     // No admin endpoint reads the client's address.
-    Ok(tokio::spawn(listener::serve(
+    let task = tokio::spawn(listener::serve(
         admin,
         move |_peer| router.clone(),
         bounds,
         caps,
         std::future::pending(),
-    )))
+    ));
+    Ok((task, local))
 }
 
 /// Calls `sweep` every second from now on, so memory follows the active

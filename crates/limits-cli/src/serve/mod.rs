@@ -6,6 +6,7 @@
 mod connections;
 mod demo;
 mod flags;
+mod lines;
 mod stores;
 
 pub use connections::ConnectionArgs;
@@ -89,7 +90,8 @@ pub struct ServeArgs {
     #[arg(long)]
     dry_run: bool,
 
-    /// Serve Prometheus /metrics and /healthz on this address (off by default).
+    /// Serve Prometheus /metrics, /healthz (liveness) and /readyz (readiness) on this address
+    /// (off by default).
     #[arg(long, value_name = "ADDR", value_parser = crate::args::parse_listen_addr)]
     admin: Option<SocketAddr>,
 
@@ -173,7 +175,7 @@ async fn run(args: ServeArgs, caps: (usize, usize)) -> Result<(), String> {
     flags::warn_trust_everyone(&args.trust_proxy);
     let local = args.on_store_error == OnStoreError::Local;
     let stores = args.stores.options(local).await?;
-    let server = Server::new(server_config(&args, layer, stores, caps)?)?;
+    let server = Server::new(server_config(&args, layer, stores, caps)?)?.on_event(lines::print);
     let backend = match &args.upstream {
         Some(url) => Backend::proxy(Proxy::new(url, args.upstream_timeout)?, url),
         None => Backend::new("the demo API", demo::routes()).without_peer_addr(),

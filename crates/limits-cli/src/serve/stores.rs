@@ -48,6 +48,13 @@ pub struct StoreArgs {
     /// it, its requests on new keys get 429, its existing keys still pass.
     #[arg(long, value_name = "RATE", default_value = "1000/min", value_parser = parse_new_keys)]
     max_new_keys_per_client: NewKeys,
+
+    /// Exit at start if the Redis of --store does not answer. Without it,
+    /// the command starts anyway, answers per --on-store-error while Redis
+    /// is unreachable, and connects when it answers (Redis often starts
+    /// after its clients under Kubernetes or compose).
+    #[arg(long)]
+    require_store: bool,
 }
 
 /// `--max-new-keys-per-client`: a rate, or no cap.
@@ -70,8 +77,9 @@ impl StoreArgs {
     }
 
     /// How each rule's store is built: connects to the Redis of `--store`
-    /// if it names one, deciding in this process while Redis is
-    /// unreachable when `local_on_error` (`--on-store-error local`).
+    /// if it names one (now, with `--require-store`; else as soon as it
+    /// answers), deciding in this process while Redis is unreachable when
+    /// `local_on_error` (`--on-store-error local`).
     pub async fn options(&self, local_on_error: bool) -> Result<StoreOptions, String> {
         let local = |yes| match yes {
             true => Fallback::Local,
@@ -88,9 +96,12 @@ impl StoreArgs {
                     local_max_keys: self.max_keys,
                     ..RedisOptions::default()
                 };
-                let connection = RedisConnection::connect(url, options)
-                    .await
-                    .map_err(|e| format!("--store: {e}"))?;
+                let connection = if self.require_store {
+                    RedisConnection::connect(url, options).await
+                } else {
+                    RedisConnection::start(url, options).await
+                };
+                let connection = connection.map_err(|e| format!("--store: {e}"))?;
                 Some(connection)
             }
             other => {

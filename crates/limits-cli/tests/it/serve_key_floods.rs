@@ -66,7 +66,7 @@ async fn serve_flood_of_distinct_keys_stays_under_the_key_cap_and_memory_bound()
     most_keys = most_keys.max(keys);
     assert!(most_keys <= 1000.0, "keys gauge reached {most_keys}");
     assert!(keys > 900.0, "the cap keeps recent keys: {keys}");
-    let evicted = server.metric("limits_evictions{").await.unwrap();
+    let evicted = server.metric("limits_evictions_total{").await.unwrap();
     assert!(evicted >= 99_000.0, "evictions {evicted}");
     let growth_mib = server.rss_kib().saturating_sub(before) as f64 / 1024.0;
     eprintln!("RSS growth over 100,000 distinct keys: {growth_mib:.1} MiB");
@@ -158,13 +158,13 @@ async fn serve_flood_of_distinct_keys_buys_a_limited_client_no_amnesty() {
         passed <= 10,
         "{passed} of the client's {asked} requests passed a limit of 10"
     );
-    let evicted = server.metric("limits_evictions{").await.unwrap();
+    let evicted = server.metric("limits_evictions_total{").await.unwrap();
     assert!(
         evicted > 0.0,
         "the flood reached the cap: {evicted} evictions"
     );
     let limited = server
-        .metric("limits_evictions_of_limited_keys{")
+        .metric("limits_evictions_of_limited_keys_total{")
         .await
         .unwrap();
     assert_eq!(limited, 0.0, "limited keys evicted");

@@ -287,11 +287,11 @@ async fn serve_malformed_chunked_body_is_the_clients_400_not_a_502() {
         assert!(answer.starts_with("HTTP/1.1 400"), "{body:?}: {answer}");
     }
     let client_errors = server
-        .metric(r#"limits_client_errors{kind="bad_request_body"}"#)
+        .metric(r#"limits_client_errors_total{kind="bad_request_body"}"#)
         .await;
     assert_eq!(client_errors, Some(2.0));
     let bad_gateway = server
-        .metric(r#"limits_upstream_errors{kind="bad_gateway"}"#)
+        .metric(r#"limits_upstream_errors_total{kind="bad_gateway"}"#)
         .await;
     assert_eq!(bad_gateway, Some(0.0));
 }

@@ -51,18 +51,6 @@ async fn two_instances_on_one_redis_allow_exactly_the_limit_between_them() {
     two_instances_allow_exactly_50_between_them(&redis.url()).await;
 }
 
-#[test]
-fn a_bad_store_url_or_an_unreachable_redis_stops_serve_with_the_reason() {
-    let err = Server::try_start(&["--store", "memcached://x"], false)
-        .err()
-        .unwrap();
-    assert!(err.contains("--store"), "{err}");
-    let port = redis_server::free_port().to_string();
-    let url = format!("redis://127.0.0.1:{port}");
-    let err = Server::try_start(&["--store", &url], false).err().unwrap();
-    assert!(err.contains("--store") && err.contains(&port), "{err}");
-}
-
 /// The status of `GET url/` (a client error if no answer within 2 s).
 async fn status(http: &reqwest::Client, url: &str) -> Result<u16, reqwest::Error> {
     Ok(http.get(format!("{url}/")).send().await?.status().as_u16())
@@ -89,15 +77,16 @@ async fn while_redis_is_down_every_request_is_answered_per_policy_and_service_re
     };
     let (deny, allow) = (start("deny", true), start("allow", false));
     let admin = deny.admin.clone().expect("--admin");
-    let health = || async {
-        reqwest::get(format!("{admin}/healthz"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
+    // Liveness and readiness: (status, body) of /healthz and /readyz.
+    let probe = |path: &'static str| {
+        let url = format!("{admin}{path}");
+        async move {
+            let r = reqwest::get(url).await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
     };
-    assert_eq!(health().await, "ok\n");
+    assert_eq!(probe("/healthz").await, (200, "ok\n".to_string()));
+    assert_eq!(probe("/readyz").await, (200, "ready\n".to_string()));
     // Answers within 2 s or the test fails: no request may wait on a dead Redis.
     let http = reqwest::Client::builder()
         .no_proxy()
@@ -148,15 +137,16 @@ async fn while_redis_is_down_every_request_is_answered_per_policy_and_service_re
     deny.wait_for_line("the Redis store is unreachable");
     allow.wait_for_line("the Redis store is unreachable");
     assert_eq!(status(&http, &deny.url).await.unwrap(), 503);
-    assert_eq!(health().await, "degraded: the Redis store is unreachable\n");
-    assert_eq!(
-        deny.metric("limits_redis{kind=\"outages\"}").await,
-        Some(1.0)
+    // Alive (a restart would not bring Redis back), not ready.
+    assert_eq!(probe("/healthz").await, (200, "ok\n".to_string()));
+    let (code, why) = probe("/readyz").await;
+    assert_eq!(code, 503, "{why}");
+    assert!(
+        why.starts_with("not ready: the Redis store is unreachable"),
+        "{why}"
     );
-    assert_eq!(
-        deny.metric("limits_redis{kind=\"healthy\"}").await,
-        Some(0.0)
-    );
+    assert_eq!(deny.metric("limits_redis_outages_total").await, Some(1.0));
+    assert_eq!(deny.metric("limits_redis_healthy").await, Some(0.0));
     let failed = deny.metric("limits_decisions_total{rule=\"default\",outcome=\"store_failed\"}");
     assert!(failed.await.unwrap_or(0.0) >= denied as f64);
     // Redis comes back (empty): both servers use it again within 2 s,
@@ -180,11 +170,9 @@ async fn while_redis_is_down_every_request_is_answered_per_policy_and_service_re
     for _ in 0..10 {
         assert_eq!(status(&http, &deny.url).await.unwrap(), 200);
     }
-    assert_eq!(health().await, "ok\n");
-    assert_eq!(
-        deny.metric("limits_redis{kind=\"outages\"}").await,
-        Some(1.0)
-    );
+    assert_eq!(probe("/healthz").await, (200, "ok\n".to_string()));
+    assert_eq!(probe("/readyz").await, (200, "ready\n".to_string()));
+    assert_eq!(deny.metric("limits_redis_outages_total").await, Some(1.0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -76,19 +76,16 @@ async fn a_full_redis_is_denied_by_default_and_counted_and_allowed_only_when_ask
         assert_eq!(status(&allow.url, &key, "198.51.100.1").await, 200, "{key}");
     }
     default.wait_for_line("the Redis store is FULL");
-    let full = default.metric("limits_redis{kind=\"full\"}").await;
+    let full = default.metric("limits_redis_full_answers_total").await;
     assert_eq!(full, Some(5.0), "every OOM answer counted");
     let failed = "limits_decisions_total{rule=\"default\",outcome=\"store_failed\"}";
     assert_eq!(default.metric(failed).await, Some(5.0));
     assert_eq!(
-        default.metric("limits_redis{kind=\"outages\"}").await,
+        default.metric("limits_redis_outages_total").await,
         Some(0.0),
         "a full Redis is not an outage"
     );
-    assert_eq!(
-        default.metric("limits_redis{kind=\"healthy\"}").await,
-        Some(1.0)
-    );
+    assert_eq!(default.metric("limits_redis_healthy").await, Some(1.0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -101,11 +98,9 @@ async fn redis_that_may_evict_keys_is_warned_about_at_start_and_noeviction_is_no
     ] {
         let redis = RedisServer::start_with(&["--maxmemory", "3mb", "--maxmemory-policy", policy]);
         let server = serve(&redis.url(), &[]);
-        let evictable = server.metric("limits_redis{kind=\"evictable\"}").await;
+        let evictable = server.metric("limits_redis_evictable").await;
         assert_eq!(evictable, Some(f64::from(u8::from(warned))), "{policy}");
-        let warnings = server
-            .metric("limits_redis{kind=\"eviction_warnings\"}")
-            .await;
+        let warnings = server.metric("limits_redis_eviction_warnings_total").await;
         assert_eq!(warnings, Some(f64::from(u8::from(warned))), "{policy}");
         let mut lines = server.startup.clone();
         lines.extend(server.lines_so_far());
@@ -145,9 +140,7 @@ async fn a_flood_of_new_keys_from_one_address_is_cut_at_the_cap_and_another_addr
     assert_eq!(status(&server.url, "mine", "203.0.113.9").await, 200);
     assert_eq!(status(&server.url, "rnd59", "203.0.113.9").await, 200);
     assert_eq!(
-        server
-            .metric("limits_redis{kind=\"new_keys_refused\"}")
-            .await,
+        server.metric("limits_redis_new_keys_refused_total").await,
         Some(40.0)
     );
 }
@@ -168,9 +161,7 @@ async fn on_store_error_local_the_default_limits_during_an_outage() {
         }
         assert_eq!(answers, [[200; 3].as_slice(), &[429; 7]].concat());
         server.wait_for_line("the Redis store is unreachable");
-        let decided = server
-            .metric("limits_redis{kind=\"local_decisions\"}")
-            .await;
+        let decided = server.metric("limits_redis_local_decisions_total").await;
         assert_eq!(decided, Some(10.0));
     }
 }

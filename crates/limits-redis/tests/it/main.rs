@@ -15,4 +15,5 @@ mod local_fallback;
 mod new_keys_cap;
 mod redis_store;
 mod sliding_log_ring;
+mod start_before_redis;
 mod store_full;

@@ -46,6 +46,18 @@ impl RedisServer {
         panic!("could not start redis-server: {last}");
     }
 
+    /// Starts one on `port` (one that a test kept free for it, e.g. a
+    /// client already pointed at it) and waits until it answers PING.
+    pub fn start_on(port: u16) -> Result<RedisServer, String> {
+        let mut server = RedisServer {
+            child: None,
+            port,
+            extra: Vec::new(),
+        };
+        server.spawn()?;
+        Ok(server)
+    }
+
     fn spawn(&mut self) -> Result<(), String> {
         let dir = std::env::temp_dir().join(format!("limits-redis-{}", self.port));
         // A cluster node's nodes.conf from an earlier run would be reused.

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
-/// Connections the admin listener (`/metrics`, `/healthz`) keeps open at
+/// Connections the admin listener (`/metrics`, `/healthz`, `/readyz`) keeps open at
 /// most: a scraper and a few health checkers, each reconnecting at will.
 pub const ADMIN_MAX_CONNECTIONS: usize = 16;
 

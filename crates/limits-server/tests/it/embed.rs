@@ -128,3 +128,65 @@ fn a_bad_rules_file_is_refused_before_serving() {
         format!("{}:4: cost 11 is above what the rule can ever pass (limit 10): lower cost or raise the limit", rules.display())
     );
 }
+
+/// An embedded server printed its startup and reload lines on its owner's
+/// stdout; it reports them as events instead, and the addresses in them are
+/// the ones bound (port 0 asked), so the owner can print or use them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedded_server_reports_its_addresses_and_stop_as_events_not_on_stdout() {
+    use limits_server::ServerEvent;
+    use std::sync::{Arc, Mutex};
+
+    let rule = Rule::new(Algorithm::SlidingLog, "5/s".parse().unwrap());
+    let mut config = ServerConfig::new(RulesSource::One {
+        rule,
+        key: KeySpec::ip(),
+        cost: 1,
+    });
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    config.admin = Some("127.0.0.1:0".parse().unwrap());
+    config.reload_on_hangup = false;
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let (bound, mut listening) = tokio::sync::mpsc::unbounded_channel();
+    let server = Server::new(config)
+        .expect("valid config")
+        .on_event(move |event| {
+            seen.lock().unwrap().push(event.clone());
+            if let ServerEvent::Listening { local, .. } = event {
+                let _ = bound.send(*local);
+            }
+        });
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(server.serve(app(), async {
+        let _ = stopped.await;
+    }));
+    let local = listening.recv().await.expect("a Listening event");
+    assert_ne!(local.port(), 0, "the port bound, not the one asked");
+    let hello = reqwest::get(format!("http://{local}/hello")).await.unwrap();
+    assert_eq!(hello.status(), 200);
+    let admin = events.lock().unwrap().iter().find_map(|e| match e {
+        ServerEvent::Admin { local } => Some(*local),
+        _ => None,
+    });
+    let admin = admin.expect("an Admin event before Listening");
+    let metrics = reqwest::get(format!("http://{admin}/metrics"))
+        .await
+        .unwrap();
+    assert_eq!(metrics.status(), 200);
+
+    stop.send(()).unwrap();
+    task.await.unwrap().expect("stopped cleanly");
+    let events = events.lock().unwrap().clone();
+    assert_eq!(
+        events,
+        vec![
+            ServerEvent::Admin { local: admin },
+            ServerEvent::Listening {
+                local,
+                backend: "the app".to_string()
+            },
+            ServerEvent::Stopped,
+        ]
+    );
+}

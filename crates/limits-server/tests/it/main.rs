@@ -6,6 +6,7 @@
 mod redis_server;
 mod rls_common;
 
+mod admin_counters;
 mod allocations_per_request;
 mod backend_service;
 mod connection_caps;

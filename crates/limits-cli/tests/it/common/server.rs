@@ -42,6 +42,15 @@ impl Server {
         Self::try_start_under(None, command, args, admin)
     }
 
+    /// `limits COMMAND ARGS` exactly as given (no `--listen` or `--admin`
+    /// added: ARGS say where), for a command that prints
+    /// `limits COMMAND: listening on ADDRESS ...` once it listens.
+    pub fn try_start_as_given(command: &str, args: &[&str]) -> Result<Server, String> {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_limits"));
+        cmd.arg(command).args(args);
+        Self::spawn(cmd, command)
+    }
+
     /// `limits COMMAND ARGS ...` started by `sh` after `ulimit ULIMIT`
     /// (`-n 128`: a file limit of 128, soft and hard; `-Sn 100`: the soft
     /// one only), as a service manager's limit would start it.
@@ -73,6 +82,12 @@ impl Server {
         if admin {
             cmd.args(["--admin", "127.0.0.1:0"]);
         }
+        Self::spawn(cmd, command)
+    }
+
+    /// Runs `cmd` (`limits COMMAND ...`), reading its output, until it
+    /// says it listens.
+    fn spawn(mut cmd: Command, command: &str) -> Result<Server, String> {
         let mut child = cmd
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())

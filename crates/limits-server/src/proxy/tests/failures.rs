@@ -2,8 +2,15 @@
 
 use super::*;
 
-/// Checks a problem response: status, content type, JSON status, detail.
-async fn assert_problem(response: Response<Body>, status: StatusCode, detail_has: &[&str]) {
+/// Checks a problem response: status, content type, JSON status, its
+/// detail exactly, and that nothing in the body names `upstream` (the
+/// internal address, port included, is the log's, not the client's).
+async fn assert_problem(
+    response: Response<Body>,
+    status: StatusCode,
+    detail: &str,
+    upstream: &str,
+) {
     assert_eq!(response.status(), status);
     let content_type = response
         .headers()
@@ -12,9 +19,38 @@ async fn assert_problem(response: Response<Body>, status: StatusCode, detail_has
     assert_eq!(content_type, limits_http::PROBLEM_JSON);
     let problem = json_body(response).await;
     assert_eq!(problem["status"], status.as_u16());
-    let detail = problem["detail"].as_str().expect("detail");
-    for part in detail_has {
-        assert!(detail.contains(part), "{detail:?} lacks {part:?}");
+    assert_eq!(problem["detail"], detail);
+    let port = upstream.rsplit(':').next().expect("a port");
+    let body = problem.to_string();
+    assert!(
+        !body.contains(upstream) && !body.contains(port),
+        "the body shows the upstream {upstream}: {body}"
+    );
+}
+
+/// The 502 told the client "upstream http://10.0.0.5:3000 refused the
+/// connection": an internal address and the cause are the operator's to
+/// know. The client hears "upstream unavailable"; nothing of the address.
+#[tokio::test]
+async fn a_502_body_no_longer_shows_the_internal_upstream_url() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    drop(listener);
+    // A base path: part of the internal URL too.
+    let name = format!("http://{addr}/internal-api");
+    let proxy = Proxy::new(&name, TIMEOUT).expect("proxy");
+    let request = Request::get("/x").body(Body::empty()).expect("req");
+    let response = proxy.forward(request, Some(CLIENT)).await;
+    assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+    let text = json_body(response).await.to_string();
+    assert!(
+        text.contains("\"detail\":\"upstream unavailable\""),
+        "{text}"
+    );
+    for secret in [&addr.to_string(), "internal-api", "refused"] {
+        assert!(!text.contains(secret), "{secret:?} shown: {text}");
     }
 }
 
@@ -29,7 +65,13 @@ async fn upstream_down_is_502() {
     let request = Request::get("/").body(Body::empty()).expect("req");
     let response = proxy.forward(request, Some(CLIENT)).await;
     let name = format!("http://{addr}");
-    assert_problem(response, StatusCode::BAD_GATEWAY, &[&name, "refused"]).await;
+    assert_problem(
+        response,
+        StatusCode::BAD_GATEWAY,
+        "upstream unavailable",
+        &name,
+    )
+    .await;
     assert_eq!(
         proxy.errors(),
         ProxyErrors {
@@ -54,10 +96,12 @@ async fn upstream_hanging_up_is_502() {
     let proxy = proxy(addr);
     let request = Request::get("/").body(Body::empty()).expect("req");
     let response = proxy.forward(request, None).await;
+    let name = format!("http://{addr}");
     assert_problem(
         response,
         StatusCode::BAD_GATEWAY,
-        &[&format!("http://{addr}")],
+        "upstream unavailable",
+        &name,
     )
     .await;
     assert_eq!(
@@ -81,7 +125,13 @@ async fn slow_upstream_is_504() {
     let request = Request::get("/").body(Body::empty()).expect("req");
     let response = proxy.forward(request, None).await;
     let name = format!("http://{upstream}");
-    assert_problem(response, StatusCode::GATEWAY_TIMEOUT, &[&name, "200ms"]).await;
+    assert_problem(
+        response,
+        StatusCode::GATEWAY_TIMEOUT,
+        "upstream timed out",
+        &name,
+    )
+    .await;
     assert_eq!(
         proxy.errors(),
         ProxyErrors {

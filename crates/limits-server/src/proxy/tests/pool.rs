@@ -170,8 +170,7 @@ async fn an_upstream_gone_is_502_and_back_is_served() {
     let (status, body) = get(&proxy).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY);
     let problem: Value = serde_json::from_slice(&body).expect("problem");
-    let detail = problem["detail"].as_str().expect("detail");
-    assert!(detail.contains(&format!("http://{addr}")), "{detail}");
+    assert_eq!(problem["detail"], "upstream unavailable");
     assert_eq!(proxy.errors().bad_gateway, 1);
 
     // Back on the same port.
