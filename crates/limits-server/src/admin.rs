@@ -4,10 +4,12 @@
 //! Liveness and readiness are two questions. `/healthz` answers whether the
 //! process serves at all: 200 as long as it answers, so that a probe never
 //! restarts an instance for what a restart cannot fix (a Redis outage).
-//! `/readyz` answers whether the instance serves as configured: 503, naming
-//! why, while its store is unreachable (requests are then answered per the
-//! outage policy, not by the shared limit) or while its rules file failed
-//! to load (the rules in force are not the file's); 200 otherwise.
+//! `/readyz` answers whether the instance decides by the shared limit: 503,
+//! naming why, while its store is unreachable (requests are then answered
+//! per the outage policy); 200 otherwise. A rules file that failed to
+//! reload is named in the 200's body but leaves the instance ready: it
+//! still serves the previous rules, and every instance given the same bad
+//! file would otherwise leave the service at once.
 
 use axum::http::header::CONTENT_TYPE;
 use axum::http::StatusCode;
@@ -49,33 +51,29 @@ pub(crate) fn admin_router(
         .route(
             "/readyz",
             get(move || {
-                let why = not_ready(redis.as_ref(), rules_error());
-                async move {
-                    match why {
-                        None => (StatusCode::OK, "ready\n".to_string()),
-                        Some(why) => (
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            format!("not ready: {why}\n"),
-                        ),
-                    }
-                }
+                let answer = readiness(redis.as_ref(), rules_error());
+                async move { answer }
             }),
         )
 }
 
-/// Every reason the instance is not ready, joined; `None` when it is.
-fn not_ready(redis: Option<&RedisConnection>, rules_error: Option<String>) -> Option<String> {
-    let mut why = Vec::new();
+/// `/readyz`'s status and body: 503 naming why while the store is out; 200
+/// otherwise, naming a rules file that failed to reload.
+fn readiness(redis: Option<&RedisConnection>, rules_error: Option<String>) -> (StatusCode, String) {
     if redis.is_some_and(|r| !r.is_healthy()) {
-        why.push(
-            "the Redis store is unreachable (requests are answered per --on-store-error)"
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: the Redis store is unreachable (requests are answered per --on-store-error)\n"
                 .to_string(),
         );
     }
-    if let Some(e) = rules_error {
-        why.push(format!(
-            "the rules file failed to load, the previous rules are in force: {e}"
-        ));
+    match rules_error {
+        None => (StatusCode::OK, "ready\n".to_string()),
+        Some(e) => (
+            StatusCode::OK,
+            format!(
+                "ready; the rules file failed to reload, the previous rules are in force: {e}\n"
+            ),
+        ),
     }
-    (!why.is_empty()).then(|| why.join("; "))
 }

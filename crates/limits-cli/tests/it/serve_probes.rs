@@ -1,14 +1,16 @@
 //! `/healthz` is liveness, `/readyz` readiness. `/healthz` answered 200
 //! with "degraded" in its body, which probes read as healthy; now it is
 //! 200 while the process serves, and `/readyz` is 503 (naming why) while
-//! the store is out (see serve_redis.rs, serve_redis_at_start.rs) or while
-//! the rules file failed to load, 200 otherwise.
+//! the store is out (see serve_redis.rs, serve_redis_at_start.rs), 200
+//! otherwise. A failed reload leaves the instance ready (it serves the
+//! previous rules) and is named in the 200's body: a bad file pushed to
+//! every instance must not take them all out of service.
 
 use crate::common::server::Server;
 use crate::common::{client, write};
 
 #[tokio::test(flavor = "multi_thread")]
-async fn readyz_is_503_while_the_rules_file_failed_to_reload_and_healthz_stays_200() {
+async fn a_failed_reload_is_named_by_readyz_but_leaves_the_instance_ready() {
     let dir = tempfile::tempdir().unwrap();
     let good = "[[rule]]\nname = \"all\"\nrates = \"2/hour\"\n";
     let config = write(dir.path(), "rules.toml", good);
@@ -33,9 +35,9 @@ async fn readyz_is_503_while_the_rules_file_failed_to_reload_and_healthz_stays_2
     server.signal("HUP");
     server.wait_for_line("config not reloaded");
     let (code, why) = probe("/readyz").await;
-    assert_eq!(code, 503, "{why}");
+    assert_eq!(code, 200, "{why}");
     assert!(
-        why.starts_with("not ready: the rules file failed to load"),
+        why.starts_with("ready; the rules file failed to reload"),
         "{why}"
     );
     assert!(why.contains("rules.toml:3"), "{why}");
