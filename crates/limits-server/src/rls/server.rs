@@ -14,6 +14,7 @@ use super::capped_incoming::CappedIncoming;
 use super::fingerprint::Fingerprint;
 use super::limits::RlsLimits;
 use super::metrics::RlsMetrics;
+use super::outage::Outage;
 use super::proto::rate_limit_service_server::RateLimitServiceServer;
 use super::reloader::RlsReloader;
 use super::service::RlsService;
@@ -128,6 +129,8 @@ impl RlsServer {
             on_store_full: self.config.on_store_full,
             metrics: self.metrics.clone(),
             in_flight: in_flight.clone(),
+            unreachable: Outage::new("unreachable", "--on-store-error"),
+            full: Outage::new("full", "--on-store-full"),
         };
         let (health_reporter, health) = tonic_health::server::health_reporter();
         health_reporter

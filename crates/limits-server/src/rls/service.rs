@@ -17,6 +17,7 @@ use super::config::{Matched, RlsLimit};
 use super::decide::{self, Reported};
 use super::limits::RlsLimits;
 use super::metrics::{Hits, RlsMetrics};
+use super::outage::Outage;
 use super::proto::rate_limit_response::Code;
 use super::proto::rate_limit_service_server::RateLimitService;
 use super::proto::{RateLimitDescriptor, RateLimitRequest, RateLimitResponse};
@@ -41,6 +42,10 @@ pub struct RlsService {
     /// Calls being answered: shutdown waits for them, not for idle
     /// connections (a client may hold one open for ever).
     pub(crate) in_flight: Arc<AtomicUsize>,
+    /// A store that cannot be reached, logged once per outage.
+    pub(crate) unreachable: Outage,
+    /// A store that is full, logged once per outage.
+    pub(crate) full: Outage,
 }
 
 /// Counts a call in flight while it lives.
@@ -160,6 +165,8 @@ impl RlsService {
         };
         let mut header_statuses = Vec::new();
         let mut denied: Option<RetryAfter> = None;
+        // Whether this call was counted in an outage (unreachable, full).
+        let mut counted = (false, false);
         for (descriptor, found) in request.descriptors.iter().zip(matched) {
             let Some(found) = found else {
                 response.statuses.push(decide::ok(0));
@@ -198,13 +205,18 @@ impl RlsService {
                 Ok(v) => v,
                 Err(e) => {
                     self.metrics.store_failed(&label, started.elapsed());
-                    tracing::warn!(limit = %limit.id, error = %e, "store error");
                     // A full store has its own policy: it is up, and a
                     // flood of keys may be what filled it.
-                    let policy = match e.kind {
-                        StoreErrorKind::Full => self.on_store_full,
-                        _ => self.on_store_error,
+                    let (policy, outage, counted) = match e.kind {
+                        StoreErrorKind::Full => (self.on_store_full, &self.full, &mut counted.1),
+                        _ => (self.on_store_error, &self.unreachable, &mut counted.0),
                     };
+                    // Logged once per outage, not per call (each descriptor
+                    // is counted in the metrics); the outage counts calls.
+                    if !std::mem::replace(counted, true) {
+                        outage.failed(&limit.id, &e, policy.name());
+                    }
+                    tracing::debug!(limit = %limit.id, error = %e, "store error");
                     match policy {
                         OnStoreError::Unavailable => {
                             return Err(Status::unavailable(format!(
@@ -226,6 +238,8 @@ impl RlsService {
                     continue;
                 }
             };
+            self.unreachable.decided();
+            self.full.decided();
             let allowed = verdict.decision.allowed;
             let over = !allowed && !limit.shadow_mode;
             let hits = Hits {
