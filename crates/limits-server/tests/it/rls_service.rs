@@ -320,3 +320,47 @@ async fn one_request_decides_each_descriptor_independently() {
     // The user's limit took its hit although the request was over, as the reference.
     assert_eq!(second.statuses[1].limit_remaining, 3);
 }
+
+/// A blocked descriptor (`requests_per_unit: 0`) is over with no rate to
+/// describe: its answer carries no header field, never an empty one; beside
+/// a decided limit, only that limit's fields.
+#[tokio::test]
+async fn a_blocked_descriptor_sends_no_empty_header_fields() {
+    let rls = Rls::start(
+        "
+domain: edge
+descriptors:
+  - key: remote_address
+    value: 50.0.0.5
+    rate_limit: {unit: second, requests_per_unit: 0}
+  - key: path
+    rate_limit: {unit: minute, requests_per_unit: 10}
+",
+    )
+    .await;
+    let blocked = rls.one("edge", &[("remote_address", "50.0.0.5")], 0).await;
+    assert_eq!(
+        (blocked.overall_code, blocked.statuses[0].code),
+        (OVER, OVER)
+    );
+    assert_eq!(blocked.response_headers_to_add, []);
+    let both = rls
+        .call(request(
+            "edge",
+            vec![
+                descriptor(&[("remote_address", "50.0.0.5")]),
+                descriptor(&[("path", "/")]),
+            ],
+            0,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(both.overall_code, OVER);
+    for field in &both.response_headers_to_add {
+        assert!(!field.value.trim().is_empty(), "{both:?}");
+    }
+    assert_eq!(
+        header(&both, "ratelimit-policy").as_deref(),
+        Some(r#""edge.path";q=10;w=60"#)
+    );
+}
