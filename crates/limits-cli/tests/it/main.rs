@@ -14,6 +14,7 @@ mod replay_large;
 mod replay_redis;
 mod rls;
 mod rls_envoy;
+mod rls_envoy_windows;
 mod rls_outage_log;
 mod rls_state;
 mod rls_watch;
