@@ -87,12 +87,21 @@ pub fn until_reset(decision: &Decision) -> Duration {
 
 /// The `DescriptorStatus` of a decided descriptor. `over` is the code's
 /// choice (a shadow-mode limit over its limit still reports OK).
+///
+/// A denied descriptor reports nothing remaining, as the reference does
+/// (Envoy copies it into `X-RateLimit-Remaining` beside the 429), though a
+/// smaller request might still pass: what a smaller request could take is
+/// in the `RateLimit` field's `r`.
 pub fn status(reported: &Reported, rule: &Rule, verdict: &Verdict, over: bool) -> DescriptorStatus {
     let wait = until_reset(&verdict.decision);
     DescriptorStatus {
         code: if over { Code::OverLimit } else { Code::Ok } as i32,
         current_limit: Some(reported.to_proto()),
-        limit_remaining: remaining(rule, verdict),
+        limit_remaining: if verdict.decision.allowed {
+            remaining(rule, verdict)
+        } else {
+            0
+        },
         duration_until_reset: Some(whole_seconds(wait)),
     }
 }
