@@ -30,6 +30,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tonic_health::ServingStatus;
+
+/// The gRPC health service name envoyproxy/ratelimit serves its health
+/// under, served here too beside the overall ("") and the protocol's own.
+const REFERENCE_HEALTH_NAME: &str = "ratelimit";
 
 /// A rate limit service ready to run: its configuration read and its
 /// stores built, not yet listening.
@@ -135,6 +140,11 @@ impl RlsServer {
         let (health_reporter, health) = tonic_health::server::health_reporter();
         health_reporter
             .set_serving::<RateLimitServiceServer<RlsService>>()
+            .await;
+        // The name envoyproxy/ratelimit registers: health checks written
+        // for it (Envoy's grpc_health_check, Kubernetes' grpc probe) ask it.
+        health_reporter
+            .set_service_status(REFERENCE_HEALTH_NAME, ServingStatus::Serving)
             .await;
         let count = self.limits.load().config.limits().count();
         println!("limits rls: listening on {local} ({count} limits)");
