@@ -13,6 +13,7 @@ mod replay_idle_keys;
 mod replay_large;
 mod replay_redis;
 mod rls;
+mod rls_check_config;
 mod rls_envoy;
 mod rls_envoy_windows;
 mod rls_outage_log;

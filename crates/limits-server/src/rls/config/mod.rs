@@ -56,6 +56,7 @@
 //! key's `key_value`).
 
 mod build;
+mod check;
 mod fields;
 mod load;
 mod lookup;
@@ -65,6 +66,7 @@ mod yaml;
 use std::collections::HashMap;
 use std::path::Path;
 
+pub use check::{check, Checked};
 pub(crate) use load::config_files;
 pub use rate::Unit;
 
