@@ -17,6 +17,7 @@ mod rls_config_docs;
 mod rls_config_errors;
 mod rls_config_extensions;
 mod rls_config_props;
+mod rls_config_wildcards;
 mod rls_health;
 mod rls_metric_labels;
 mod rls_service;

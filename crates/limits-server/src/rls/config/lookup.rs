@@ -48,7 +48,7 @@ fn find<'a>(level: &'a Level, key: &str, value: &str) -> Option<&'a DNode> {
             nodes
                 .wildcards
                 .iter()
-                .find(|(prefix, _)| value.starts_with(prefix.as_str()))
+                .find(|(pattern, _)| pattern.matches(value))
                 .map(|&(_, i)| i)
         })
         .or(nodes.default)?;

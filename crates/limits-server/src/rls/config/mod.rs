@@ -7,7 +7,8 @@
 //! # The format (as the reference service reads it)
 //!
 //! One file per domain: `domain`, then nested `descriptors`, each with a
-//! `key`, an optional `value` (a trailing `*` makes it a prefix wildcard), an
+//! `key`, an optional `value` (each `*` in it matches any text: `foo*`,
+//! `*.example.com`, `svc*ep*rpc`), an
 //! optional `rate_limit { unit, requests_per_unit, name, replaces: [{name}],
 //! unlimited }`, `shadow_mode`, `detailed_metric`, `share_threshold` (the
 //! values a wildcard matches share one counter) and `value_to_metric`
@@ -26,9 +27,8 @@
 //! descriptor", "config file cannot have empty domain", "duplicate domain 'd'
 //! in config file", "unknown key 'k'". Where we are stricter, it is for a
 //! mistake the reference silently ignores: a key valid elsewhere but not at
-//! this level, a key given twice, a `*` that does not end a value (the
-//! reference would compare it literally), `share_threshold` on a value that
-//! is no wildcard, a second YAML document.
+//! this level, a key given twice, `share_threshold` on a value that is no
+//! wildcard, a second YAML document.
 //!
 //! # Our extensions, in the same files
 //!
@@ -47,8 +47,8 @@
 //! # Matching (the reference's `GetLimit`)
 //!
 //! For each entry of the request's descriptor, in order: the node whose key
-//! and value equal the entry's, else the first wildcard (in file order) whose
-//! prefix the value starts with, else the key-only node; no node ends the
+//! and value equal the entry's, else the first wildcard (in file order) that
+//! matches the value, else the key-only node; no node ends the
 //! walk. A node's limit applies only if it matched the descriptor's last
 //! entry: a request with more entries than the config has levels gets no
 //! limit. Keys are compared as keys (the reference compares the string
@@ -60,6 +60,7 @@ mod check;
 mod fields;
 mod load;
 mod lookup;
+mod pattern;
 mod rate;
 mod yaml;
 
