@@ -21,6 +21,7 @@ mod limits;
 mod metric_series;
 mod metrics;
 mod outage;
+mod overrides;
 pub mod proto;
 mod reloader;
 mod server;

@@ -21,6 +21,8 @@ pub(super) struct Domain {
     pub origin: String,
     pub root: Level,
     pub limits: Vec<RlsLimit>,
+    /// The file's `algorithm` (fixed-window unless it says otherwise).
+    pub algorithm: Algorithm,
 }
 
 /// The descriptors of one level, indexed by key.
@@ -105,6 +107,7 @@ pub(super) fn domain(text: &str, origin: &str) -> Result<Domain, String> {
         origin: format!("{origin}:{}", f.line_of("domain")),
         root: tree,
         limits: b.limits,
+        algorithm,
     })
 }
 

@@ -104,13 +104,20 @@ pub struct Matched<'a> {
     /// domain nor the limit: name the store by [`RlsLimit::id`].
     pub key: String,
     detail: Option<String>,
+    /// The whole name in metrics, for a request's own limit.
+    stat: Option<String>,
 }
 
 impl Matched<'_> {
     /// The name of this match in metrics: the limit's id, or with
     /// `detailed_metric` on a node without children the id followed by `_`
-    /// and the request's last value, as the reference names such stats.
+    /// and the request's last value, as the reference names such stats;
+    /// for the request's own limit ([`RlsConfig::lookup_override`]), the
+    /// descriptor's name.
     pub fn metric_name(&self) -> String {
+        if let Some(stat) = &self.stat {
+            return stat.clone();
+        }
         match &self.detail {
             Some(value) => format!("{}_{value}", self.limit.id),
             None => self.limit.id.clone(),
@@ -190,6 +197,40 @@ impl RlsConfig {
     pub fn lookup<'a>(&'a self, domain: &str, entries: &[(&str, &str)]) -> Option<Matched<'a>> {
         let domain = &self.domains[*self.by_name.get(domain)?];
         lookup::lookup(domain, entries)
+    }
+
+    /// The request's own limit `limit` for the descriptor `entries`, as the
+    /// reference applies it: in a domain this configuration has, whatever
+    /// the entries match; counted under the descriptor's own entries, and
+    /// named in metrics `DOMAIN.key_value.key2_value2` (a key alone when its
+    /// value is empty). None when the domain has no configuration.
+    pub fn lookup_override<'a>(
+        &self,
+        domain: &str,
+        entries: &[(&str, &str)],
+        limit: &'a RlsLimit,
+    ) -> Option<Matched<'a>> {
+        self.by_name.get(domain)?;
+        let mut stat = domain.to_string();
+        for (k, v) in entries {
+            stat.push('.');
+            stat.push_str(k);
+            if !v.is_empty() {
+                stat.push('_');
+                stat.push_str(v);
+            }
+        }
+        Some(Matched {
+            limit,
+            key: lookup::store_key(entries),
+            detail: None,
+            stat: Some(stat),
+        })
+    }
+
+    /// The `algorithm` of `domain`'s file, if this configuration has it.
+    pub fn domain_algorithm(&self, domain: &str) -> Option<limits::Algorithm> {
+        Some(self.domains[*self.by_name.get(domain)?].algorithm)
     }
 
     /// Every limit of every domain (to build one store per limit).
