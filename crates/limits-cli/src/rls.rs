@@ -7,7 +7,7 @@ use crate::serve::{parse_timeout, ConnectionArgs, OnStoreFull, StoreArgs};
 use clap::{Args, ValueEnum};
 use limits_server::rls::{OnStoreError, RlsServer, RlsServerConfig, DEFAULT_MAX_METRIC_SERIES};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Args, Debug)]
@@ -15,8 +15,18 @@ pub struct RlsArgs {
     /// envoyproxy/ratelimit's YAML: one file, or a directory of them (one
     /// domain each); reloaded on change and on SIGHUP, keeping the counts of
     /// unchanged limits (a bad file keeps the old limits and is reported).
-    #[arg(long, value_name = "FILE|DIR")]
-    config: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE|DIR",
+        required_unless_present = "check_config"
+    )]
+    config: Option<PathBuf>,
+
+    /// Check a config (a file, or a directory as --config reads it) and
+    /// exit: 0 when it loads, else 1 with every problem found as
+    /// FILE:LINE: what is wrong (envoyproxy/ratelimit's config_check_cmd).
+    #[arg(long, value_name = "FILE|DIR", conflicts_with = "config")]
+    check_config: Option<PathBuf>,
 
     /// Address of the gRPC listener (Envoy's rate limit cluster points here).
     #[arg(long, default_value = "127.0.0.1:8081", value_parser = crate::args::parse_listen_addr)]
@@ -82,7 +92,42 @@ enum StoreErrorAnswer {
     Deny,
 }
 
+/// `--check-config PATH`: what it holds on stdout, or every problem on
+/// stderr and an error.
+fn check_config(path: &Path) -> Result<(), String> {
+    match limits_server::rls::config::check(path) {
+        Ok(checked) => {
+            for file in &checked.files {
+                println!("{}: ok", file.display());
+            }
+            println!(
+                "limits rls: {}: all rate limit configs ok ({} files, {} limits)",
+                path.display(),
+                checked.files.len(),
+                checked.limits
+            );
+            Ok(())
+        }
+        Err(problems) => {
+            for problem in &problems {
+                eprintln!("error: {problem}");
+            }
+            Err(format!(
+                "{}: {} problem{} in the rate limit config",
+                path.display(),
+                problems.len(),
+                if problems.len() == 1 { "" } else { "s" }
+            ))
+        }
+    }
+}
+
 pub fn rls(args: RlsArgs) -> Result<(), String> {
+    let config_path = match (&args.check_config, &args.config) {
+        (Some(path), _) => return check_config(path),
+        (None, Some(path)) => path.clone(),
+        (None, None) => return Err("--config FILE|DIR is required".into()),
+    };
     let file_limit = crate::file_limit::raise();
     // One descriptor per connection: the store's connections are shared.
     let (max_connections, max_connections_per_client) = args.connections.caps(file_limit, 1)?;
@@ -110,7 +155,7 @@ pub fn rls(args: RlsArgs) -> Result<(), String> {
             max_connections,
             max_connections_per_client,
             max_metric_series: args.max_metric_series,
-            ..RlsServerConfig::new(args.config)
+            ..RlsServerConfig::new(config_path)
         };
         RlsServer::new(config)?
             .serve(limits_server::shutdown_signal())

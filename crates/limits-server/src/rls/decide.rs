@@ -87,12 +87,21 @@ pub fn until_reset(decision: &Decision) -> Duration {
 
 /// The `DescriptorStatus` of a decided descriptor. `over` is the code's
 /// choice (a shadow-mode limit over its limit still reports OK).
+///
+/// A denied descriptor reports nothing remaining, as the reference does
+/// (Envoy copies it into `X-RateLimit-Remaining` beside the 429), though a
+/// smaller request might still pass: what a smaller request could take is
+/// in the `RateLimit` field's `r`.
 pub fn status(reported: &Reported, rule: &Rule, verdict: &Verdict, over: bool) -> DescriptorStatus {
     let wait = until_reset(&verdict.decision);
     DescriptorStatus {
         code: if over { Code::OverLimit } else { Code::Ok } as i32,
         current_limit: Some(reported.to_proto()),
-        limit_remaining: remaining(rule, verdict),
+        limit_remaining: if verdict.decision.allowed {
+            remaining(rule, verdict)
+        } else {
+            0
+        },
         duration_until_reset: Some(whole_seconds(wait)),
     }
 }
@@ -163,7 +172,10 @@ pub fn member_name(name: &str) -> String {
 
 /// The response's header fields: `RateLimit-Policy` and `RateLimit` of every
 /// enforced limit decided (built by [`limits_http::headers`], as the HTTP
-/// layer sends them), and `Retry-After` when `denied` is a wait.
+/// layer sends them), and `Retry-After` when `denied` is a wait. A field is
+/// sent only with a value: a request denied by a blocked limit alone
+/// (`requests_per_unit: 0`, no rate to describe, no wait to tell) gets none,
+/// as an empty field tells a client nothing.
 pub fn header_fields(statuses: &[RuleStatus], denied: Option<RetryAfter>) -> Vec<HeaderValue> {
     if statuses.is_empty() && denied.is_none() {
         return Vec::new();
@@ -171,6 +183,7 @@ pub fn header_fields(statuses: &[RuleStatus], denied: Option<RetryAfter>) -> Vec
     let mut map = http::HeaderMap::new();
     headers::write(&mut map, statuses, false, denied);
     map.iter()
+        .filter(|(_, value)| !value.as_bytes().trim_ascii().is_empty())
         .map(|(name, value)| HeaderValue {
             key: name.as_str().to_string(),
             value: String::from_utf8_lossy(value.as_bytes()).into_owned(),

@@ -3,6 +3,7 @@
 //! and rule did not change keeps its store, and so its clients' counts.
 
 use super::config::{RlsConfig, RlsLimit};
+use super::overrides::Overrides;
 use crate::rules::limiter_shape;
 use crate::state;
 use crate::store::{RuleStore, StoreOptions};
@@ -16,6 +17,8 @@ pub struct RlsLimits {
     /// Every domain's limits.
     pub config: RlsConfig,
     stores: HashMap<String, Arc<RuleStore>>,
+    /// The requests' own limits met so far, kept across reloads.
+    pub overrides: Arc<Overrides>,
 }
 
 impl RlsLimits {
@@ -30,7 +33,11 @@ impl RlsLimits {
                 .map_err(|e| format!("limit {}: {e}", limit.id))?;
             stores.insert(limit.id.clone(), Arc::new(store));
         }
-        Ok(RlsLimits { config, stores })
+        Ok(RlsLimits {
+            config,
+            stores,
+            overrides: Arc::new(Overrides::new(options.clone())),
+        })
     }
 
     /// Reads `path` (a file, or a directory of them) and builds its stores.
@@ -49,8 +56,10 @@ impl RlsLimits {
     }
 
     /// Takes over the stores of `previous` whose limit has the same id, the
-    /// same kind of store and the same rule; returns how many.
+    /// same kind of store and the same rule, and its requests' own limits;
+    /// returns how many configured limits kept their store.
     pub fn keep_state(&mut self, previous: &RlsLimits) -> usize {
+        self.overrides = previous.overrides.clone();
         let mut kept = 0;
         for (id, store) in &mut self.stores {
             if let Some(old) = previous.stores.get(id) {
@@ -76,10 +85,12 @@ impl RlsLimits {
     /// Drops the keys that can no longer affect a decision, in the stores
     /// in this process.
     pub fn sweep(&self) -> usize {
-        self.stores
+        let configured: usize = self
+            .stores
             .values()
             .filter_map(|s| s.local())
             .map(|local| local.sweep())
-            .sum()
+            .sum();
+        configured + self.overrides.sweep()
     }
 }

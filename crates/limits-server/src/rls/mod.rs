@@ -20,6 +20,8 @@ mod fingerprint;
 mod limits;
 mod metric_series;
 mod metrics;
+mod outage;
+mod overrides;
 pub mod proto;
 mod reloader;
 mod server;
@@ -50,6 +52,17 @@ pub enum OnStoreError {
     /// Answer OVER_LIMIT for that descriptor (unless its limit is in shadow
     /// mode).
     Deny,
+}
+
+impl OnStoreError {
+    /// The policy's name, as `--on-store-error` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnStoreError::Unavailable => "unavailable",
+            OnStoreError::Allow => "allow",
+            OnStoreError::Deny => "deny",
+        }
+    }
 }
 
 /// Everything an [`RlsServer`] needs.

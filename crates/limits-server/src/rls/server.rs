@@ -14,6 +14,7 @@ use super::capped_incoming::CappedIncoming;
 use super::fingerprint::Fingerprint;
 use super::limits::RlsLimits;
 use super::metrics::RlsMetrics;
+use super::outage::Outage;
 use super::proto::rate_limit_service_server::RateLimitServiceServer;
 use super::reloader::RlsReloader;
 use super::service::RlsService;
@@ -29,6 +30,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tonic_health::ServingStatus;
+
+/// The gRPC health service name envoyproxy/ratelimit serves its health
+/// under, served here too beside the overall ("") and the protocol's own.
+const REFERENCE_HEALTH_NAME: &str = "ratelimit";
 
 /// A rate limit service ready to run: its configuration read and its
 /// stores built, not yet listening.
@@ -128,10 +134,17 @@ impl RlsServer {
             on_store_full: self.config.on_store_full,
             metrics: self.metrics.clone(),
             in_flight: in_flight.clone(),
+            unreachable: Outage::new("unreachable", "--on-store-error"),
+            full: Outage::new("full", "--on-store-full"),
         };
         let (health_reporter, health) = tonic_health::server::health_reporter();
         health_reporter
             .set_serving::<RateLimitServiceServer<RlsService>>()
+            .await;
+        // The name envoyproxy/ratelimit registers: health checks written
+        // for it (Envoy's grpc_health_check, Kubernetes' grpc probe) ask it.
+        health_reporter
+            .set_service_status(REFERENCE_HEALTH_NAME, ServingStatus::Serving)
             .await;
         let count = self.limits.load().config.limits().count();
         println!("limits rls: listening on {local} ({count} limits)");

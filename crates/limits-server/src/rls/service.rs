@@ -3,7 +3,9 @@
 //!
 //! As the reference service (envoyproxy/ratelimit): a descriptor that
 //! matches no limit, or whose domain has no configuration, is OK with no
-//! limit; an `unlimited` one is OK; a limit named in another matched limit's
+//! limit; a descriptor's own limit (`limit`) replaces the configured one in a
+//! configured domain (the `overrides` module); an `unlimited` one is OK; a
+//! limit named in another matched limit's
 //! `replaces` is dropped; a shadow-mode limit is decided and counted but
 //! reports OK; the overall code is OVER_LIMIT if any enforced descriptor is
 //! over. Descriptors are decided one after the other and independently, as
@@ -13,10 +15,12 @@
 //! nothing). An empty domain, no descriptors, or `is_negative_hits` (a refund:
 //! no limiter here can give hits back exactly) are answered INVALID_ARGUMENT.
 
-use super::config::{Matched, RlsLimit};
+use super::config::{Matched, RlsLimit, Unit};
 use super::decide::{self, Reported};
 use super::limits::RlsLimits;
 use super::metrics::{Hits, RlsMetrics};
+use super::outage::Outage;
+use super::overrides::Override;
 use super::proto::rate_limit_response::Code;
 use super::proto::rate_limit_service_server::RateLimitService;
 use super::proto::{RateLimitDescriptor, RateLimitRequest, RateLimitResponse};
@@ -41,6 +45,10 @@ pub struct RlsService {
     /// Calls being answered: shutdown waits for them, not for idle
     /// connections (a client may hold one open for ever).
     pub(crate) in_flight: Arc<AtomicUsize>,
+    /// A store that cannot be reached, logged once per outage.
+    pub(crate) unreachable: Outage,
+    /// A store that is full, logged once per outage.
+    pub(crate) full: Outage,
 }
 
 /// Counts a call in flight while it lives.
@@ -71,11 +79,51 @@ impl RateLimitService for RlsService {
             return Err(Status::invalid_argument(problem));
         }
         let limits = self.limits.load_full();
-        let matched = lookup(&limits, &request);
-        self.decide_all(&limits, &request, &matched)
+        let overrides =
+            overrides(&limits, &request).map_err(|(code, why)| Status::new(code, why))?;
+        let matched = lookup(&limits, &request, &overrides);
+        self.decide_all(&limits, &request, &matched, &overrides)
             .await
             .map(Response::new)
     }
+}
+
+/// Each descriptor's own limit (`RateLimitDescriptor.limit`), when it has
+/// one and its domain has a configuration (see the `overrides` module);
+/// or the gRPC code and message of why one cannot apply.
+fn overrides(
+    limits: &RlsLimits,
+    request: &RateLimitRequest,
+) -> Result<Vec<Option<Arc<Override>>>, (tonic::Code, String)> {
+    let algorithm = limits.config.domain_algorithm(&request.domain);
+    let mut found = Vec::with_capacity(request.descriptors.len());
+    for (i, descriptor) in request.descriptors.iter().enumerate() {
+        let (Some(own), Some(algorithm)) = (&descriptor.limit, algorithm) else {
+            found.push(None);
+            continue;
+        };
+        let unit = Unit::ALL
+            .into_iter()
+            .find(|u| *u as i32 == own.unit)
+            .ok_or_else(|| {
+                let why = format!(
+                    "descriptor {i}: limit override: unit {} is none of the protocol's units",
+                    own.unit
+                );
+                (tonic::Code::InvalidArgument, why)
+            })?;
+        let made = limits
+            .overrides
+            .get(&request.domain, algorithm, own.requests_per_unit, unit)
+            .map_err(|e| {
+                (
+                    tonic::Code::ResourceExhausted,
+                    format!("descriptor {i}: {e}"),
+                )
+            })?;
+        found.push(Some(made));
+    }
+    Ok(found)
 }
 
 /// The request's problem that no configuration can answer, if any.
@@ -96,19 +144,29 @@ fn problem(request: &RateLimitRequest) -> Option<String> {
     ))
 }
 
-/// Each descriptor's matched limit, without those another matched limit
-/// replaces.
-fn lookup<'a>(limits: &'a RlsLimits, request: &RateLimitRequest) -> Vec<Option<Matched<'a>>> {
+/// Each descriptor's matched limit (its own limit, when it has one),
+/// without those another matched limit replaces.
+fn lookup<'a>(
+    limits: &'a RlsLimits,
+    request: &RateLimitRequest,
+    overrides: &'a [Option<Arc<Override>>],
+) -> Vec<Option<Matched<'a>>> {
     let mut matched: Vec<Option<Matched<'a>>> = request
         .descriptors
         .iter()
-        .map(|d| {
+        .zip(overrides)
+        .map(|(d, own)| {
             let entries: Vec<(&str, &str)> = d
                 .entries
                 .iter()
                 .map(|e| (e.key.as_str(), e.value.as_str()))
                 .collect();
-            limits.config.lookup(&request.domain, &entries)
+            match own {
+                Some(own) => limits
+                    .config
+                    .lookup_override(&request.domain, &entries, &own.limit),
+                None => limits.config.lookup(&request.domain, &entries),
+            }
         })
         .collect();
     let replaced: HashSet<&str> = matched
@@ -153,6 +211,7 @@ impl RlsService {
         limits: &RlsLimits,
         request: &RateLimitRequest,
         matched: &[Option<Matched<'_>>],
+        overrides: &[Option<Arc<Override>>],
     ) -> Result<RateLimitResponse, Status> {
         let mut response = RateLimitResponse {
             overall_code: Code::Ok as i32,
@@ -160,7 +219,9 @@ impl RlsService {
         };
         let mut header_statuses = Vec::new();
         let mut denied: Option<RetryAfter> = None;
-        for (descriptor, found) in request.descriptors.iter().zip(matched) {
+        // Whether this call was counted in an outage (unreachable, full).
+        let mut counted = (false, false);
+        for ((descriptor, found), own) in request.descriptors.iter().zip(matched).zip(overrides) {
             let Some(found) = found else {
                 response.statuses.push(decide::ok(0));
                 continue;
@@ -188,7 +249,11 @@ impl RlsService {
                 }
                 continue;
             }
-            let (Some(rule), Some(store)) = (&limit.rule, limits.store(limit)) else {
+            let store = match own {
+                Some(own) => own.store.as_ref(),
+                None => limits.store(limit),
+            };
+            let (Some(rule), Some(store)) = (&limit.rule, store) else {
                 response.statuses.push(decide::ok(u32::MAX));
                 continue;
             };
@@ -198,13 +263,18 @@ impl RlsService {
                 Ok(v) => v,
                 Err(e) => {
                     self.metrics.store_failed(&label, started.elapsed());
-                    tracing::warn!(limit = %limit.id, error = %e, "store error");
                     // A full store has its own policy: it is up, and a
                     // flood of keys may be what filled it.
-                    let policy = match e.kind {
-                        StoreErrorKind::Full => self.on_store_full,
-                        _ => self.on_store_error,
+                    let (policy, outage, counted) = match e.kind {
+                        StoreErrorKind::Full => (self.on_store_full, &self.full, &mut counted.1),
+                        _ => (self.on_store_error, &self.unreachable, &mut counted.0),
                     };
+                    // Logged once per outage, not per call (each descriptor
+                    // is counted in the metrics); the outage counts calls.
+                    if !std::mem::replace(counted, true) {
+                        outage.failed(&limit.id, &e, policy.name());
+                    }
+                    tracing::debug!(limit = %limit.id, error = %e, "store error");
                     match policy {
                         OnStoreError::Unavailable => {
                             return Err(Status::unavailable(format!(
@@ -226,6 +296,8 @@ impl RlsService {
                     continue;
                 }
             };
+            self.unreachable.decided();
+            self.full.decided();
             let allowed = verdict.decision.allowed;
             let over = !allowed && !limit.shadow_mode;
             let hits = Hits {

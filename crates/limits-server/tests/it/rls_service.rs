@@ -234,9 +234,16 @@ async fn times_and_fields_are_those_of_the_exact_decision() {
     assert_eq!(header(&first, "retry-after"), None);
     let over = rls.one("plans", &user, 2).await;
     let status = &over.statuses[0];
+    // Over: nothing remaining, as the reference reports it (Envoy's
+    // X-RateLimit-Remaining: 0 beside the 429), though 1 hit would still
+    // pass: the RateLimit field's r says so.
     assert_eq!(
         (over.overall_code, status.code, status.limit_remaining),
-        (OVER, OVER, 1)
+        (OVER, OVER, 0)
+    );
+    assert_eq!(
+        header(&over, "ratelimit").as_deref(),
+        Some(r#""plans.user";r=1;t=86400"#)
     );
     // Denied: the exact wait until 2 hits pass (the first 4 leave the log a
     // day after they came), rounded up to whole seconds as Envoy reads only
@@ -319,4 +326,72 @@ async fn one_request_decides_each_descriptor_independently() {
     assert_eq!(codes, [OVER, OK]);
     // The user's limit took its hit although the request was over, as the reference.
     assert_eq!(second.statuses[1].limit_remaining, 3);
+}
+
+/// A blocked descriptor (`requests_per_unit: 0`) is over with no rate to
+/// describe: its answer carries no header field, never an empty one; beside
+/// a decided limit, only that limit's fields.
+#[tokio::test]
+async fn a_blocked_descriptor_sends_no_empty_header_fields() {
+    let rls = Rls::start(
+        "
+domain: edge
+descriptors:
+  - key: remote_address
+    value: 50.0.0.5
+    rate_limit: {unit: second, requests_per_unit: 0}
+  - key: path
+    rate_limit: {unit: minute, requests_per_unit: 10}
+",
+    )
+    .await;
+    let blocked = rls.one("edge", &[("remote_address", "50.0.0.5")], 0).await;
+    assert_eq!(
+        (blocked.overall_code, blocked.statuses[0].code),
+        (OVER, OVER)
+    );
+    assert_eq!(blocked.response_headers_to_add, []);
+    let both = rls
+        .call(request(
+            "edge",
+            vec![
+                descriptor(&[("remote_address", "50.0.0.5")]),
+                descriptor(&[("path", "/")]),
+            ],
+            0,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(both.overall_code, OVER);
+    for field in &both.response_headers_to_add {
+        assert!(!field.value.trim().is_empty(), "{both:?}");
+    }
+    assert_eq!(
+        header(&both, "ratelimit-policy").as_deref(),
+        Some(r#""edge.path";q=10;w=60"#)
+    );
+}
+
+/// The reference reports `limit_remaining: 0` for every descriptor over its
+/// limit, whatever a smaller request could still take.
+#[tokio::test]
+async fn limit_remaining_is_zero_when_a_descriptor_is_over_as_the_reference() {
+    let rls = Rls::start(PLANS).await;
+    let user = [("user", "zed")];
+    assert_eq!(
+        rls.one("plans", &user, 3).await.statuses[0].limit_remaining,
+        2
+    );
+    // 3 more is over (2 left): 0, not 2.
+    let over = rls.one("plans", &user, 3).await;
+    assert_eq!(
+        (over.statuses[0].code, over.statuses[0].limit_remaining),
+        (OVER, 0)
+    );
+    // Nothing was taken: 2 still pass, and leave 0.
+    let last = rls.one("plans", &user, 2).await;
+    assert_eq!(
+        (last.statuses[0].code, last.statuses[0].limit_remaining),
+        (OK, 0)
+    );
 }

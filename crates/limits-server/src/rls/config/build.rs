@@ -2,6 +2,7 @@
 //! `loadDescriptors` checks it, and its limits.
 
 use super::fields::Fields;
+use super::pattern::Pattern;
 use super::rate;
 use super::yaml::{self, Node};
 use super::RlsLimit;
@@ -20,6 +21,8 @@ pub(super) struct Domain {
     pub origin: String,
     pub root: Level,
     pub limits: Vec<RlsLimit>,
+    /// The file's `algorithm` (fixed-window unless it says otherwise).
+    pub algorithm: Algorithm,
 }
 
 /// The descriptors of one level, indexed by key.
@@ -35,8 +38,8 @@ pub(super) struct KeyNodes {
     /// By exact value (wildcards too, by their value with the `*`, as the
     /// reference's map of `key_value` holds them).
     pub exact: HashMap<String, usize>,
-    /// Wildcards in file order: (prefix, node).
-    pub wildcards: Vec<(String, usize)>,
+    /// Wildcards in file order: (pattern, node).
+    pub wildcards: Vec<(Pattern, usize)>,
     /// The key-only node.
     pub default: Option<usize>,
 }
@@ -104,6 +107,7 @@ pub(super) fn domain(text: &str, origin: &str) -> Result<Domain, String> {
         origin: format!("{origin}:{}", f.line_of("domain")),
         root: tree,
         limits: b.limits,
+        algorithm,
     })
 }
 
@@ -137,21 +141,11 @@ impl Builder<'_> {
                     f.line
                 ));
             }
-            let wildcard = match value {
-                Some(v) if v.ends_with('*') => {
-                    let prefix = &v[..v.len() - 1];
-                    if prefix.contains('*') {
-                        return Err(bad_wildcard(origin, &f, v));
-                    }
-                    Some(prefix)
-                }
-                Some(v) if v.contains('*') => return Err(bad_wildcard(origin, &f, v)),
-                _ => None,
-            };
+            let wildcard = value.and_then(Pattern::of);
             let share = f.flag("share_threshold")?;
             if share && wildcard.is_none() {
                 return Err(format!(
-                    "{origin}:{}: share_threshold needs a wildcard value (one ending in '*')",
+                    "{origin}:{}: share_threshold needs a wildcard value (one with a '*')",
                     f.line_of("share_threshold")
                 ));
             }
@@ -175,8 +169,8 @@ impl Builder<'_> {
                 (None, _) => nodes.default = Some(index),
                 (Some(v), w) => {
                     nodes.exact.insert(v.to_string(), index);
-                    if let Some(prefix) = w {
-                        nodes.wildcards.push((prefix.to_string(), index));
+                    if let Some(pattern) = w {
+                        nodes.wildcards.push((pattern, index));
                     }
                 }
             }
@@ -214,11 +208,4 @@ impl Builder<'_> {
         });
         Ok(self.limits.len() - 1)
     }
-}
-
-fn bad_wildcard(origin: &str, f: &Fields<'_>, value: &str) -> String {
-    format!(
-        "{origin}:{}: value '{value}': a wildcard '*' may only end the value (a prefix match)",
-        f.line_of("value")
-    )
 }

@@ -33,7 +33,23 @@ pub(super) fn lookup<'a>(domain: &'a Domain, entries: &[(&str, &str)]) -> Option
         limit,
         key,
         detail: detail.filter(|_| limit.detailed_metric).map(str::to_string),
+        stat: None,
     })
+}
+
+/// The store key of `entries` taken as they are (a request's own limit:
+/// no node stands for them).
+pub(super) fn store_key(entries: &[(&str, &str)]) -> String {
+    let mut key = String::new();
+    for (i, &(k, v)) in entries.iter().enumerate() {
+        if i > 0 {
+            key.push('|');
+        }
+        push_escaped(&mut key, k);
+        key.push('=');
+        push_escaped(&mut key, v);
+    }
+    key
 }
 
 /// The node for one entry: exact value, then the first matching wildcard,
@@ -48,7 +64,7 @@ fn find<'a>(level: &'a Level, key: &str, value: &str) -> Option<&'a DNode> {
             nodes
                 .wildcards
                 .iter()
-                .find(|(prefix, _)| value.starts_with(prefix.as_str()))
+                .find(|(pattern, _)| pattern.matches(value))
                 .map(|&(_, i)| i)
         })
         .or(nodes.default)?;

@@ -7,7 +7,8 @@
 //! # The format (as the reference service reads it)
 //!
 //! One file per domain: `domain`, then nested `descriptors`, each with a
-//! `key`, an optional `value` (a trailing `*` makes it a prefix wildcard), an
+//! `key`, an optional `value` (each `*` in it matches any text: `foo*`,
+//! `*.example.com`, `svc*ep*rpc`), an
 //! optional `rate_limit { unit, requests_per_unit, name, replaces: [{name}],
 //! unlimited }`, `shadow_mode`, `detailed_metric`, `share_threshold` (the
 //! values a wildcard matches share one counter) and `value_to_metric`
@@ -26,9 +27,8 @@
 //! descriptor", "config file cannot have empty domain", "duplicate domain 'd'
 //! in config file", "unknown key 'k'". Where we are stricter, it is for a
 //! mistake the reference silently ignores: a key valid elsewhere but not at
-//! this level, a key given twice, a `*` that does not end a value (the
-//! reference would compare it literally), `share_threshold` on a value that
-//! is no wildcard, a second YAML document.
+//! this level, a key given twice, `share_threshold` on a value that is no
+//! wildcard, a second YAML document.
 //!
 //! # Our extensions, in the same files
 //!
@@ -47,8 +47,8 @@
 //! # Matching (the reference's `GetLimit`)
 //!
 //! For each entry of the request's descriptor, in order: the node whose key
-//! and value equal the entry's, else the first wildcard (in file order) whose
-//! prefix the value starts with, else the key-only node; no node ends the
+//! and value equal the entry's, else the first wildcard (in file order) that
+//! matches the value, else the key-only node; no node ends the
 //! walk. A node's limit applies only if it matched the descriptor's last
 //! entry: a request with more entries than the config has levels gets no
 //! limit. Keys are compared as keys (the reference compares the string
@@ -56,15 +56,18 @@
 //! key's `key_value`).
 
 mod build;
+mod check;
 mod fields;
 mod load;
 mod lookup;
+mod pattern;
 mod rate;
 mod yaml;
 
 use std::collections::HashMap;
 use std::path::Path;
 
+pub use check::{check, Checked};
 pub(crate) use load::config_files;
 pub use rate::Unit;
 
@@ -101,13 +104,20 @@ pub struct Matched<'a> {
     /// domain nor the limit: name the store by [`RlsLimit::id`].
     pub key: String,
     detail: Option<String>,
+    /// The whole name in metrics, for a request's own limit.
+    stat: Option<String>,
 }
 
 impl Matched<'_> {
     /// The name of this match in metrics: the limit's id, or with
     /// `detailed_metric` on a node without children the id followed by `_`
-    /// and the request's last value, as the reference names such stats.
+    /// and the request's last value, as the reference names such stats;
+    /// for the request's own limit ([`RlsConfig::lookup_override`]), the
+    /// descriptor's name.
     pub fn metric_name(&self) -> String {
+        if let Some(stat) = &self.stat {
+            return stat.clone();
+        }
         match &self.detail {
             Some(value) => format!("{}_{value}", self.limit.id),
             None => self.limit.id.clone(),
@@ -187,6 +197,40 @@ impl RlsConfig {
     pub fn lookup<'a>(&'a self, domain: &str, entries: &[(&str, &str)]) -> Option<Matched<'a>> {
         let domain = &self.domains[*self.by_name.get(domain)?];
         lookup::lookup(domain, entries)
+    }
+
+    /// The request's own limit `limit` for the descriptor `entries`, as the
+    /// reference applies it: in a domain this configuration has, whatever
+    /// the entries match; counted under the descriptor's own entries, and
+    /// named in metrics `DOMAIN.key_value.key2_value2` (a key alone when its
+    /// value is empty). None when the domain has no configuration.
+    pub fn lookup_override<'a>(
+        &self,
+        domain: &str,
+        entries: &[(&str, &str)],
+        limit: &'a RlsLimit,
+    ) -> Option<Matched<'a>> {
+        self.by_name.get(domain)?;
+        let mut stat = domain.to_string();
+        for (k, v) in entries {
+            stat.push('.');
+            stat.push_str(k);
+            if !v.is_empty() {
+                stat.push('_');
+                stat.push_str(v);
+            }
+        }
+        Some(Matched {
+            limit,
+            key: lookup::store_key(entries),
+            detail: None,
+            stat: Some(stat),
+        })
+    }
+
+    /// The `algorithm` of `domain`'s file, if this configuration has it.
+    pub fn domain_algorithm(&self, domain: &str) -> Option<limits::Algorithm> {
+        Some(self.domains[*self.by_name.get(domain)?].algorithm)
     }
 
     /// Every limit of every domain (to build one store per limit).

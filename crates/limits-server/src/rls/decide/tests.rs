@@ -146,6 +146,13 @@ async fn header_fields_are_those_of_the_http_layer_with_retry_after_when_denied(
     assert!(header_fields(&[], None).is_empty());
 }
 
+/// A request denied only by a blocked limit has no rate to describe and no
+/// wait to tell: no field at all, never an empty one.
+#[test]
+fn a_denial_without_a_rate_or_a_wait_sends_no_empty_header_field() {
+    assert_eq!(header_fields(&[], Some(RetryAfter::Never)), []);
+}
+
 #[test]
 fn ok_statuses_carry_no_limit() {
     let none = ok(0);
