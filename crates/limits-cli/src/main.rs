@@ -3,6 +3,7 @@
 mod args;
 mod bench;
 mod file_limit;
+mod lines;
 mod plot;
 mod replay;
 mod report;

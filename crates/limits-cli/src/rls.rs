@@ -2,6 +2,7 @@
 //! [`RlsServerConfig`]; the server (YAML config, gRPC listener, stores,
 //! reload, metrics) is `limits_server::rls`.
 
+use crate::lines::{self, Command};
 use crate::runtime::RuntimeArgs;
 use crate::serve::{parse_timeout, ConnectionArgs, OnStoreFull, StoreArgs};
 use clap::{Args, ValueEnum};
@@ -158,6 +159,7 @@ pub fn rls(args: RlsArgs) -> Result<(), String> {
             ..RlsServerConfig::new(config_path)
         };
         RlsServer::new(config)?
+            .on_event(lines::printer(Command::Rls))
             .serve(limits_server::shutdown_signal())
             .await
     })

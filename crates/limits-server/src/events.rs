@@ -24,6 +24,14 @@ pub enum ServerEvent {
         /// The backend's name ([`Backend`](crate::Backend)).
         backend: String,
     },
+    /// The rate limit service's gRPC listener is bound to `local`, with
+    /// `limits` limits in force.
+    RlsListening {
+        /// The address it is bound to (the port chosen when 0 was asked).
+        local: SocketAddr,
+        /// Limits in the configuration.
+        limits: usize,
+    },
     /// A reload read the rules file: `rules` rules in force, `kept` of them
     /// with the state they had.
     Reloaded {

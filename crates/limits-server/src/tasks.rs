@@ -2,7 +2,7 @@
 //! reload on SIGHUP; and the signals that end a server owning its process.
 
 use crate::admin::{self, RulesError};
-use crate::events::ServerEvent;
+use crate::events::{Events, ServerEvent};
 use crate::listener::connection_caps::{
     ConnectionMetrics, ADMIN_MAX_CONNECTIONS, ADMIN_MAX_CONNECTIONS_PER_CLIENT,
 };
@@ -44,23 +44,21 @@ pub(crate) async fn start_admin(
     Ok(task)
 }
 
-/// Binds an admin endpoint for `limits COMMAND` on `addr`, prints where on
-/// stdout (what `limits rls` reads its admin address from, until it reports
-/// through events as `limits serve` does), and serves it as
-/// [`bind_admin`] does.
+/// Binds an admin endpoint for `limits rls` on `addr` and serves it as
+/// [`bind_admin`] does; the address bound is reported as an event.
 pub(crate) async fn serve_admin(
-    command: &str,
     addr: SocketAddr,
     render: Arc<dyn Fn() -> String + Send + Sync>,
     redis: Option<RedisConnection>,
     bounds: Bounds,
     connections: &ConnectionMetrics,
+    events: &Events,
 ) -> Result<JoinHandle<()>, String> {
     // Its rules are reloaded by its own watcher, which keeps the last good
     // ones: readiness follows its store.
     let rules_error: RulesError = Arc::new(|| None);
     let (task, local) = bind_admin(addr, render, redis, rules_error, bounds, connections).await?;
-    println!("limits {command}: admin on http://{local}/metrics");
+    events.emit(ServerEvent::Admin { local });
     Ok(task)
 }
 

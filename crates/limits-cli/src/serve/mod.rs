@@ -6,13 +6,13 @@
 mod connections;
 mod demo;
 mod flags;
-mod lines;
 mod stores;
 
 pub use connections::ConnectionArgs;
 pub use stores::{OnStoreFull, StoreArgs};
 
 use crate::args::RuleArgs;
+use crate::lines::{self, Command};
 use crate::runtime::RuntimeArgs;
 use clap::{Args, ValueEnum};
 use limits::parse_duration;
@@ -175,7 +175,8 @@ async fn run(args: ServeArgs, caps: (usize, usize)) -> Result<(), String> {
     flags::warn_trust_everyone(&args.trust_proxy);
     let local = args.on_store_error == OnStoreError::Local;
     let stores = args.stores.options(local).await?;
-    let server = Server::new(server_config(&args, layer, stores, caps)?)?.on_event(lines::print);
+    let server = Server::new(server_config(&args, layer, stores, caps)?)?
+        .on_event(lines::printer(Command::Serve));
     let backend = match &args.upstream {
         Some(url) => Backend::proxy(Proxy::new(url, args.upstream_timeout)?, url),
         None => Backend::new("the demo API", demo::routes()).without_peer_addr(),

@@ -4,6 +4,7 @@
 use super::fingerprint::Fingerprint;
 use super::limits::RlsLimits;
 use super::RlsServerConfig;
+use crate::events::{Events, ServerEvent};
 use arc_swap::ArcSwap;
 use std::sync::{Arc, Mutex};
 
@@ -17,12 +18,13 @@ pub struct RlsReloader {
     /// The fingerprint of the files last loaded (or last failing to load);
     /// held during a reload, so that reloads never overlap.
     pub(super) loaded: Arc<Mutex<Fingerprint>>,
+    pub(super) events: Arc<Events>,
 }
 
 impl RlsReloader {
     /// Re-reads the configuration: unchanged limits keep their stores (and
     /// counts); a bad configuration keeps the old limits. Returns (limits,
-    /// kept) or the error, which it also prints.
+    /// kept) or the error, which it also reports as an event.
     pub fn reload(&self) -> Result<(usize, usize), String> {
         let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         *loaded = Fingerprint::of(&self.config.config);
@@ -50,12 +52,14 @@ impl RlsReloader {
                 let count = fresh.config.limits().count();
                 self.limits.store(Arc::new(fresh));
                 tracing::info!(limits = count, kept, "config reloaded");
-                println!("limits rls: config reloaded ({count} limits, {kept} kept their state)");
+                self.events
+                    .emit(ServerEvent::Reloaded { rules: count, kept });
                 Ok((count, kept))
             }
             Err(e) => {
                 tracing::error!(error = %e, "config not reloaded; keeping the old limits");
-                println!("limits rls: config not reloaded: {e}");
+                self.events
+                    .emit(ServerEvent::NotReloaded { error: e.clone() });
                 Err(e)
             }
         }

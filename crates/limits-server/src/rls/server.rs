@@ -5,10 +5,10 @@
 //! `watch` module) keeping the counts of unchanged limits, a graceful
 //! drain on shutdown, and the counts saved (`--state`) once drained.
 //!
-//! It prints one line on stdout as it listens, opens the admin port,
-//! reloads and stops (`limits rls: listening on HOST:PORT (N limits)`, a bare address as
-//! Envoy's cluster takes it): scripts
-//! and tests read them.
+//! It reports to its owner as it listens, opens the admin port, reloads
+//! and stops ([`ServerEvent`]s, through [`RlsServer::on_event`]); the
+//! `limits rls` command prints a line for each, which scripts and tests
+//! read.
 
 use super::capped_incoming::CappedIncoming;
 use super::fingerprint::Fingerprint;
@@ -20,6 +20,7 @@ use super::reloader::RlsReloader;
 use super::service::RlsService;
 use super::watch::watch_changes;
 use super::RlsServerConfig;
+use crate::events::{Events, ServerEvent};
 use crate::listener::Bounds;
 use crate::state;
 use crate::tasks;
@@ -52,6 +53,7 @@ pub struct RlsServer {
     limits: Arc<ArcSwap<RlsLimits>>,
     metrics: Arc<RlsMetrics>,
     loaded: Arc<Mutex<Fingerprint>>,
+    events: Arc<Events>,
 }
 
 impl RlsServer {
@@ -74,7 +76,31 @@ impl RlsServer {
             limits: Arc::new(ArcSwap::from_pointee(limits)),
             metrics,
             loaded: Arc::new(Mutex::new(loaded)),
+            events: Arc::default(),
         })
+    }
+
+    /// Hands what the server does (listening, admin address, reloads, stop)
+    /// to `handler`, which decides what to show; without one, the events
+    /// are only logged.
+    ///
+    /// ```no_run
+    /// use limits_server::rls::{RlsServer, RlsServerConfig};
+    /// use limits_server::ServerEvent;
+    ///
+    /// # async fn run() -> Result<(), String> {
+    /// let config = RlsServerConfig::new("ratelimit/config".into());
+    /// let server = RlsServer::new(config)?.on_event(|event| {
+    ///     if let ServerEvent::RlsListening { local, .. } = event {
+    ///         eprintln!("rate limit service on {local}");
+    ///     }
+    /// });
+    /// server.serve(limits_server::shutdown_signal()).await
+    /// # }
+    /// ```
+    pub fn on_event(self, handler: impl Fn(&ServerEvent) + Send + Sync + 'static) -> RlsServer {
+        self.events.set(Arc::new(handler));
+        self
     }
 
     /// What reloads this server's configuration.
@@ -83,6 +109,7 @@ impl RlsServer {
             config: self.config.clone(),
             limits: self.limits.clone(),
             loaded: self.loaded.clone(),
+            events: self.events.clone(),
         }
     }
 
@@ -118,7 +145,7 @@ impl RlsServer {
         if self.config.reload_on_hangup {
             let reloader = self.reloader();
             background.extend(tasks::on_hangup(move || {
-                // The outcome is logged and printed by `reload` itself.
+                // The outcome is logged and reported by `reload` itself.
                 let _ = reloader.reload();
             }));
         }
@@ -147,7 +174,10 @@ impl RlsServer {
             .set_service_status(REFERENCE_HEALTH_NAME, ServingStatus::Serving)
             .await;
         let count = self.limits.load().config.limits().count();
-        println!("limits rls: listening on {local} ({count} limits)");
+        self.events.emit(ServerEvent::RlsListening {
+            local,
+            limits: count,
+        });
         tracing::info!(%local, limits = count, "listening");
 
         // The gRPC listener's caps: Envoy's connections arrive from its own
@@ -199,7 +229,7 @@ impl RlsServer {
             }),
             None => Ok(()),
         };
-        println!("limits rls: stopped");
+        self.events.emit(ServerEvent::Stopped);
         result?;
         saved.map_err(|e| format!("state not saved: {e}"))
     }
@@ -211,7 +241,15 @@ impl RlsServer {
             (self.limits.clone(), self.metrics.clone(), redis.clone());
         let render = Arc::new(move || metrics.render(&limits.load(), connection.as_ref()));
         let connections = &self.metrics.connections;
-        tasks::serve_admin("rls", addr, render, redis, Bounds::default(), connections).await
+        tasks::serve_admin(
+            addr,
+            render,
+            redis,
+            Bounds::default(),
+            connections,
+            &self.events,
+        )
+        .await
     }
 }
 
