@@ -16,6 +16,29 @@ async fn the_axum_example_limits_the_third_request() {
     assert_eq!(axum_app::run(3).await.unwrap(), [200, 200, 429]);
 }
 
+/// The README's first library example is the axum example's lines between
+/// its README markers, so that the README shows code that builds and runs.
+/// It is marked `rs`: GitHub shows it as Rust, and rustdoc, which runs the
+/// README's `rust` blocks as the core crate's doctests, leaves it to this
+/// test (the core has no axum to build it with).
+#[test]
+fn the_readme_shows_the_axum_example_as_it_is() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let shown = readme
+        .split_once("\n```rs\n")
+        .and_then(|(_, rest)| rest.split_once("\n```\n"))
+        .map(|(block, _)| block)
+        .expect("the README has an `rs` block");
+    let example = include_str!("../../examples/axum_app.rs");
+    let region = example
+        .split_once("// README begins\n")
+        .and_then(|(_, rest)| rest.split_once("\n// README ends"))
+        .map(|(region, _)| region)
+        .expect("the example marks the README's lines");
+    assert_eq!(shown, region, "README.md's first library example");
+}
+
 #[tokio::test]
 async fn the_custom_key_example_limits_each_user_and_refuses_forgeries() {
     let seen = custom_key::run().await.unwrap();
