@@ -343,7 +343,8 @@ where
 #[derive(Clone, Debug)]
 pub struct LayerOptions {
     /// Never reject: count and log what would have been rejected, and still
-    /// send the headers.
+    /// send the headers. (A request a rule cannot key, for want of the client
+    /// address, passes unlimited; the error is logged all the same.)
     pub dry_run: bool,
     /// Also send X-RateLimit-Limit, -Remaining and -Reset.
     pub legacy_headers: bool,

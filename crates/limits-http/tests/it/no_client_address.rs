@@ -18,9 +18,15 @@ use tower::Layer;
 
 /// Two requests a minute per client on every path, keyed by `key`.
 fn app(key: KeySpec) -> Router {
+    app_with(key, false)
+}
+
+/// [`app`], in a dry run or not.
+fn app_with(key: KeySpec, dry_run: bool) -> Router {
     let rule = Rule::new(Algorithm::SlidingLog, "2/min".parse().unwrap());
     let layer = RateLimitLayer::builder()
         .rule(HttpRule::new("api", KeyedLimiter::<String>::new(rule), key))
+        .dry_run(dry_run)
         .build();
     let routes = Router::new().route("/", get(|| async { "hello" }));
     Router::new().fallback_service(layer.layer(routes))
@@ -162,4 +168,19 @@ async fn a_key_that_never_reads_the_address_needs_none() {
     let statuses: Vec<_> = get_n(addr, 3).await.into_iter().map(|s| s.0).collect();
     // Requests without the key share `missing:shared`, as configured.
     assert_eq!(statuses, [200, 200, 429]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_dry_run_without_an_address_passes_unlimited_and_says_why_once() {
+    let logged = Logged::default();
+    let _guard = logged.capture();
+    let addr = serve(app_with(KeySpec::ip(), true), false).await;
+    let seen = get_n(addr, 3).await;
+    // A dry run never refuses, and no rule decided: bodies as served.
+    for (status, _, body) in &seen {
+        assert_eq!(*status, StatusCode::OK, "{body}");
+        assert_eq!(body, "hello");
+    }
+    let errors = logged.lines().into_iter().filter(|l| l.contains("ERROR"));
+    assert_eq!(errors.count(), 1, "{:#?}", logged.lines());
 }
