@@ -4,6 +4,9 @@
 #[path = "../../examples/axum_app.rs"]
 #[allow(dead_code)]
 mod axum_app;
+#[path = "../../examples/bare_layer.rs"]
+#[allow(dead_code)]
+mod bare_layer;
 #[path = "../../examples/custom_key.rs"]
 #[allow(dead_code)]
 mod custom_key;
@@ -65,4 +68,40 @@ async fn the_grpc_example_answers_resource_exhausted_past_the_limit() {
         seen,
         ["Serving", "Serving", "ResourceExhausted: Too Many Requests"]
     );
+}
+
+/// The benchmark's server: the demo's bytes under `allow`, 429 after the
+/// first request under `deny`, each on a real connection.
+#[tokio::test]
+async fn the_bare_layer_answers_the_demo_bytes_and_its_deny_rule_limits() {
+    use http_body_util::{BodyExt, Empty};
+    use hyper_util::client::legacy::Client;
+    use hyper_util::rt::TokioExecutor;
+
+    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<bytes::Bytes>>();
+    for (which, expected) in [("allow", [200, 200, 200]), ("deny", [200, 429, 429])] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(bare_layer::serve(
+            listener,
+            bare_layer::rule(which).unwrap(),
+        ));
+        let mut statuses = Vec::new();
+        for _ in 0..3 {
+            let r = client
+                .get(format!("http://{addr}/").parse().unwrap())
+                .await
+                .unwrap();
+            statuses.push(r.status().as_u16());
+            let body = r.into_body().collect().await.unwrap().to_bytes();
+            if statuses.last() == Some(&200) {
+                assert!(body.starts_with(b"{\"endpoints\""), "{body:?}");
+            }
+        }
+        server.abort();
+        assert_eq!(statuses, expected, "{which}");
+    }
+    assert!(bare_layer::rule("maybe")
+        .unwrap_err()
+        .contains("allow or deny"));
 }
