@@ -80,7 +80,7 @@ pub(crate) struct Limited {
 }
 
 impl Limited {
-    /// The denial of the rule `denying` is the status of, after the rules
+    /// The denial of the rule whose status is `denying`, after the rules
     /// before it said `before`.
     fn new(mut before: Statuses, denying: Counted, retry_after: RetryAfter) -> Limited {
         let rule = denying.rule;

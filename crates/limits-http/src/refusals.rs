@@ -19,9 +19,10 @@ use std::time::Duration;
 
 /// Our answer to a request the decision step refused; a 429 carries the
 /// RateLimit headers of the rules that decided, and with `legacy` the
-/// X-RateLimit ones. `headers` is the refused request's header map: a 429 (the answer given most) writes its headers into it, emptied,
-/// instead of allocating a map while the request's is freed (hyper hands the
-/// next request of the connection the map of this response).
+/// X-RateLimit ones. `headers` is the refused request's header map: a 429
+/// (the answer given most) writes its headers into it, emptied, instead of
+/// allocating a map while the request's is freed (hyper hands the next
+/// request of the connection the map of this response).
 pub(crate) fn refusal<S: Store, K>(
     in_force: &InForce<S, K>,
     refusal: Refusal,
