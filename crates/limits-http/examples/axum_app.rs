@@ -1,53 +1,51 @@
-//! An axum app behind the layer, built with the builder: two requests a
-//! minute per client on `/api`, then 429 with Retry-After.
+//! An axum app behind the layer: two requests a minute per client address
+//! on `/api`, then 429 with Retry-After.
 //!
 //! `cargo run -p limits-http --example axum_app` serves on 127.0.0.1 (an
 //! ephemeral port), sends three requests through a real connection, prints
-//! their statuses and exits. tests/it/examples.rs runs [`run`].
+//! their statuses and exits. tests/it/examples.rs runs [`run`], and holds
+//! the README's first library example to the lines between the two README
+//! markers below.
 
-use axum::routing::get;
-use axum::Router;
-use http_body_util::Empty;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+// README begins
+use axum::{routing::get, Router};
 use limits::{Algorithm, KeyedLimiter, Rule};
-use limits_http::{HttpRule, KeySpec, Outcome, RateLimitLayer};
+use limits_http::{HttpRule, KeySpec, RateLimitLayer};
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
+use tokio::net::TcpListener;
 use tower_layer::Layer;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// The app: the layer around the whole router, so that routing sees the
-/// path the rules matched (the layer normalizes it).
+/// Two requests a minute per client address on /api, then 429.
 pub fn app() -> Router {
-    let two_a_minute = Rule::new(Algorithm::SlidingWindow, "2/m".parse().expect("a rate"));
-    let layer = RateLimitLayer::builder()
-        .rule(HttpRule {
-            name: "api".into(),
-            path_prefix: "/api".into(),
-            path_match: Default::default(),
-            methods: vec![],
-            key: KeySpec::ip(),
-            cost: 1,
-            store: Arc::new(KeyedLimiter::<String>::new(two_a_minute)),
-        })
-        .observer(|rule: &str, outcome: Outcome, latency: Duration| {
-            println!("rule {rule}: {outcome:?} in {latency:?}");
-        })
-        .build();
+    let two_a_minute = Rule::new(Algorithm::SlidingLog, "2/min".parse().expect("a rate"));
+    let store = KeyedLimiter::<String>::new(two_a_minute);
+    let api = HttpRule::new("api", store, KeySpec::ip()).path("/api");
+    let layer = RateLimitLayer::builder().rule(api).build();
     let routes = Router::new().route("/api/hello", get(|| async { "hello\n" }));
+    // Around the whole router, so that routing sees the path the rules matched.
     Router::new().fallback_service(layer.layer(routes))
 }
 
+/// Serves the app on `listener`.
+pub async fn serve(listener: TcpListener) -> std::io::Result<()> {
+    // Each connection's peer address is the client's: without connect_info,
+    // a rule keyed on the address answers 500.
+    let app = app().into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app).await
+}
+// README ends
+
+use http_body_util::Empty;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Serves [`app`] on 127.0.0.1 and sends it `n` requests; their statuses.
 pub async fn run(n: usize) -> Result<Vec<u16>, BoxError> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    // ConnectInfo gives the layer the peer address (the `axum` feature).
-    let service = app().into_make_service_with_connect_info::<SocketAddr>();
-    let server = tokio::spawn(async move { axum::serve(listener, service).await });
+    let server = tokio::spawn(serve(listener));
     let client = Client::builder(TokioExecutor::new()).build_http::<Empty<bytes::Bytes>>();
     let mut statuses = Vec::with_capacity(n);
     for _ in 0..n {

@@ -23,7 +23,6 @@ use limits::{Algorithm, KeyedLimiter, Rule};
 use limits_http::{HttpRule, Key, KeyError, KeyErrorReason, KeyExtractor, KeySpec, RateLimitLayer};
 use sha2::{Digest, Sha256};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 use tower_layer::Layer;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -48,6 +47,13 @@ impl Subject {
 }
 
 impl KeyExtractor for Subject {
+    /// Anonymous requests are keyed by address: without one (a server that
+    /// gives the layer no peer), the layer must refuse rather than put every
+    /// anonymous client in one bucket.
+    fn uses_client_address(&self) -> bool {
+        true
+    }
+
     fn key(
         &self,
         parts: &Parts,
@@ -79,15 +85,11 @@ impl KeyExtractor for Subject {
 pub fn app(subject: Subject) -> Router {
     let rule = Rule::new(Algorithm::FixedWindow, "2/m".parse().expect("a rate"));
     let layer = RateLimitLayer::builder()
-        .rule(HttpRule {
-            name: "per-user".into(),
-            path_prefix: "/".into(),
-            path_match: Default::default(),
-            methods: vec![],
-            key: subject,
-            cost: 1,
-            store: Arc::new(KeyedLimiter::<String>::new(rule)),
-        })
+        .rule(HttpRule::new(
+            "per-user",
+            KeyedLimiter::<String>::new(rule),
+            subject,
+        ))
         .build();
     let routes = Router::new().route("/", get(|| async { "hello\n" }));
     Router::new().fallback_service(layer.layer(routes))

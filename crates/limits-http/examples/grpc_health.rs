@@ -23,7 +23,6 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use limits::{Algorithm, KeyedLimiter, Rule};
 use limits_http::{HttpRule, KeySpec, LimitedBody, PeerAddr, RateLimitLayer};
-use std::sync::Arc;
 use tonic::transport::server::{TcpConnectInfo, TcpIncoming};
 use tonic::transport::Server;
 use tonic::Code;
@@ -73,15 +72,11 @@ fn as_grpc<B>(res: Response<LimitedBody<B>>) -> Response<LimitedBody<B>> {
 fn layer() -> RateLimitLayer<KeyedLimiter<String>> {
     let rule = Rule::new(Algorithm::SlidingLog, "2/m".parse().expect("a rate"));
     RateLimitLayer::builder()
-        .rule(HttpRule {
-            name: "grpc".into(),
-            path_prefix: "/".into(),
-            path_match: Default::default(),
-            methods: vec![],
-            key: KeySpec::ip(),
-            cost: 1,
-            store: Arc::new(KeyedLimiter::new(rule)),
-        })
+        .rule(HttpRule::new(
+            "grpc",
+            KeyedLimiter::new(rule),
+            KeySpec::ip(),
+        ))
         .build()
 }
 

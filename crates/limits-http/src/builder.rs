@@ -16,20 +16,11 @@ use std::time::Duration;
 /// ```
 /// use limits::{Algorithm, KeyedLimiter, Rule};
 /// use limits_http::{HttpRule, KeySpec, Outcome, RateLimitLayer};
-/// use std::sync::Arc;
 /// use std::time::Duration;
 ///
 /// let per_second = Rule::new(Algorithm::SlidingLog, "5/s".parse().unwrap());
 /// let layer = RateLimitLayer::builder()
-///     .rule(HttpRule {
-///         name: "api".into(),
-///         path_prefix: "/api".into(),
-///         path_match: Default::default(),
-///         methods: vec![],
-///         key: KeySpec::ip(),
-///         cost: 1,
-///         store: Arc::new(KeyedLimiter::<String>::new(per_second)),
-///     })
+///     .rule(HttpRule::new("api", KeyedLimiter::<String>::new(per_second), KeySpec::ip()).path("/api"))
 ///     .dry_run(true)
 ///     .legacy_headers(true)
 ///     .observer(|rule: &str, outcome: Outcome, _: Duration| {

@@ -48,6 +48,12 @@ pub(crate) struct Admitted<B> {
 }
 
 /// Why we answer a request ourselves.
+// `Limited` is large (the statuses, inline), the others small: boxing it
+// would cost an allocation per 429, the answer given most under attack. A
+// `Result` with it is returned through the caller's slot, where an `Ok`
+// writes only its own value: the admitted request copies none of it (hence
+// the `result_large_err` allowances below).
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Refusal {
     /// The path is one we refuse to interpret (400).
     Path(PathError),
@@ -59,29 +65,46 @@ pub(crate) enum Refusal {
     Key { rule: String, error: KeyError },
     /// A store could not decide and the failure policy denies (503).
     StoreDown,
-    /// A rule denied it (429): the index of the rule in the policy. The
-    /// statuses of the rules so far, this one's last, are where the rules
-    /// folded them (the caller's [`Passed`], or [`Refused`]): not moved
-    /// with the refusal, which would copy them at each step on the way to
-    /// the response.
-    Limited {
-        rule: usize,
-        retry_after: RetryAfter,
-    },
+    /// A rule denied it (429).
+    Limited(Limited),
 }
 
-/// A refusal of [`decide_rest`], with the
-/// statuses of the rules that decided (a 429's RateLimit headers).
-pub(crate) struct Refused {
-    pub refusal: Refusal,
-    pub statuses: Statuses,
+/// A rule's denial: the statuses of the rules that decided (the 429's
+/// RateLimit headers), the denying rule's last, and the wait it asks for.
+/// Made only by [`Limited::new`], so that the rule named is always the one
+/// whose status is last.
+pub(crate) struct Limited {
+    rule: usize,
+    statuses: Statuses,
+    retry_after: RetryAfter,
 }
 
-impl Refused {
-    /// `refusal`, after the rules that decided said `passed`.
-    pub(crate) fn after(refusal: Refusal, passed: Passed) -> Refused {
-        let statuses = passed.statuses;
-        Refused { refusal, statuses }
+impl Limited {
+    /// The denial of the rule whose status is `denying`, after the rules
+    /// before it said `before`.
+    fn new(mut before: Statuses, denying: Counted, retry_after: RetryAfter) -> Limited {
+        let rule = denying.rule;
+        before.push(denying);
+        Limited {
+            rule,
+            statuses: before,
+            retry_after,
+        }
+    }
+
+    /// The index in the policy of the rule that denied.
+    pub(crate) fn rule(&self) -> usize {
+        self.rule
+    }
+
+    /// The statuses of the rules that decided, the denying rule's last.
+    pub(crate) fn statuses(&self) -> &[Counted] {
+        &self.statuses
+    }
+
+    /// How long the denying rule asks the client to wait.
+    pub(crate) fn retry_after(&self) -> RetryAfter {
+        self.retry_after
     }
 }
 
@@ -95,8 +118,7 @@ pub(crate) enum Step {
     /// caller's [`Passed`]).
     Passed,
     /// A rule refused it (or found no key, or its store failed under a
-    /// failure policy that denies); a 429's statuses are in the caller's
-    /// [`Passed`].
+    /// failure policy that denies).
     Refused(Refusal),
     /// A store cannot decide without waiting: [`decide_rest`] goes on.
     Wait(Resume),
@@ -172,7 +194,7 @@ pub(crate) async fn decide_rest<S, K, B>(
     parts: &Parts,
     body: B,
     resume: Resume,
-) -> Result<Admitted<B>, Refused>
+) -> Result<Admitted<B>, Refusal>
 where
     S: Store,
     K: KeyExtractor,
@@ -180,13 +202,10 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let policy = &*in_force.policy;
-    if let Err(refusal) = one_content_type(policy, matched, parts) {
-        return Err(Refused::after(refusal, resume.passed));
-    }
-    let (body, bytes, held) = match read_if_needed(policy, matched, body).await {
-        Ok(read) => read,
-        Err(e) => return Err(Refused::after(Refusal::Body(e), resume.passed)),
-    };
+    one_content_type(policy, matched, parts)?;
+    let (body, bytes, held) = read_if_needed(policy, matched, body)
+        .await
+        .map_err(Refusal::Body)?;
     let Resume {
         at,
         key: mut made,
@@ -198,10 +217,7 @@ where
             Some(key) => Ok(key),
             None => key(rule, parts, matched.client, bytes.as_deref()),
         };
-        let key = match made {
-            Ok(key) => key,
-            Err(refusal) => return Err(Refused::after(refusal, passed)),
-        };
+        let key = made?;
         // A store that answers at once does so here too (after a body read,
         // or after a rule whose store waited): untimed, as in `decide_now`.
         let (client, cost) = (matched.client, rule.cost);
@@ -219,15 +235,14 @@ where
                     (verdict.await, Some(started))
                 }
             };
-        if let Err(refusal) = fold(in_force, index, &key, verdict, started, &mut passed) {
-            return Err(Refused::after(refusal, passed));
-        }
+        fold(in_force, index, &key, verdict, started, &mut passed)?;
     }
     Ok(Admitted { body, passed, held })
 }
 
 /// The key of `rule` for a request (the key reads Content-Type, the body's
 /// charset, from `parts`), or the 400 of a request it has none for.
+#[allow(clippy::result_large_err)] // see `Refusal`
 fn key<S, K: KeyExtractor>(
     rule: &HttpRule<S, K>,
     parts: &Parts,
@@ -245,8 +260,8 @@ fn key<S, K: KeyExtractor>(
 /// observer the outcome (with the time since `started` when the store was
 /// awaited; a decision made at once is not timed): `Err` with the refusal
 /// when it denies (or its store failed and the failure policy denies). A
-/// denial's status is pushed into `passed` as an admission's is: the 429
-/// reads the statuses there.
+/// denial takes the statuses folded so far, its own last, for the 429.
+#[allow(clippy::result_large_err)] // see `Refusal`
 fn fold<S: Store, K>(
     in_force: &InForce<S, K>,
     index: usize,
@@ -307,17 +322,19 @@ fn fold<S: Store, K>(
     }
     tell(Outcome::Limited);
     tracing::debug!(rule = %name, key = %key, retry_after = %d.retry_after, "limited");
-    passed.statuses.push(counted);
-    Err(Refusal::Limited {
-        rule: index,
-        retry_after: d.retry_after,
-    })
+    let before = std::mem::take(&mut passed.statuses);
+    Err(Refusal::Limited(Limited::new(
+        before,
+        counted,
+        d.retry_after,
+    )))
 }
 
 /// Refuses a request with two Content-Types (or one naming two media
 /// types) when a matching rule reads its body, whoever reads it (a
 /// [`KeySpec`](crate::KeySpec) or an application's extractor): upstreams
 /// differ on which one they read the body as.
+#[allow(clippy::result_large_err)] // see `Refusal`
 fn one_content_type<S, K: KeyExtractor>(
     policy: &Policy<S, K>,
     matched: &Matched,

@@ -81,7 +81,7 @@ pub fn write(
                 decision: d,
             })
     });
-    write_members(headers, members, legacy, denied, Known::NOTHING);
+    write_members(headers, members, legacy, denied, MadeOnce::NOTHING);
 }
 
 /// A list member's name: given whole, or a rule's name and the rate's
@@ -117,9 +117,11 @@ pub(crate) fn policy_value<'a>(
     buf.value()
 }
 
-/// What the caller of [`write_members`] knows of its members already.
+/// The pieces of the members' values made once per policy (each rule's
+/// text, which the policy in force holds), lent to [`write_members`]: a view
+/// of that one cache, not a cache of its own.
 #[derive(Clone, Copy)]
-pub(crate) struct Known<'a> {
+pub(crate) struct MadeOnce<'a> {
     /// The RateLimit-Policy value of the members ([`policy_value`]).
     pub policy: Option<&'a HeaderValue>,
     /// Every member's name is visible ASCII: each of their rules has a
@@ -132,9 +134,9 @@ pub(crate) struct Known<'a> {
     pub one: Option<(&'a RateLimitValue, &'a Decision)>,
 }
 
-impl Known<'_> {
+impl MadeOnce<'_> {
     /// Nothing known: every value is checked as it is written.
-    pub(crate) const NOTHING: Known<'static> = Known {
+    pub(crate) const NOTHING: MadeOnce<'static> = MadeOnce {
         policy: None,
         visible_names: false,
         one: None,
@@ -148,15 +150,15 @@ pub(crate) fn write_members<'a>(
     members: impl Iterator<Item = Member<'a>> + Clone,
     legacy: bool,
     denied: Option<RetryAfter>,
-    known: Known<'_>,
+    made: MadeOnce<'_>,
 ) {
     let mut buf = Buf::default();
-    let names = if known.visible_names {
+    let names = if made.visible_names {
         Check::Known
     } else {
         Check::Ours
     };
-    match known.policy {
+    match made.policy {
         Some(value) => {
             headers.insert(RATELIMIT_POLICY, value.clone());
         }
@@ -165,7 +167,7 @@ pub(crate) fn write_members<'a>(
             buf.insert(headers, RATELIMIT_POLICY, names);
         }
     }
-    match known.one {
+    match made.one {
         Some((value, decision)) => value.insert(headers, decision),
         None => {
             for (i, m) in members.clone().enumerate() {
@@ -258,7 +260,7 @@ enum Check {
     /// `HeaderValue`'s: a name of unknown bytes is in it.
     Ours,
     /// `HeaderValue`'s alone: every piece is known to be visible ASCII
-    /// (digits, punctuation, names of [`Known::visible_names`]).
+    /// (digits, punctuation, names of [`MadeOnce::visible_names`]).
     Known,
 }
 
@@ -307,8 +309,12 @@ impl Buf {
     }
 
     /// Sets `name` to the value written (if it is one), and empties the
-    /// buffer.
+    /// buffer. Nothing written (no member: a store that could not decide)
+    /// is no field at all: an empty list is not a value of either field.
     fn insert(&mut self, headers: &mut HeaderMap, name: HeaderName, check: Check) {
+        if self.0.is_empty() {
+            return;
+        }
         let value = match check {
             Check::Ours => self.value(),
             Check::Known => {

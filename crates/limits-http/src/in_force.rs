@@ -5,6 +5,7 @@
 use crate::headers::{self, RateLimitValue};
 use crate::key::KeySpec;
 use crate::members;
+use crate::no_client::Said;
 use crate::policy::{HttpRule, Policy, RuleObserver};
 use crate::too_many::TooManyBody;
 use arc_swap::ArcSwap;
@@ -15,18 +16,25 @@ use std::sync::{Arc, OnceLock};
 
 /// Where the current policy lives; replace it to reload rules without
 /// dropping requests in flight (they finish under the policy they started with).
-pub struct PolicyHandle<S, K = KeySpec>(Arc<ArcSwap<InForce<S, K>>>);
+pub struct PolicyHandle<S, K = KeySpec>(Arc<Handled<S, K>>);
+
+/// What every service of one layer shares: the policy in force, and what
+/// the layer has said once for all of them.
+struct Handled<S, K> {
+    in_force: ArcSwap<InForce<S, K>>,
+    /// Whether the layer has logged that it has no client address.
+    no_client: Said,
+}
 
 /// A policy in force, and what the layer derives from it once rather than
 /// for every request.
 pub(crate) struct InForce<S, K> {
     pub(crate) policy: Arc<Policy<S, K>>,
-    /// Each rule's header values, or their text, for a response it alone
-    /// decided, made on first use.
-    values: OnceLock<Vec<RuleValues>>,
-    /// Each rule's 429 problem body, but for its number of seconds, made on
-    /// first use.
-    too_many: OnceLock<Vec<TooManyBody>>,
+    /// Each rule's text that no decision changes (its header values, its
+    /// 429 body but for the seconds), made on first use: one per policy,
+    /// where the values with numbers are the thread's last ones
+    /// ([`last_value`](crate::last_value)).
+    texts: OnceLock<Vec<RuleTexts>>,
     /// Each rule's observer ([`Observer::rule_observer`](crate::Observer::rule_observer)), asked for
     /// as the policy is put in force.
     observers: Vec<Option<Box<dyn RuleObserver>>>,
@@ -41,8 +49,7 @@ impl<S, K> InForce<S, K> {
             .collect();
         InForce {
             policy: Arc::new(policy),
-            values: OnceLock::new(),
-            too_many: OnceLock::new(),
+            texts: OnceLock::new(),
             observers,
         }
     }
@@ -57,7 +64,7 @@ impl<S, K> InForce<S, K> {
 impl<S: Store, K> InForce<S, K> {
     /// The RateLimit-Policy value of rule `rule` alone, if it is a value.
     pub(crate) fn policy_value(&self, rule: usize) -> Option<&HeaderValue> {
-        self.values(rule)?.policy.as_ref()
+        self.texts(rule)?.policy.as_ref()
     }
 
     /// [`InForce::policy_value`] of rule `rule`, and its RateLimit value's
@@ -66,50 +73,51 @@ impl<S: Store, K> InForce<S, K> {
         &self,
         rule: usize,
     ) -> (Option<&HeaderValue>, Option<&RateLimitValue>) {
-        match self.values(rule) {
+        match self.texts(rule) {
             Some(v) => (v.policy.as_ref(), v.ratelimit.as_ref()),
             None => (None, None),
         }
     }
 
-    fn values(&self, rule: usize) -> Option<&RuleValues> {
-        let values = self.values.get_or_init(|| {
+    fn texts(&self, rule: usize) -> Option<&RuleTexts> {
+        let texts = self.texts.get_or_init(|| {
             let rules = &self.policy.rules;
-            rules.iter().map(RuleValues::new).collect()
+            rules.iter().map(RuleTexts::new).collect()
         });
-        values.get(rule)
+        texts.get(rule)
     }
 
     /// The problem body of a 429 of rule `rule` (an index into the policy's
     /// rules) telling the client to retry in `secs` seconds.
     pub(crate) fn too_many_body(&self, rule: usize, secs: u64) -> Bytes {
-        let bodies = self.too_many.get_or_init(|| {
-            let rules = &self.policy.rules;
-            rules.iter().map(|r| TooManyBody::new(&r.name)).collect()
-        });
-        bodies[rule].body(secs)
+        self.texts(rule)
+            .map(|t| t.too_many.body(secs))
+            .unwrap_or_default()
     }
 }
 
-/// What a rule's header values are made of, made once.
-struct RuleValues {
+/// A rule's text that no decision changes, made once per policy.
+struct RuleTexts {
     /// Its RateLimit-Policy value (`None`: not a value, not sent).
     policy: Option<HeaderValue>,
     /// Its RateLimit value's text, if it has one rate (`None`: written per
     /// response).
     ratelimit: Option<RateLimitValue>,
+    /// Its 429 problem body, but for the number of seconds.
+    too_many: TooManyBody,
 }
 
-impl RuleValues {
-    fn new<S: Store, K>(rule: &HttpRule<S, K>) -> RuleValues {
+impl RuleTexts {
+    fn new<S: Store, K>(rule: &HttpRule<S, K>) -> RuleTexts {
         let mut rates = members::policy_members(rule);
         let ratelimit = match (rates.next(), rates.next()) {
             (Some(one), None) => RateLimitValue::new(one),
             _ => None,
         };
-        RuleValues {
+        RuleTexts {
             policy: headers::policy_value(members::policy_members(rule)),
             ratelimit,
+            too_many: TooManyBody::new(&rule.name),
         }
     }
 }
@@ -123,21 +131,30 @@ impl<S, K> Clone for PolicyHandle<S, K> {
 impl<S, K> PolicyHandle<S, K> {
     /// A handle with `policy` in force.
     pub(crate) fn new(policy: Policy<S, K>) -> PolicyHandle<S, K> {
-        PolicyHandle(Arc::new(ArcSwap::from_pointee(InForce::new(policy))))
+        PolicyHandle(Arc::new(Handled {
+            in_force: ArcSwap::from_pointee(InForce::new(policy)),
+            no_client: Said::default(),
+        }))
     }
 
     /// The policy now in force.
     pub fn current(&self) -> Arc<Policy<S, K>> {
-        self.0.load().policy.clone()
+        self.0.in_force.load().policy.clone()
     }
 
     /// Puts `policy` in force for every request from now on.
     pub fn replace(&self, policy: Policy<S, K>) {
-        self.0.store(Arc::new(InForce::new(policy)));
+        self.0.in_force.store(Arc::new(InForce::new(policy)));
     }
 
     /// The policy now in force, with what is derived from it.
     pub(crate) fn in_force(&self) -> Arc<InForce<S, K>> {
-        self.0.load_full()
+        self.0.in_force.load_full()
+    }
+
+    /// Whether this layer has logged that the server gives it no client
+    /// address (once for all its services).
+    pub(crate) fn no_client(&self) -> &Said {
+        &self.0.no_client
     }
 }

@@ -1,5 +1,7 @@
 //! The last value of each kind a thread made (a RateLimit value, a
 //! Retry-After, a 429's body), handed out again while its numbers repeat.
+//! The whole values, numbers in, per thread: each rule's text without
+//! numbers is made once per policy by the policy in force (in_force.rs).
 //!
 //! Those values are a rule's fixed text around one or two numbers, and the
 //! numbers repeat from one response to the next far more often than not: a

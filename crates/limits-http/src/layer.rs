@@ -18,7 +18,8 @@ use tower_layer::Layer;
 /// The layer normalizes each request's path (see [`normalize_path`](crate::normalize_path))
 /// and hands the inner service the normalized request. Put it around the
 /// whole router, as below, so that routing sees the same path the rules
-/// matched; `Router::layer` would route on the path as sent.
+/// matched (the crate page says why not `Router::layer`), and serve the
+/// app with the client's address (`into_make_service_with_connect_info`).
 ///
 /// Build it from a [`Policy`] with [`RateLimitLayer::new`], or rule by rule
 /// with [`RateLimitLayer::builder`].
@@ -26,21 +27,13 @@ use tower_layer::Layer;
 /// ```
 /// use limits::{Algorithm, KeyedLimiter, Rule};
 /// use limits_http::{HttpRule, KeySpec, Policy, RateLimitLayer};
-/// use std::sync::Arc;
 ///
 /// let store = KeyedLimiter::<String>::new(Rule::new(Algorithm::SlidingLog, "5/s".parse().unwrap()));
-/// let layer = RateLimitLayer::new(Policy::new(vec![HttpRule {
-///     name: "default".into(),
-///     path_prefix: "/".into(),
-///     path_match: Default::default(),
-///     methods: vec![],
-///     key: KeySpec::ip(),
-///     cost: 1,
-///     store: Arc::new(store),
-/// }]));
+/// let layer = RateLimitLayer::new(Policy::new(vec![HttpRule::new("default", store, KeySpec::ip())]));
 /// let routes = axum::Router::new().route("/", axum::routing::get(|| async { "hello" }));
 /// let app: axum::Router = axum::Router::new().fallback_service(tower_layer::Layer::layer(&layer, routes));
-/// # let _ = app;
+/// let service = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
+/// # let _ = service;
 /// ```
 pub struct RateLimitLayer<S, K = KeySpec> {
     policy: PolicyHandle<S, K>,

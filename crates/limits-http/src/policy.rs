@@ -39,21 +39,70 @@ pub struct HttpRule<S, K = KeySpec> {
 }
 
 impl<S, K> HttpRule<S, K> {
+    /// A rule named `name` over every request (every path, every method),
+    /// keyed by `key`, each request costing 1, decided by `store`; narrow
+    /// it with [`HttpRule::path`], [`HttpRule::methods`],
+    /// [`HttpRule::path_match`] and [`HttpRule::cost`].
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, Rule};
+    /// use limits_http::{HttpRule, KeySpec};
+    ///
+    /// let five_a_second = Rule::new(Algorithm::SlidingLog, "5/s".parse().unwrap());
+    /// let login = HttpRule::new("login", KeyedLimiter::<String>::new(five_a_second), KeySpec::ip())
+    ///     .path("/login")
+    ///     .methods([http::Method::POST]);
+    /// assert!(login.matches(&http::Method::POST, "/login"));
+    /// assert!(!login.matches(&http::Method::GET, "/login"));
+    /// assert!(!login.matches(&http::Method::POST, "/"));
+    /// ```
+    ///
+    /// Two rules that share one store (one limit across both) set
+    /// [`HttpRule::store`] to clones of one `Arc`.
+    pub fn new(name: impl Into<String>, store: S, key: K) -> HttpRule<S, K> {
+        HttpRule {
+            name: name.into(),
+            path_prefix: "/".into(),
+            path_match: PathMatch::default(),
+            methods: Vec::new(),
+            key,
+            cost: 1,
+            store: Arc::new(store),
+        }
+    }
+
+    /// Only requests under `prefix` (`/api`: `/api` and `/api/items`, not
+    /// `/apis`).
+    pub fn path(mut self, prefix: impl Into<String>) -> HttpRule<S, K> {
+        self.path_prefix = prefix.into();
+        self
+    }
+
+    /// How the prefix meets a path beyond whole segments ([`PathMatch`]).
+    pub fn path_match(mut self, path_match: PathMatch) -> HttpRule<S, K> {
+        self.path_match = path_match;
+        self
+    }
+
+    /// Only requests of these methods (GET also covers HEAD).
+    pub fn methods(mut self, methods: impl IntoIterator<Item = Method>) -> HttpRule<S, K> {
+        self.methods = methods.into_iter().collect();
+        self
+    }
+
+    /// Each request costs `cost` (by default 1).
+    pub fn cost(mut self, cost: u64) -> HttpRule<S, K> {
+        self.cost = cost;
+        self
+    }
+
     /// Whether the rule applies to a request.
     ///
     /// ```
     /// use limits::{Algorithm, KeyedLimiter, Rule};
     /// use limits_http::{HttpRule, KeySpec};
-    /// use std::sync::Arc;
-    /// let rule = HttpRule {
-    ///     name: "api".into(),
-    ///     path_prefix: "/api".into(),
-    ///     path_match: Default::default(),
-    ///     methods: vec![],
-    ///     key: KeySpec::ip(),
-    ///     cost: 1,
-    ///     store: Arc::new(KeyedLimiter::<String>::new(Rule::new(Algorithm::SlidingLog, "5/s".parse().unwrap()))),
-    /// };
+    /// let store = KeyedLimiter::<String>::new(Rule::new(Algorithm::SlidingLog, "5/s".parse().unwrap()));
+    /// let rule = HttpRule::new("api", store, KeySpec::ip()).path("/api");
     /// assert!(rule.matches(&http::Method::GET, "/api/items"));
     /// assert!(!rule.matches(&http::Method::GET, "/apis"));
     /// ```
@@ -107,16 +156,10 @@ fn at_boundary(prefix: &str, rest: Option<&str>, suffixes: bool) -> bool {
 /// ```
 /// use limits::{Algorithm, KeyedLimiter, Rule};
 /// use limits_http::{HttpRule, KeySpec, PathMatch};
-/// use std::sync::Arc;
-/// let rule = HttpRule {
-///     name: "login".into(),
-///     path_prefix: "/login".into(),
-///     path_match: PathMatch { case_insensitive: true, format_suffixes: true },
-///     methods: vec![],
-///     key: KeySpec::ip(),
-///     cost: 1,
-///     store: Arc::new(KeyedLimiter::<String>::new(Rule::new(Algorithm::SlidingLog, "5/s".parse().unwrap()))),
-/// };
+/// let store = KeyedLimiter::<String>::new(Rule::new(Algorithm::SlidingLog, "5/s".parse().unwrap()));
+/// let rule = HttpRule::new("login", store, KeySpec::ip())
+///     .path("/login")
+///     .path_match(PathMatch { case_insensitive: true, format_suffixes: true });
 /// for path in ["/login", "/LOGIN", "/Login.json", "/login.xml", "/login/x"] {
 ///     assert!(rule.matches(&http::Method::POST, path), "{path}");
 /// }
@@ -300,7 +343,8 @@ where
 #[derive(Clone, Debug)]
 pub struct LayerOptions {
     /// Never reject: count and log what would have been rejected, and still
-    /// send the headers.
+    /// send the headers. (A request a rule cannot key, for want of the client
+    /// address, passes unlimited; the error is logged all the same.)
     pub dry_run: bool,
     /// Also send X-RateLimit-Limit, -Remaining and -Reset.
     pub legacy_headers: bool,

@@ -31,6 +31,9 @@ pub(crate) enum Prepared {
     RefuseMethod(MethodCase),
     /// No rule matches: pass it on untouched, without headers.
     Unmatched,
+    /// The rule of this index keys on the client address, and the server
+    /// gave the layer none (500: it would key every client alike).
+    NoClient(usize),
     /// Rules match it: they decide next.
     Matched(Matched),
 }
@@ -52,7 +55,7 @@ impl Matched {
 
 /// Normalizes the path of `parts` in place and finds the rules that match
 /// it and the client: all that is known before any rule decides.
-pub(crate) fn prepare<S, K>(
+pub(crate) fn prepare<S, K: KeyExtractor>(
     policy: &Policy<S, K>,
     parts: &mut Parts,
     connection_peer: Option<SocketAddr>,
@@ -98,6 +101,14 @@ pub(crate) fn prepare<S, K>(
         return Prepared::Unmatched;
     }
     let client = client(policy, parts, connection_peer);
+    if client.is_none() {
+        let keyed_on_it = rules
+            .iter()
+            .find(|&&i| policy.rules[i].key.uses_client_address());
+        if let Some(&rule) = keyed_on_it {
+            return Prepared::NoClient(rule);
+        }
+    }
     Prepared::Matched(Matched { rules, client })
 }
 

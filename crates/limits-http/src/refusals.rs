@@ -4,12 +4,12 @@
 //! field upstreams read differently, a store that cannot answer).
 
 use crate::body::BodyError;
-use crate::decide::Refusal;
+use crate::decide::{Limited, Refusal};
 use crate::headers;
 use crate::in_force::InForce;
 use crate::members::{members, Counted};
 use crate::problem::{problem_members, PROBLEM_JSON};
-use crate::respond::known;
+use crate::respond::made_once;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use http::{Response, StatusCode};
@@ -18,15 +18,14 @@ use limits::{RetryAfter, Store};
 use std::time::Duration;
 
 /// Our answer to a request the decision step refused; a 429 carries the
-/// RateLimit headers of `statuses` (the rules that decided, the refusing
-/// one last), and with `legacy` the X-RateLimit ones. `headers` is the refused request's header
-/// map: a 429 (the answer given most) writes its headers into it, emptied,
-/// instead of allocating a map while the request's is freed (hyper hands the
-/// next request of the connection the map of this response).
+/// RateLimit headers of the rules that decided, and with `legacy` the
+/// X-RateLimit ones. `headers` is the refused request's header map: a 429
+/// (the answer given most) writes its headers into it, emptied, instead of
+/// allocating a map while the request's is freed (hyper hands the next
+/// request of the connection the map of this response).
 pub(crate) fn refusal<S: Store, K>(
     in_force: &InForce<S, K>,
     refusal: Refusal,
-    statuses: &[Counted],
     legacy: bool,
     headers: HeaderMap,
 ) -> Response<Full<Bytes>> {
@@ -40,21 +39,18 @@ pub(crate) fn refusal<S: Store, K>(
             [("rule", rule.as_str()), ("field", error.field.as_str())],
         ),
         Refusal::StoreDown => unavailable("the rate limit store is unavailable"),
-        Refusal::Limited { rule, retry_after } => {
-            too_many(in_force, rule, statuses, legacy, retry_after, headers)
-        }
+        Refusal::Limited(limited) => too_many(in_force, &limited, legacy, headers),
     }
 }
 
 /// 429 with Retry-After, the RateLimit headers so far, and a problem body.
 fn too_many<S: Store, K>(
     in_force: &InForce<S, K>,
-    rule: usize,
-    statuses: &[Counted],
+    limited: &Limited,
     legacy: bool,
-    wait: RetryAfter,
     mut map: HeaderMap,
 ) -> Response<Full<Bytes>> {
+    let (rule, statuses, wait) = (limited.rule(), limited.statuses(), limited.retry_after());
     let status = StatusCode::TOO_MANY_REQUESTS;
     let secs = match wait {
         RetryAfter::After(d) => headers::ceil_secs(d),
@@ -92,8 +88,8 @@ fn write_ratelimit<S: Store, K>(
     map: &mut HeaderMap,
 ) {
     let members = members(&in_force.policy, statuses);
-    let known = known(in_force, statuses);
-    headers::write_members(map, members, legacy, Some(wait), known);
+    let made = made_once(in_force, statuses);
+    headers::write_members(map, members, legacy, Some(wait), made);
 }
 
 /// 503 with Retry-After: 1, for a moment of overload or a store outage.

@@ -3,7 +3,7 @@
 //! rules a request passed, added to the inner service's response or written
 //! into ours.
 
-use crate::headers::{self, Known};
+use crate::headers::{self, MadeOnce};
 use crate::in_force::InForce;
 use crate::members::{members, Counted};
 use bytes::Bytes;
@@ -28,30 +28,35 @@ pub(crate) fn add_headers<S: Store, K, B>(
     response: Response<B>,
 ) -> Response<LimitedBody<B>> {
     let mut response = response.map(Either::Left);
+    // No rule decided (its store could not): no field to send.
+    if statuses.is_empty() {
+        return response;
+    }
     let members = members(&in_force.policy, statuses);
-    let known = known(in_force, statuses);
-    headers::write_members(response.headers_mut(), members, legacy, None, known);
+    let made = made_once(in_force, statuses);
+    headers::write_members(response.headers_mut(), members, legacy, None, made);
     response
 }
 
-/// What is known already of the RateLimit values of `statuses`: the
-/// RateLimit-Policy value of their one rule, and whether every rule's name
-/// is visible ASCII (its own RateLimit-Policy value is a value).
-pub(crate) fn known<'a, S: Store, K>(
+/// What the policy in force made once of the RateLimit values of
+/// `statuses`: the RateLimit-Policy value of their one rule, and whether
+/// every rule's name is visible ASCII (its own RateLimit-Policy value is a
+/// value).
+pub(crate) fn made_once<'a, S: Store, K>(
     in_force: &'a InForce<S, K>,
     statuses: &'a [Counted],
-) -> Known<'a> {
+) -> MadeOnce<'a> {
     match statuses {
         [one] => {
             // The rule's values, read once (a `OnceLock` read each).
             let (policy, ratelimit) = in_force.rule_values(one.rule);
-            Known {
+            MadeOnce {
                 policy,
                 visible_names: policy.is_some(),
                 one: ratelimit.zip(one.per_rate.first()),
             }
         }
-        _ => Known {
+        _ => MadeOnce {
             policy: None,
             visible_names: statuses
                 .iter()

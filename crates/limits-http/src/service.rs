@@ -5,11 +5,11 @@
 //! response. It decides in `call` when the stores answer at once, so that
 //! the common request needs no boxed future ([`future`](crate::future)).
 
-use crate::decide::{decide_now, decide_rest, Admitted, Passed, Refusal, Refused, Resume, Step};
+use crate::decide::{decide_now, decide_rest, Admitted, Passed, Refusal, Resume, Step};
 use crate::future::{Headers, ResponseFuture};
 use crate::in_force::{InForce, PolicyHandle};
 use crate::key::{KeyExtractor, KeySpec};
-use crate::members::Counted;
+use crate::no_client::no_client_address;
 use crate::prepare::{prepare, Matched, Prepared};
 use crate::refusals;
 use crate::respond::{add_headers, ours, LimitedBody};
@@ -51,22 +51,13 @@ impl<Inner, S, K> RateLimit<Inner, S, K> {
     /// ```
     /// use limits::{Algorithm, KeyedLimiter, Rule};
     /// use limits_http::{HttpRule, KeySpec, Policy, RateLimitLayer};
-    /// use std::sync::Arc;
     /// use tower::{Layer, ServiceExt};
     /// use axum::body::Body;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// let store = KeyedLimiter::<String>::new(Rule::new(Algorithm::TokenBucket, "1/min".parse().unwrap()));
-    /// let layer = RateLimitLayer::new(Policy::new(vec![HttpRule {
-    ///     name: "per-ip".into(),
-    ///     path_prefix: "/".into(),
-    ///     path_match: Default::default(),
-    ///     methods: vec![],
-    ///     key: KeySpec::ip(),
-    ///     cost: 1,
-    ///     store: Arc::new(store),
-    /// }]));
+    /// let layer = RateLimitLayer::new(Policy::new(vec![HttpRule::new("per-ip", store, KeySpec::ip())]));
     /// let app = tower::service_fn(|_req: http::Request<Body>| async {
     ///     Ok::<_, std::convert::Infallible>(http::Response::new(Body::from("hello")))
     /// });
@@ -127,15 +118,24 @@ where
         let in_force = self.policy.in_force();
         let legacy = in_force.policy.options.legacy_headers;
         let (mut parts, body) = req.into_parts();
-        let refusal = |in_force: &InForce<S, K>, refusal, statuses: &[Counted], parts: Parts| {
-            let answer = refusals::refusal(in_force, refusal, statuses, legacy, parts.headers);
+        let refusal = |in_force: &InForce<S, K>, refusal, parts: Parts| {
+            let answer = refusals::refusal(in_force, refusal, legacy, parts.headers);
             ResponseFuture::ready(ours(answer))
         };
         let matched = match prepare(&in_force.policy, &mut parts, self.peer) {
-            Prepared::Refuse(e) => return refusal(&in_force, Refusal::Path(e), &[], parts),
-            Prepared::RefuseMethod(e) => return refusal(&in_force, Refusal::Method(e), &[], parts),
+            Prepared::Refuse(e) => return refusal(&in_force, Refusal::Path(e), parts),
+            Prepared::RefuseMethod(e) => return refusal(&in_force, Refusal::Method(e), parts),
             Prepared::Unmatched => {
                 return ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), None)
+            }
+            Prepared::NoClient(rule) => {
+                let name = in_force.policy.rules[rule].name.as_str();
+                self.policy.no_client().log_once(name);
+                // A dry run never refuses: the request goes on, unlimited.
+                if !in_force.policy.options.dry_run {
+                    return ResponseFuture::ready(ours(no_client_address(name)));
+                }
+                return ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), None);
             }
             Prepared::Matched(matched) => matched,
         };
@@ -144,7 +144,7 @@ where
         } else {
             let mut passed = Passed::default();
             match decide_now(&in_force, &matched, &parts, &mut passed) {
-                Step::Refused(r) => return refusal(&in_force, r, &passed.statuses, parts),
+                Step::Refused(r) => return refusal(&in_force, r, parts),
                 Step::Passed if passed.delay.is_zero() => {
                     let future = inner.call(Request::from_parts(parts, body));
                     let headers = Headers {
@@ -184,8 +184,8 @@ where
     let legacy = in_force.policy.options.legacy_headers;
     let admitted = match decide_rest(&in_force, &matched, &parts, body, resume).await {
         Ok(admitted) => admitted,
-        Err(Refused { refusal, statuses }) => {
-            let answer = refusals::refusal(&in_force, refusal, &statuses, legacy, parts.headers);
+        Err(refusal) => {
+            let answer = refusals::refusal(&in_force, refusal, legacy, parts.headers);
             return Ok(ours(answer));
         }
     };

@@ -130,6 +130,15 @@ pub trait KeyExtractor: Send + Sync + 'static {
         false
     }
 
+    /// Whether [`KeyExtractor::key`] keys on the client address (in whole,
+    /// in part, or as a fallback). When it does and the server gave the
+    /// layer no peer address, the layer answers 500 naming the fix instead
+    /// of keying every client alike. By default, no: the extractor is
+    /// handed `None` and decides for itself.
+    fn uses_client_address(&self) -> bool {
+        false
+    }
+
     /// The key of a request, from its head, the client address the layer
     /// resolved (`None` without a peer address), and the body when
     /// [`KeyExtractor::needs_body`] says so (else `None`).
@@ -144,6 +153,10 @@ pub trait KeyExtractor: Send + Sync + 'static {
 impl KeyExtractor for KeySpec {
     fn needs_body(&self) -> bool {
         KeySpec::needs_body(self)
+    }
+
+    fn uses_client_address(&self) -> bool {
+        KeySpec::uses_client_address(self)
     }
 
     /// [`KeySpec::extract`], as a [`Key`].
@@ -164,6 +177,10 @@ impl<K: KeyExtractor + ?Sized> KeyExtractor for Arc<K> {
         (**self).needs_body()
     }
 
+    fn uses_client_address(&self) -> bool {
+        (**self).uses_client_address()
+    }
+
     fn key(
         &self,
         parts: &Parts,
@@ -177,6 +194,10 @@ impl<K: KeyExtractor + ?Sized> KeyExtractor for Arc<K> {
 impl<K: KeyExtractor + ?Sized> KeyExtractor for Box<K> {
     fn needs_body(&self) -> bool {
         (**self).needs_body()
+    }
+
+    fn uses_client_address(&self) -> bool {
+        (**self).uses_client_address()
     }
 
     fn key(

@@ -170,6 +170,15 @@ impl KeySpec {
         self.parts.iter().any(KeyPart::in_body)
     }
 
+    /// Whether the key is made of the client address, as a part or as what
+    /// a missing part falls back to ([`Missing::Ip`]): without an address,
+    /// such a key would be the same for every client.
+    pub fn uses_client_address(&self) -> bool {
+        self.parts
+            .iter()
+            .any(|p| *p == KeyPart::Ip || self.missing_for(p) == Missing::Ip)
+    }
+
     /// Whether a part takes a value from the client (anything but `ip`):
     /// only such keys can be missing or normalized.
     pub fn reads_client_values(&self) -> bool {

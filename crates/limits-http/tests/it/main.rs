@@ -4,6 +4,7 @@
 
 mod common;
 
+mod empty_ratelimit_fields;
 mod examples;
 mod key_ip_alone;
 mod layer;
@@ -13,6 +14,7 @@ mod layer_keys;
 mod layer_paths_and_bodies;
 mod layer_readings;
 mod layer_routes;
+mod no_client_address;
 mod observer_timing;
 mod ratelimit_names;
 mod refusal_maps;
