@@ -5,59 +5,8 @@
 
 use crate::common;
 
+use common::docs::{arguments, fenced_blocks, read, root};
 use common::server::Server;
-use std::path::{Path, PathBuf};
-
-/// The workspace's root, where the README's relative paths start.
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The README's fenced blocks, in order: (language, text).
-fn blocks() -> Vec<(String, String)> {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let mut blocks = Vec::new();
-    let mut open: Option<(String, String)> = None;
-    for line in readme.lines() {
-        match (&mut open, line.strip_prefix("```")) {
-            (None, Some(lang)) => open = Some((lang.trim().to_string(), String::new())),
-            (Some(_), Some(_)) => blocks.push(open.take().unwrap()),
-            (Some((_, text)), None) => {
-                text.push_str(line);
-                text.push('\n');
-            }
-            (None, None) => {}
-        }
-    }
-    assert!(open.is_none(), "an unclosed block in the README");
-    blocks
-}
-
-/// A command line of a `sh` block as arguments to the `limits` binary:
-/// continuation lines joined, `cargo run --release --` or `limits` dropped,
-/// and `--flag value` pairs named in `drop` removed. Plain words only (the
-/// README's commands quote nothing).
-fn arguments(command: &str, drop: &[&str]) -> Vec<String> {
-    let joined = command.replace("\\\n", " ");
-    let words: Vec<&str> = joined.split_whitespace().collect();
-    let words = match words.as_slice() {
-        ["cargo", "run", "--release", "--", rest @ ..] => rest,
-        ["limits", rest @ ..] => rest,
-        _ => panic!("not a limits command: {command}"),
-    };
-    let mut out = Vec::new();
-    let mut skip = false;
-    for w in words {
-        if skip {
-            skip = false;
-        } else if drop.contains(w) {
-            skip = true;
-        } else {
-            out.push(w.to_string());
-        }
-    }
-    out
-}
 
 /// The first line of each `sh` block that runs the `limits` command.
 fn commands(blocks: &[(String, String)]) -> Vec<String> {
@@ -221,4 +170,9 @@ fn readme_server_commands_start_as_written() {
         started += 1;
     }
     assert!(started >= 3, "{started} server commands in the README");
+}
+
+/// The README's fenced blocks, in order: (language, text).
+fn blocks() -> Vec<(String, String)> {
+    fenced_blocks(&read("README.md"), "README.md")
 }

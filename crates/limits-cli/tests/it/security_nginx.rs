@@ -8,30 +8,18 @@
 use crate::common;
 use crate::redis_server::free_port;
 
+use common::docs::{fenced_blocks, read, serve_arguments};
 use common::server::Server;
+use common::statuses_from;
 use common::upstream::RecordingUpstream;
-use std::path::Path;
+use std::net::IpAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// SECURITY.md's `nginx` block and the `serve` command that trusts the
 /// address it binds.
 fn recipe() -> (String, Vec<String>) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../SECURITY.md");
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut blocks = Vec::new();
-    let mut open: Option<(String, String)> = None;
-    for line in text.lines() {
-        match (&mut open, line.strip_prefix("```")) {
-            (None, Some(lang)) => open = Some((lang.trim().to_string(), String::new())),
-            (Some(_), Some(_)) => blocks.push(open.take().unwrap()),
-            (Some((_, text)), None) => {
-                text.push_str(line);
-                text.push('\n');
-            }
-            (None, None) => {}
-        }
-    }
+    let blocks = fenced_blocks(&read("SECURITY.md"), "SECURITY.md");
     let nginx = blocks
         .iter()
         .find(|(lang, _)| lang == "nginx")
@@ -47,12 +35,13 @@ fn recipe() -> (String, Vec<String>) {
     let serve = blocks
         .iter()
         .filter(|(lang, _)| lang == "sh")
-        .map(|(_, text)| text.replace("\\\n", " "))
-        .find(|text| text.contains(&format!("--trust-proxy {bind}/32")))
+        .map(|(_, text)| text.trim())
+        .find(|text| {
+            text.replace("\\\n", " ")
+                .contains(&format!("--trust-proxy {bind}/32"))
+        })
         .expect("a serve recipe trusting nginx's proxy_bind address");
-    let words: Vec<String> = serve.split_whitespace().map(str::to_string).collect();
-    assert_eq!(words[..2], ["limits", "serve"]);
-    (nginx, words[2..].to_vec())
+    (nginx, serve_arguments(serve))
 }
 
 /// nginx in the foreground with `location` in a server on 127.0.0.1:`port`;
@@ -104,27 +93,6 @@ impl Drop for Nginx {
     }
 }
 
-/// The statuses of GET `url/` from the local address `from`, with each
-/// `X-Forwarded-For` value.
-async fn statuses(url: &str, from: [u8; 4], spoofed: &[&str]) -> Vec<u16> {
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .local_address(std::net::IpAddr::from(from))
-        .build()
-        .unwrap();
-    let mut out = Vec::new();
-    for xff in spoofed {
-        let r = http
-            .get(format!("{url}/"))
-            .header("x-forwarded-for", *xff)
-            .send()
-            .await
-            .unwrap();
-        out.push(r.status().as_u16());
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn behind_a_real_nginx_the_narrow_recipe_keys_clients_by_address_not_by_their_header() {
     let (location, args) = recipe();
@@ -157,11 +125,14 @@ async fn behind_a_real_nginx_the_narrow_recipe_keys_clients_by_address_not_by_th
 
     // Through nginx, a client naming other clients is still itself...
     let spoofed = ["198.51.100.1", "198.51.100.2", "198.51.100.3"];
-    let got = statuses(&front, [127, 0, 0, 3], &spoofed).await;
+    let got = statuses_from(&front, IpAddr::from([127, 0, 0, 3]), &spoofed).await;
     assert_eq!(got, [200, 200, 429]);
     // ... and another client is another key: serve believes nginx's
     // header, which names the address nginx saw.
-    assert_eq!(statuses(&front, [127, 0, 0, 4], &spoofed[..1]).await, [200]);
+    assert_eq!(
+        statuses_from(&front, IpAddr::from([127, 0, 0, 4]), &spoofed[..1]).await,
+        [200]
+    );
     // nginx appended the client it saw; serve, the peer it saw: nginx's
     // bound address.
     let forwarded: Vec<String> = upstream
@@ -179,6 +150,6 @@ async fn behind_a_real_nginx_the_narrow_recipe_keys_clients_by_address_not_by_th
         "{forwarded:?}"
     );
     // Directly, a local process is keyed by its address, whatever it names.
-    let got = statuses(&serve.url, [127, 0, 0, 1], &spoofed).await;
+    let got = statuses_from(&serve.url, IpAddr::from([127, 0, 0, 1]), &spoofed).await;
     assert_eq!(got, [200, 200, 429]);
 }

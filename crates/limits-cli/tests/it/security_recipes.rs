@@ -7,53 +7,22 @@
 
 use crate::common;
 
+use common::docs::{fenced_blocks, read, serve_arguments};
 use common::server::Server;
+use common::statuses_from;
 use common::upstream::RecordingUpstream;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 
 /// The section of SECURITY.md the recipes are in.
 fn section() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../SECURITY.md");
-    let text = std::fs::read_to_string(path).unwrap();
+    let text = read("SECURITY.md");
     let start = text
         .find("\n## Recommended deployments")
         .expect("SECURITY.md has its deployments section");
     let rest = &text[start + 1..];
     let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
     rest[..end].to_string()
-}
-
-/// The section's fenced blocks, in order: (language, text).
-fn blocks(section: &str) -> Vec<(String, String)> {
-    let mut blocks = Vec::new();
-    let mut open: Option<(String, String)> = None;
-    for line in section.lines() {
-        match (&mut open, line.strip_prefix("```")) {
-            (None, Some(lang)) => open = Some((lang.trim().to_string(), String::new())),
-            (Some(_), Some(_)) => blocks.push(open.take().unwrap()),
-            (Some((_, text)), None) => {
-                text.push_str(line);
-                text.push('\n');
-            }
-            (None, None) => {}
-        }
-    }
-    assert!(open.is_none(), "an unclosed block in SECURITY.md");
-    blocks
-}
-
-/// A recipe's command as `serve`'s arguments (continuations joined,
-/// `limits serve` dropped; the recipes quote nothing).
-fn arguments(command: &str) -> Vec<String> {
-    let joined = command.replace("\\\n", " ");
-    let words: Vec<String> = joined.split_whitespace().map(str::to_string).collect();
-    assert_eq!(
-        words[..2],
-        ["limits", "serve"],
-        "not a serve command: {command}"
-    );
-    words[2..].to_vec()
 }
 
 /// The value of `--flag` in `args`.
@@ -124,27 +93,6 @@ fn start(args: &[String], upstream: &RecordingUpstream) -> Running {
     }
 }
 
-/// The statuses of one request from each of `clients` (named in
-/// `X-Forwarded-For`), sent from the local address `from`.
-async fn statuses(url: &str, from: IpAddr, clients: &[&str]) -> Vec<u16> {
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .local_address(from)
-        .build()
-        .unwrap();
-    let mut out = Vec::new();
-    for client in clients {
-        let r = http
-            .get(format!("{url}/"))
-            .header("x-forwarded-for", *client)
-            .send()
-            .await
-            .unwrap();
-        out.push(r.status().as_u16());
-    }
-    out
-}
-
 const LOCAL: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 const NGINX: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
 /// Three clients as a proxy would name them.
@@ -153,10 +101,10 @@ const CLIENTS: [&str; 3] = ["198.51.100.1", "198.51.100.2", "198.51.100.3"];
 /// The recipes: (trusted network if any, arguments).
 fn recipes() -> Vec<(Option<String>, Vec<String>)> {
     let section = section();
-    let commands: Vec<Vec<String>> = blocks(&section)
+    let commands: Vec<Vec<String>> = fenced_blocks(&section, "SECURITY.md")
         .into_iter()
         .filter(|(lang, _)| lang == "sh")
-        .map(|(_, text)| arguments(text.trim()))
+        .map(|(_, text)| serve_arguments(text.trim()))
         .collect();
     assert_eq!(commands.len(), 4, "SECURITY.md's recipes: {commands:?}");
     commands
@@ -191,7 +139,7 @@ fn the_directly_exposed_and_load_balancer_recipes_listen_beyond_the_loopback() {
 #[test]
 fn the_nginx_recipes_match_serves_default_address_and_the_bound_address_trusted() {
     let section = section();
-    let blocks = blocks(&section);
+    let blocks = fenced_blocks(&section, "SECURITY.md");
     let nginx = &blocks
         .iter()
         .find(|(lang, _)| lang == "nginx")
@@ -226,20 +174,20 @@ async fn each_recipe_starts_as_written_and_keys_clients_as_it_says() {
             // The peer is the client: a forwarding header changes nothing.
             None | Some("10.0.0.0/16") => {
                 assert!(said.contains("http://0.0.0.0:"), "{said}");
-                let got = statuses(&running.url, LOCAL, &CLIENTS).await;
+                let got = statuses_from(&running.url, LOCAL, &CLIENTS).await;
                 assert_eq!(got, [200, 200, 429], "{args:?}");
             }
             // What the section warns of: any local process names its
             // own client, and so its own key.
             Some("127.0.0.1/32") => {
-                let got = statuses(&running.url, LOCAL, &CLIENTS).await;
+                let got = statuses_from(&running.url, LOCAL, &CLIENTS).await;
                 assert_eq!(got, [200, 200, 200], "{args:?}");
             }
             // The narrower recipe: only nginx's bound address is believed.
             Some("127.0.0.2/32") => {
-                let got = statuses(&running.url, LOCAL, &CLIENTS).await;
+                let got = statuses_from(&running.url, LOCAL, &CLIENTS).await;
                 assert_eq!(got, [200, 200, 429], "a local process picked its key");
-                let got = statuses(&running.url, NGINX, &CLIENTS).await;
+                let got = statuses_from(&running.url, NGINX, &CLIENTS).await;
                 assert_eq!(got, [200, 200, 200], "nginx's clients are each their own");
             }
             Some(other) => panic!("a recipe this test does not know: {other}"),

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod docs;
 pub mod envoy;
 pub mod replay;
 pub mod server;
@@ -93,4 +94,25 @@ pub fn output_until_listening(command: &str, args: &[&str]) -> (String, Option<i
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The statuses of GET `url/` sent from the local address `from`, one
+/// request per `X-Forwarded-For` value in `forwarded_for`.
+pub async fn statuses_from(url: &str, from: std::net::IpAddr, forwarded_for: &[&str]) -> Vec<u16> {
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .local_address(from)
+        .build()
+        .unwrap();
+    let mut out = Vec::new();
+    for value in forwarded_for {
+        let r = http
+            .get(format!("{url}/"))
+            .header("x-forwarded-for", *value)
+            .send()
+            .await
+            .unwrap();
+        out.push(r.status().as_u16());
+    }
+    out
 }
