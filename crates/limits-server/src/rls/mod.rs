@@ -28,6 +28,7 @@ mod server;
 mod service;
 mod watch;
 
+pub use overrides::MAX_OVERRIDES;
 pub use reloader::RlsReloader;
 pub use server::RlsServer;
 

@@ -194,3 +194,43 @@ async fn an_override_is_decided_by_the_algorithm_of_its_domains_file() {
     assert_eq!(reset_nanos(&r.statuses[0]), 86_400 * 1_000_000_000, "{r:?}");
     assert_eq!(r.statuses[0].limit_remaining, 4);
 }
+
+/// A client cannot make unbounded stores by sending a new limit each call:
+/// up to `MAX_OVERRIDES` distinct overrides are decided, the next new one is
+/// refused naming the cap, and those already made keep deciding.
+#[tokio::test]
+async fn distinct_overrides_beyond_the_cap_are_refused_and_the_known_ones_still_decide() {
+    use limits_server::rls::MAX_OVERRIDES;
+    let rls = start().await;
+    let d = [("key1", "value1")];
+    let cap = u32::try_from(MAX_OVERRIDES).unwrap();
+    for n in 1..=cap {
+        let r = rls
+            .call(request("test-domain", vec![with_limit(&d, n, DAY)], 0))
+            .await
+            .unwrap();
+        assert_eq!(r.overall_code, OK, "override {n} per day");
+    }
+    let err = rls
+        .call(request(
+            "test-domain",
+            vec![with_limit(&d, cap + 1, DAY)],
+            0,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err:?}");
+    assert!(
+        err.message().contains(&format!(
+            "more than {MAX_OVERRIDES} distinct limit overrides"
+        )),
+        "{}",
+        err.message()
+    );
+    // The first override (1 per day) was made and is full: it still decides.
+    let r = rls
+        .call(request("test-domain", vec![with_limit(&d, 1, DAY)], 0))
+        .await
+        .unwrap();
+    assert_eq!(r.overall_code, OVER);
+}
