@@ -138,10 +138,16 @@ pub fn whole_seconds(d: Duration) -> prost_types::Duration {
     }
 }
 
-/// Of `cost` hits admitted, how many landed above 80% of a rate's limit (the
-/// reference service's default `NEAR_LIMIT_RATIO`): counted on the rate that has the least left, as the
-/// reference counts them on its one counter (hits from the threshold up,
-/// none below it).
+/// A rate's near-limit threshold: 80% of its limit (the reference
+/// service's default `NEAR_LIMIT_RATIO`), floored, without floating point
+/// so that it is exact for any u64.
+fn near_threshold(limit: u64) -> u64 {
+    u64::try_from(u128::from(limit) * 4 / 5).unwrap_or(u64::MAX)
+}
+
+/// Of `cost` hits admitted, how many landed above 80% of a rate's limit:
+/// counted on the rate that has the least left, as the reference counts
+/// them on its one counter (hits from the threshold up, none below it).
 pub fn near_limit_hits(rule: &Rule, verdict: &Verdict, cost: u64) -> u64 {
     rule.rates()
         .iter()
@@ -150,12 +156,33 @@ pub fn near_limit_hits(rule: &Rule, verdict: &Verdict, cost: u64) -> u64 {
             let limit = rate.limit();
             let used_after = limit - d.remaining.min(limit);
             let used_before = used_after.saturating_sub(cost);
-            // floor(limit * 0.8) without floating point: exact for any u64.
-            let threshold = u64::try_from(u128::from(limit) * 4 / 5).unwrap_or(u64::MAX);
-            used_after.saturating_sub(threshold.max(used_before))
+            used_after.saturating_sub(near_threshold(limit).max(used_before))
         })
         .max()
         .unwrap_or(0)
+}
+
+/// Of `cost` hits denied, (over, near) as the reference splits them: the
+/// hits past the limit are over, and those between the near-limit
+/// threshold (or what was used, if more) and the limit are near; all are
+/// over when the limit was already used up. Counted on the rate that puts
+/// the most past its limit. A denied request takes nothing here, so "used"
+/// is what the rate held before it.
+pub fn denied_hits(rule: &Rule, verdict: &Verdict, cost: u64) -> (u64, u64) {
+    rule.rates()
+        .iter()
+        .zip(&verdict.per_rate)
+        .filter_map(|(rate, d)| {
+            let limit = rate.limit();
+            let used = limit - d.remaining.min(limit);
+            if used >= limit {
+                return Some((cost, 0));
+            }
+            let over = used.saturating_add(cost).saturating_sub(limit);
+            (over > 0).then(|| (over, limit - near_threshold(limit).max(used)))
+        })
+        .max()
+        .unwrap_or((cost, 0))
 }
 
 /// The policy member's name of a limit in the RateLimit fields: a

@@ -39,9 +39,11 @@ use std::time::Duration;
 pub struct Hits {
     /// Every hit asked for.
     pub total: u64,
-    /// Hits of a denied request (counted also when shadow mode let it pass).
+    /// Hits of a denied request past the limit (counted also when shadow
+    /// mode let it pass).
     pub over: u64,
-    /// Admitted hits past 80% of the limit.
+    /// Hits past 80% of the limit, up to it: admitted ones, and those of a
+    /// denied request below the limit.
     pub near: u64,
     /// Admitted hits.
     pub within: u64,

@@ -300,20 +300,17 @@ impl RlsService {
             self.full.decided();
             let allowed = verdict.decision.allowed;
             let over = !allowed && !limit.shadow_mode;
+            let (over_hits, near_hits) = if allowed {
+                (0, decide::near_limit_hits(rule, &verdict, cost))
+            } else {
+                decide::denied_hits(rule, &verdict, cost)
+            };
             let hits = Hits {
                 total: cost,
-                over: if allowed { 0 } else { cost },
-                near: if allowed {
-                    decide::near_limit_hits(rule, &verdict, cost)
-                } else {
-                    0
-                },
+                over: over_hits,
+                near: near_hits,
                 within: if allowed { cost } else { 0 },
-                shadow: if !allowed && limit.shadow_mode {
-                    cost
-                } else {
-                    0
-                },
+                shadow: if limit.shadow_mode { over_hits } else { 0 },
             };
             self.metrics.decided(&label, hits, started.elapsed());
             response

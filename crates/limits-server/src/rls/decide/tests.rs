@@ -112,6 +112,35 @@ async fn near_limit_counts_the_admitted_hits_past_eighty_percent() {
     assert_eq!(near_limit_hits(&r, &at(&s, 2, 1).await, 1), 1);
 }
 
+/// A denied request of several hits counted all its hits as over; the
+/// reference counts those past the limit as over and those between the
+/// near-limit threshold (or what was used) and the limit as near.
+#[tokio::test]
+async fn a_denied_multi_hit_request_splits_its_hits_into_over_and_near() {
+    let r = rule(Algorithm::FixedWindow, "10/m");
+    let s = store(&r);
+    // 2 used, 10 asked: 2 past the limit, the 2 from 8 to 10 near.
+    at(&s, 0, 2).await;
+    let v = at(&s, 1, 10).await;
+    assert!(!v.decision.allowed);
+    assert_eq!(denied_hits(&r, &v, 10), (2, 2));
+    // 9 used, 3 asked: 2 past the limit, the 1 from 9 to 10 near.
+    at(&s, 2, 7).await;
+    let v = at(&s, 3, 3).await;
+    assert_eq!(denied_hits(&r, &v, 3), (2, 1));
+    // 10 used: every hit over.
+    at(&s, 4, 1).await;
+    let v = at(&s, 5, 4).await;
+    assert_eq!(denied_hits(&r, &v, 4), (4, 0));
+    // Two rates: counted on the one that puts the most past its limit.
+    let two = rule(Algorithm::FixedWindow, "10/m; 4/s");
+    let s = store(&two);
+    at(&s, 0, 3).await;
+    let v = at(&s, 1, 3).await;
+    assert!(!v.decision.allowed);
+    assert_eq!(denied_hits(&two, &v, 3), (2, 1), "the second's 3 + 3 - 4");
+}
+
 #[test]
 fn member_names_are_valid_structured_field_strings() {
     assert_eq!(member_name("api.user_alice"), "api.user_alice");
