@@ -6,7 +6,10 @@ use crate::lines::{self, Command};
 use crate::runtime::RuntimeArgs;
 use crate::serve::{parse_timeout, ConnectionArgs, OnStoreFull, StoreArgs};
 use clap::{Args, ValueEnum};
-use limits_server::rls::{OnStoreError, RlsServer, RlsServerConfig, DEFAULT_MAX_METRIC_SERIES};
+use limits_server::rls::{
+    OnStoreError, ReferenceHeaderNames, ResponseHeaders, RlsServer, RlsServerConfig,
+    DEFAULT_MAX_METRIC_SERIES,
+};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -52,6 +55,16 @@ pub struct RlsArgs {
     #[arg(long, value_enum, default_value_t = StoreErrorAnswer::Local)]
     on_store_error: StoreErrorAnswer,
 
+    /// Header fields answers ask Envoy to add: `none`, as envoyproxy/ratelimit
+    /// by default; `reference`, its RateLimit-Limit, -Remaining and -Reset
+    /// for the descriptor closest to its limit (names from
+    /// LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER);
+    /// `draft`, RateLimit-Policy and RateLimit for every limit decided, as
+    /// `limits serve` sends them; `both`. Without the flag:
+    /// `reference` when LIMIT_RESPONSE_HEADERS_ENABLED=true, else `none`.
+    #[arg(long, value_enum, value_name = "SET")]
+    response_headers: Option<HeaderSet>,
+
     /// How often to check --config for changes (file sizes, mtimes and
     /// identities, following symlinks, so a Kubernetes ConfigMap update is
     /// seen); 0 turns the check off (SIGHUP still reloads).
@@ -83,6 +96,48 @@ fn parse_interval(s: &str) -> Result<Duration, String> {
         return Ok(Duration::ZERO);
     }
     parse_timeout(s)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum HeaderSet {
+    None,
+    Reference,
+    Draft,
+    Both,
+}
+
+/// The header fields of `--response-headers`, or, without it, of the
+/// reference's own variables (`env` reads one by name).
+fn response_headers(
+    flag: Option<HeaderSet>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<ResponseHeaders, String> {
+    let set = match flag {
+        Some(set) => set,
+        None => match env("LIMIT_RESPONSE_HEADERS_ENABLED").as_deref() {
+            None | Some("") => HeaderSet::None,
+            Some(v) if v.eq_ignore_ascii_case("true") || v == "1" => HeaderSet::Reference,
+            Some(v) if v.eq_ignore_ascii_case("false") || v == "0" => HeaderSet::None,
+            Some(v) => {
+                return Err(format!(
+                    "LIMIT_RESPONSE_HEADERS_ENABLED={v}: expected true or false"
+                ))
+            }
+        },
+    };
+    let named = |var: &str, default: String| env(var).filter(|v| !v.is_empty()).unwrap_or(default);
+    let reference = matches!(set, HeaderSet::Reference | HeaderSet::Both).then(|| {
+        let d = ReferenceHeaderNames::default();
+        ReferenceHeaderNames {
+            limit: named("LIMIT_LIMIT_HEADER", d.limit),
+            remaining: named("LIMIT_REMAINING_HEADER", d.remaining),
+            reset: named("LIMIT_RESET_HEADER", d.reset),
+        }
+    });
+    Ok(ResponseHeaders {
+        draft: matches!(set, HeaderSet::Draft | HeaderSet::Both),
+        reference,
+    })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -132,6 +187,8 @@ pub fn rls(args: RlsArgs) -> Result<(), String> {
     let file_limit = crate::file_limit::raise();
     // One descriptor per connection: the store's connections are shared.
     let (max_connections, max_connections_per_client) = args.connections.caps(file_limit, 1)?;
+    let response_headers =
+        response_headers(args.response_headers, |name| std::env::var(name).ok())?;
     let runtime = args.runtime.build()?;
     runtime.block_on(async {
         let local = args.on_store_error == StoreErrorAnswer::Local;
@@ -156,6 +213,7 @@ pub fn rls(args: RlsArgs) -> Result<(), String> {
             max_connections,
             max_connections_per_client,
             max_metric_series: args.max_metric_series,
+            response_headers,
             ..RlsServerConfig::new(config_path)
         };
         RlsServer::new(config)?
@@ -163,4 +221,63 @@ pub fn rls(args: RlsArgs) -> Result<(), String> {
             .serve(limits_server::shutdown_signal())
             .await
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn no_header_field_unless_asked_as_the_reference() {
+        assert_eq!(
+            response_headers(None, env(&[])).unwrap(),
+            ResponseHeaders::default()
+        );
+    }
+
+    #[test]
+    fn the_reference_variables_turn_its_fields_on_under_their_names() {
+        let vars = [
+            ("LIMIT_RESPONSE_HEADERS_ENABLED", "true"),
+            ("LIMIT_REMAINING_HEADER", "X-Left"),
+        ];
+        let got = response_headers(None, env(&vars)).unwrap();
+        let names = got.reference.expect("reference fields");
+        assert_eq!(
+            (
+                names.limit.as_str(),
+                names.remaining.as_str(),
+                names.reset.as_str()
+            ),
+            ("RateLimit-Limit", "X-Left", "RateLimit-Reset")
+        );
+        assert!(!got.draft);
+    }
+
+    #[test]
+    fn the_flag_wins_over_the_variable() {
+        let vars = [("LIMIT_RESPONSE_HEADERS_ENABLED", "true")];
+        let got = response_headers(Some(HeaderSet::Draft), env(&vars)).unwrap();
+        assert_eq!((got.draft, got.reference), (true, None));
+        let both = response_headers(Some(HeaderSet::Both), env(&[])).unwrap();
+        assert!(both.draft && both.reference.is_some());
+    }
+
+    #[test]
+    fn a_variable_that_is_no_boolean_is_an_error_naming_it() {
+        let vars = [("LIMIT_RESPONSE_HEADERS_ENABLED", "yes please")];
+        let err = response_headers(None, env(&vars)).unwrap_err();
+        assert!(
+            err.starts_with("LIMIT_RESPONSE_HEADERS_ENABLED=yes please"),
+            "{err}"
+        );
+    }
 }

@@ -11,12 +11,13 @@ use common::upstream::RecordingUpstream;
 use common::{client, header};
 
 /// A `limits rls` process serving the rate limit config `yaml` (one domain
-/// file), on free ports, with its admin listener.
+/// file), on free ports, with its admin listener and our draft header
+/// fields beside Envoy's own.
 fn rls(yaml: &str, extra: &[&str]) -> (Server, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     common::write(dir.path(), "config.yaml", yaml);
     let config = dir.path().to_str().unwrap().to_string();
-    let mut args = vec!["--config", config.as_str()];
+    let mut args = vec!["--config", config.as_str(), "--response-headers", "draft"];
     args.extend_from_slice(extra);
     (Server::start_command("rls", &args, true), dir)
 }

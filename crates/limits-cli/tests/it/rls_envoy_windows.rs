@@ -23,7 +23,9 @@ descriptors:
 async fn envoy_shows_a_window_of_no_unit_as_a_bare_limit_and_a_whole_unit_with_its_window() {
     let dir = tempfile::tempdir().unwrap();
     common::write(dir.path(), "config.yaml", WINDOWS);
-    let rls = Server::start_command("rls", &["--config", dir.path().to_str().unwrap()], false);
+    let config = dir.path().to_str().unwrap();
+    let args = ["--config", config, "--response-headers", "draft"];
+    let rls = Server::start_command("rls", &args, false);
     let upstream = RecordingUpstream::start();
     let actions = "\
 - actions: [{ remote_address: {} }]

@@ -24,12 +24,14 @@ mod outage;
 mod overrides;
 pub mod proto;
 mod reloader;
+mod response_headers;
 mod server;
 mod service;
 mod watch;
 
 pub use overrides::MAX_OVERRIDES;
 pub use reloader::RlsReloader;
+pub use response_headers::{ReferenceHeaderNames, ResponseHeaders};
 pub use server::RlsServer;
 
 use crate::store::StoreOptions;
@@ -117,6 +119,9 @@ pub struct RlsServerConfig {
     /// with `detailed_metric`); values beyond it are counted in one
     /// `descriptor="other"` series per family.
     pub max_metric_series: usize,
+    /// The header fields answers carry: none by default, as the reference
+    /// service.
+    pub response_headers: ResponseHeaders,
 }
 
 /// [`RlsServerConfig::max_metric_series`] unless told otherwise.
@@ -127,7 +132,8 @@ impl RlsServerConfig {
     /// 127.0.0.1:8081, no admin, in memory, UNAVAILABLE on store errors,
     /// reload on SIGHUP and on change (checked every second), 30 s to drain,
     /// no state file, the connection caps of `limits serve`'s
-    /// [`Bounds`](crate::Bounds), 1,000 detailed series per metric family.
+    /// [`Bounds`](crate::Bounds), 1,000 detailed series per metric family,
+    /// no response header fields.
     pub fn new(config: PathBuf) -> RlsServerConfig {
         RlsServerConfig {
             config,
@@ -143,6 +149,7 @@ impl RlsServerConfig {
             max_connections: crate::DEFAULT_MAX_CONNECTIONS,
             max_connections_per_client: crate::DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
             max_metric_series: DEFAULT_MAX_METRIC_SERIES,
+            response_headers: ResponseHeaders::default(),
         }
     }
 }

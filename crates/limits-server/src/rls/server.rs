@@ -163,6 +163,7 @@ impl RlsServer {
             in_flight: in_flight.clone(),
             unreachable: Outage::new("unreachable", "--on-store-error"),
             full: Outage::new("full", "--on-store-full"),
+            response_headers: self.config.response_headers.clone(),
         };
         let (health_reporter, health) = tonic_health::server::health_reporter();
         health_reporter

@@ -24,6 +24,7 @@ use super::overrides::Override;
 use super::proto::rate_limit_response::Code;
 use super::proto::rate_limit_service_server::RateLimitService;
 use super::proto::{RateLimitDescriptor, RateLimitRequest, RateLimitResponse};
+use super::response_headers::ResponseHeaders;
 use super::OnStoreError;
 use arc_swap::ArcSwap;
 use limits::{RetryAfter, Store, StoreErrorKind};
@@ -49,6 +50,8 @@ pub struct RlsService {
     pub(crate) unreachable: Outage,
     /// A store that is full, logged once per outage.
     pub(crate) full: Outage,
+    /// The header fields answers carry.
+    pub(crate) response_headers: ResponseHeaders,
 }
 
 /// Counts a call in flight while it lives.
@@ -332,7 +335,13 @@ impl RlsService {
             // A descriptor of a request another descriptor denies still took
             // its hits: decided independently, as the reference does.
         }
-        response.response_headers_to_add = decide::header_fields(&header_statuses, denied);
+        if self.response_headers.draft {
+            response.response_headers_to_add = decide::header_fields(&header_statuses, denied);
+        }
+        if let Some(names) = &self.response_headers.reference {
+            let fields = names.fields(&response.statuses);
+            response.response_headers_to_add.extend(fields);
+        }
         Ok(response)
     }
 }

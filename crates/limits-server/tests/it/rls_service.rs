@@ -6,6 +6,7 @@ use crate::rls_common;
 
 use limits::{Algorithm, Mode, Rule};
 use limits_server::rls::proto::RateLimitDescriptor;
+use limits_server::rls::ReferenceHeaderNames;
 use rls_common::*;
 
 const ALGORITHMS: &str = "
@@ -194,7 +195,7 @@ async fn shadow_mode_decides_and_counts_but_answers_ok() {
 
 #[tokio::test]
 async fn two_rates_take_nothing_unless_both_admit() {
-    let rls = Rls::start(PLANS).await;
+    let rls = Rls::start_with(PLANS, draft_headers).await;
     let me = [("both", "me")];
     // 2 taken: the day has 2 left, the hour 1.
     let r = rls.one("plans", &me, 2).await;
@@ -215,7 +216,7 @@ async fn two_rates_take_nothing_unless_both_admit() {
 
 #[tokio::test]
 async fn times_and_fields_are_those_of_the_exact_decision() {
-    let rls = Rls::start(PLANS).await;
+    let rls = Rls::start_with(PLANS, draft_headers).await;
     let user = [("user", "carol")];
     let first = rls.one("plans", &user, 4).await;
     let status = &first.statuses[0];
@@ -333,7 +334,7 @@ async fn one_request_decides_each_descriptor_independently() {
 /// a decided limit, only that limit's fields.
 #[tokio::test]
 async fn a_blocked_descriptor_sends_no_empty_header_fields() {
-    let rls = Rls::start(
+    let rls = Rls::start_with(
         "
 domain: edge
 descriptors:
@@ -343,6 +344,7 @@ descriptors:
   - key: path
     rate_limit: {unit: minute, requests_per_unit: 10}
 ",
+        draft_headers,
     )
     .await;
     let blocked = rls.one("edge", &[("remote_address", "50.0.0.5")], 0).await;
@@ -393,5 +395,51 @@ async fn limit_remaining_is_zero_when_a_descriptor_is_over_as_the_reference() {
     assert_eq!(
         (last.statuses[0].code, last.statuses[0].limit_remaining),
         (OK, 0)
+    );
+}
+
+/// The reference sends no header field unless told to: an answer, allowed
+/// or denied, carries none by default.
+#[tokio::test]
+async fn answers_carry_no_header_field_by_default_as_the_reference() {
+    let rls = Rls::start(PLANS).await;
+    let user = [("user", "dave")];
+    let allowed = rls.one("plans", &user, 5).await;
+    assert_eq!(allowed.overall_code, OK);
+    assert_eq!(allowed.response_headers_to_add, []);
+    let denied = rls.one("plans", &user, 1).await;
+    assert_eq!(denied.overall_code, OVER);
+    assert_eq!(denied.response_headers_to_add, []);
+}
+
+/// With the reference's fields asked for, the descriptor closest to its
+/// limit is reported under their names, over its limit at 0 left; with
+/// both sets, ours follow.
+#[tokio::test]
+async fn the_reference_fields_report_the_descriptor_closest_to_its_limit() {
+    let rls = Rls::start_with(PLANS, |c| {
+        c.response_headers.reference = Some(ReferenceHeaderNames::default());
+    })
+    .await;
+    let user = [("user", "erin")];
+    let r = rls.one("plans", &user, 3).await;
+    assert_eq!(header(&r, "RateLimit-Limit").as_deref(), Some("5"));
+    assert_eq!(header(&r, "RateLimit-Remaining").as_deref(), Some("2"));
+    assert_eq!(header(&r, "RateLimit-Reset").as_deref(), Some("86400"));
+    assert_eq!(header(&r, "ratelimit-policy"), None);
+    let r = rls.one("plans", &user, 3).await;
+    assert_eq!(r.overall_code, OVER);
+    assert_eq!(header(&r, "RateLimit-Remaining").as_deref(), Some("0"));
+
+    let both = Rls::start_with(PLANS, |c| {
+        c.response_headers.reference = Some(ReferenceHeaderNames::default());
+        c.response_headers.draft = true;
+    })
+    .await;
+    let r = both.one("plans", &user, 1).await;
+    assert_eq!(header(&r, "RateLimit-Remaining").as_deref(), Some("4"));
+    assert_eq!(
+        header(&r, "ratelimit-policy").as_deref(),
+        Some(r#""plans.user";q=5;w=86400"#)
     );
 }

@@ -159,6 +159,12 @@ pub fn request(domain: &str, descriptors: Vec<RateLimitDescriptor>, hits: u32) -
     }
 }
 
+/// Turns on the draft `RateLimit-Policy`/`RateLimit` fields, off by
+/// default as the reference sends none.
+pub fn draft_headers(config: &mut RlsServerConfig) {
+    config.response_headers.draft = true;
+}
+
 /// The value of header `name` among those to add.
 pub fn header(response: &RateLimitResponse, name: &str) -> Option<String> {
     response
