@@ -3,19 +3,28 @@
 //! has (`foo*` a prefix, `*.example.com` a suffix, `svc*ep*rpc`), as the
 //! reference matches them since its PR #1085.
 
-/// A value with at least one `*`, kept as the literal pieces between them.
+/// A value with at least one `*`, kept as the literal pieces around them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Pattern {
-    /// The text before the first `*`, between each two, and after the last:
-    /// one more piece than there are `*`.
-    pieces: Vec<String>,
+    /// The text before the first `*`.
+    first: String,
+    /// The text between each two `*`, in order.
+    middle: Vec<String>,
+    /// The text after the last `*`.
+    last: String,
 }
 
 impl Pattern {
     /// The pattern of `value`, when it has a `*`.
     pub fn of(value: &str) -> Option<Pattern> {
-        value.contains('*').then(|| Pattern {
-            pieces: value.split('*').map(str::to_string).collect(),
+        let (first, rest) = value.split_once('*')?;
+        let mut middle: Vec<String> = rest.split('*').map(str::to_string).collect();
+        // `split` yields at least one piece: the text after the last `*`.
+        let last = middle.pop()?;
+        Some(Pattern {
+            first: first.to_string(),
+            middle,
+            last,
         })
     }
 
@@ -26,16 +35,15 @@ impl Pattern {
     /// the one before, which leaves the most room for the rest, so a match
     /// is found if any exists (no backtracking, linear in the value).
     pub fn matches(&self, value: &str) -> bool {
-        let (first, rest) = self.pieces.split_first().expect("a pattern has a '*'");
-        let (last, middle) = rest.split_last().expect("a pattern has a '*'");
+        let (first, last) = (self.first.as_str(), self.last.as_str());
         if value.len() < first.len() + last.len()
-            || !value.starts_with(first.as_str())
-            || !value.ends_with(last.as_str())
+            || !value.starts_with(first)
+            || !value.ends_with(last)
         {
             return false;
         }
         let mut between = &value[first.len()..value.len() - last.len()];
-        for piece in middle {
+        for piece in &self.middle {
             match between.find(piece.as_str()) {
                 Some(at) => between = &between[at + piece.len()..],
                 None => return false,
