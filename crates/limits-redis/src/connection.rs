@@ -14,10 +14,11 @@
 //! connects in the background; [`RedisConnection::connect`] insists.
 
 use crate::clock;
-use crate::dial::Target;
+use crate::dial::{redact, Dial, Target};
 use crate::link::{Conn, Health};
 use crate::memory_policy;
 use limits::{Rate, StoreError};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -62,6 +63,10 @@ pub struct RedisOptions {
     /// and most client addresses and recent keys it tracks for the cap on
     /// new keys (default 1,000,000).
     pub local_max_keys: usize,
+    /// The CA certificates (a PEM file) that a `rediss://` Redis's
+    /// certificate must chain to, instead of the system's trusted roots
+    /// (default: none, the system's). Refused with any other URL.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// What a store does when Redis cannot decide.
@@ -91,6 +96,7 @@ impl Default for RedisOptions {
                 Rate::new(1000, Duration::from_secs(60)).expect("a valid rate"),
             ),
             local_max_keys: 1_000_000,
+            ca_file: None,
         }
     }
 }
@@ -128,21 +134,38 @@ impl std::fmt::Debug for RedisConnection {
 }
 
 impl RedisConnection {
-    /// Connects to `url`: `redis://HOST:PORT[/DB]` (with
-    /// `redis://:PASSWORD@HOST:PORT` for auth), or
-    /// `redis+cluster://HOST1:PORT1,HOST2:PORT2,...` for a Redis Cluster
-    /// (any reachable node will do; the rest are discovered). Fails if
-    /// Redis does not answer now; see [`start`](Self::start) for a
-    /// connection that waits for it.
+    /// Connects to `url`, one of:
+    ///
+    /// - `redis://HOST:PORT[/DB]`: one Redis;
+    /// - `redis://:PASSWORD@HOST:PORT[/DB]`: with a password
+    ///   (`--requirepass`), `redis://USER:PASSWORD@HOST:PORT[/DB]`: as an
+    ///   ACL user (percent-encode `@`, `:` and `/` in either);
+    /// - `rediss://[USER:PASSWORD@]HOST:PORT[/DB]`: over TLS (rustls), the
+    ///   server's certificate checked against the system's roots or
+    ///   [`RedisOptions::ca_file`], and its name against `HOST`;
+    /// - `redis+unix:///PATH/TO/SOCKET[?db=N&user=USER&pass=PASSWORD]` or
+    ///   `unix:///PATH/TO/SOCKET[?...]`: a unix socket;
+    /// - `redis+cluster://[USER:PASSWORD@]HOST1:PORT1,HOST2:PORT2,...`: a
+    ///   Redis Cluster (any reachable node will do; the rest are
+    ///   discovered; the credentials are used on every node);
+    /// - `redis+sentinel://[USER:PASSWORD@]HOST1:PORT1,HOST2:PORT2,.../MASTER[/DB]`:
+    ///   the master named `MASTER` that these sentinels watch (the
+    ///   credentials and database are the master's; the sentinels are asked
+    ///   without). After a failover the sentinels are asked again, and the
+    ///   store follows the master they name.
+    ///
+    /// Fails if Redis does not answer now (or refuses the credentials, or
+    /// its certificate is refused), with the URL, its password hidden; see
+    /// [`start`](Self::start) for a connection that waits for it.
     pub async fn connect(
         url: &str,
         options: RedisOptions,
     ) -> Result<RedisConnection, ConnectError> {
-        let target = Target::new(url, options.timeout).map_err(ConnectError)?;
+        let target = Self::target(url, &options)?;
         let conn = target
             .open()
             .await
-            .map_err(|e| ConnectError(format!("Redis at {url}: {e}")))?;
+            .map_err(|e| ConnectError(failure(url, &e)))?;
         Ok(RedisConnection::connected(conn, options).await)
     }
 
@@ -152,11 +175,14 @@ impl RedisConnection {
     /// with [`Fallback::Local`]; counted as an outage, logged once), and
     /// keeps connecting in the background every
     /// [`probe_interval`](RedisOptions::probe_interval) until Redis answers
-    /// (logged once). Fails only on a URL that can never connect.
+    /// (logged once). Fails on a URL that can never connect, and when
+    /// Redis answers but refuses the credentials or the TLS handshake
+    /// (waiting would not change that).
     pub async fn start(url: &str, options: RedisOptions) -> Result<RedisConnection, ConnectError> {
-        let target = Target::new(url, options.timeout).map_err(ConnectError)?;
+        let target = Self::target(url, &options)?;
         let error = match target.open().await {
             Ok(conn) => return Ok(RedisConnection::connected(conn, options).await),
+            Err(e) if refusal(&e).is_some() => return Err(ConnectError(failure(url, &e))),
             Err(e) => e,
         };
         let connection = RedisConnection {
@@ -171,6 +197,15 @@ impl RedisConnection {
         );
         connection.connect_in_background(target);
         Ok(connection)
+    }
+
+    /// `url` checked with the options' timeout and CA file.
+    fn target(url: &str, options: &RedisOptions) -> Result<Target, ConnectError> {
+        let dial = Dial {
+            timeout: options.timeout,
+            ca_file: options.ca_file.as_deref(),
+        };
+        Target::new(url, &dial).map_err(ConnectError)
     }
 
     /// A connection over `conn`, with its memory policy read and its clock
@@ -345,6 +380,7 @@ impl RedisConnection {
             Err(_) => format!("Redis did not answer within {:?}", self.options.timeout),
         };
         self.health.errors.fetch_add(1, Ordering::Relaxed);
+        conn.failed();
         self.open_circuit(&failure);
         Err(StoreError::new(failure))
     }
@@ -367,7 +403,14 @@ impl RedisConnection {
                 let mut conn = conn.clone();
                 let cmd = redis::cmd("PING");
                 let ping = cmd.query_async::<String>(&mut conn);
-                if let Ok(Ok(_)) = tokio::time::timeout(probe.options.timeout, ping).await {
+                let answered = matches!(
+                    tokio::time::timeout(probe.options.timeout, ping).await,
+                    Ok(Ok(_))
+                );
+                if !answered {
+                    conn.failed();
+                }
+                if answered {
                     probe.health.down.store(false, Ordering::Relaxed);
                     tracing::warn!("the Redis store answers again");
                     let options = &probe.options;
@@ -380,6 +423,38 @@ impl RedisConnection {
             }
         });
     }
+}
+
+/// Why connecting to `url` failed, the URL's password hidden and a refusal
+/// said plainly.
+fn failure(url: &str, e: &redis::RedisError) -> String {
+    let url = redact(url);
+    match refusal(e) {
+        Some(what) => format!("Redis at {url}: {what} ({e})"),
+        None => format!("Redis at {url}: {e}"),
+    }
+}
+
+/// What Redis refused, if it answered but refused us: the credentials, or
+/// the TLS handshake (its certificate not trusted, or not for its name).
+fn refusal(e: &redis::RedisError) -> Option<&'static str> {
+    let text = e.to_string();
+    if e.kind() == redis::ErrorKind::AuthenticationFailed
+        || [
+            "WRONGPASS",
+            "NOAUTH",
+            "invalid password",
+            "invalid username-password",
+        ]
+        .iter()
+        .any(|code| text.contains(code))
+    {
+        return Some("authentication failed: wrong user or password");
+    }
+    if text.contains("invalid peer certificate") || text.contains("certificate") {
+        return Some("its TLS certificate was refused (not signed by a trusted CA, or not for this host name)");
+    }
+    None
 }
 
 /// Redis refused a write for lack of memory (`-OOM command not allowed when

@@ -1,64 +1,260 @@
-//! Where a connection goes: a `redis://` or `redis+cluster://` URL checked
-//! once into a client ([`Target`]), which can then be asked to open a
-//! connection as often as it takes, at start or in the background while
-//! Redis is not up yet.
+//! Where a connection goes: a Redis URL checked once into a client
+//! ([`Target`]), which can then be asked to open a connection as often as it
+//! takes, at start or in the background while Redis is not up yet.
+//!
+//! The URL forms: `redis://` (and `rediss://` for TLS), `redis+unix://` or
+//! `unix://` for a unix socket, `redis+cluster://` for a Redis Cluster and
+//! `redis+sentinel://` for a master found through Sentinel. A URL is never
+//! printed as given: [`redact`] hides its password first.
 
 use crate::link::Conn;
+use crate::sentinel::{SentinelLink, Sentinels};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
+use redis::IntoConnectionInfo;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// A checked address: one Redis, or the seed nodes of a cluster.
+/// The schemes [`Target::new`] accepts, as a caller checks `--store` with
+/// [`is_redis_url`].
+const SCHEMES: [&str; 6] = [
+    "redis://",
+    "rediss://",
+    "redis+unix://",
+    "unix://",
+    "redis+cluster://",
+    "redis+sentinel://",
+];
+
+/// Whether `url` names a Redis by one of the URL forms
+/// [`RedisConnection::connect`](crate::RedisConnection::connect) accepts (its
+/// scheme only: the rest is checked when connecting).
+pub fn is_redis_url(url: &str) -> bool {
+    SCHEMES.iter().any(|scheme| url.starts_with(scheme))
+}
+
+/// `url` with its password replaced by `***` (the `user:password@` of a
+/// host URL, the `pass=` of a unix socket's), fit for errors and logs.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, tail) = match rest.find(['/', '?', '#']) {
+        Some(end) => rest.split_at(end),
+        None => (rest, ""),
+    };
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, hosts)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{hosts}"),
+            // redis-rs reads a lone userinfo as a user name, but people
+            // write a password there: hide it all the same.
+            None => format!("***@{hosts}"),
+        },
+        None => authority.to_owned(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some(("pass" | "password", _)) => {
+                        format!("{}=***", pair.split('=').next().unwrap_or_default())
+                    }
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            format!("{path}?{}", query.join("&"))
+        }
+        None => tail.to_owned(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+/// A checked address: one Redis, the seed nodes of a cluster, or the
+/// sentinels that know a master.
 pub(crate) enum Target {
     Single {
         client: redis::Client,
         config: ConnectionManagerConfig,
     },
     Cluster(ClusterClient),
+    Sentinel(Arc<Sentinels>),
+}
+
+/// What connecting needs besides the URL.
+pub(crate) struct Dial<'a> {
+    /// Bounds each call on the connections opened.
+    pub timeout: Duration,
+    /// The CA certificates (PEM) a `rediss://` server's certificate must
+    /// chain to, instead of the system's.
+    pub ca_file: Option<&'a Path>,
 }
 
 impl Target {
-    /// Checks `url` (a bad scheme, host or port is refused here, before
-    /// any connection is tried, with what is wrong); `timeout` bounds each
-    /// call on the connections it opens.
-    pub(crate) fn new(url: &str, timeout: Duration) -> Result<Target, String> {
-        let err = |e: redis::RedisError| format!("Redis at {url}: {e}");
-        // Connecting may take longer than a call: a new TCP (and maybe
-        // AUTH) handshake.
-        let connect_timeout = timeout.max(Duration::from_millis(500));
-        if let Some(nodes) = url.strip_prefix("redis+cluster://") {
-            let nodes: Vec<String> = nodes
-                .split(',')
-                .filter(|n| !n.is_empty())
-                .map(|n| format!("redis://{n}"))
-                .collect();
-            if nodes.is_empty() {
-                return Err(format!("{url}: no cluster node given"));
+    /// Checks `url` (a bad scheme, host, port or CA file is refused here,
+    /// before any connection is tried, with what is wrong and the URL,
+    /// its password hidden).
+    pub(crate) fn new(url: &str, dial: &Dial<'_>) -> Result<Target, String> {
+        let shown = redact(url);
+        let err = |e: redis::RedisError| format!("Redis at {shown}: {e}");
+        if !is_redis_url(url) {
+            return Err(format!(
+                "{shown}: not a Redis URL (expected redis://, rediss://, redis+unix://, unix://, redis+cluster:// or redis+sentinel://)"
+            ));
+        }
+        let ca = match dial.ca_file {
+            None => None,
+            Some(_) if !url.starts_with("rediss://") => {
+                return Err(format!(
+                    "{shown}: a CA file is for a TLS Redis (rediss://HOST:PORT) only"
+                ))
             }
+            Some(path) => Some(read_ca(path)?),
+        };
+        // Connecting may take longer than a call: a new TCP (and maybe TLS
+        // and AUTH) handshake.
+        let connect_timeout = dial.timeout.max(Duration::from_millis(500));
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(connect_timeout))
+            .set_response_timeout(Some(dial.timeout))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_millis(500));
+        if let Some(rest) = url.strip_prefix("redis+cluster://") {
+            let nodes = hosts(url, rest)?;
+            let (userinfo, nodes) = nodes;
+            // Every node with the same credentials: the cluster client
+            // uses them on the nodes it discovers too.
+            let nodes: Vec<String> = nodes
+                .iter()
+                .map(|n| format!("redis://{userinfo}{n}"))
+                .collect();
             let client = ClusterClient::builder(nodes)
                 .connection_timeout(connect_timeout)
-                .response_timeout(timeout)
+                .response_timeout(dial.timeout)
                 .build()
                 .map_err(err)?;
             return Ok(Target::Cluster(client));
         }
-        let client = redis::Client::open(url).map_err(err)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(connect_timeout))
-            .set_response_timeout(Some(timeout))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_millis(500));
+        if let Some(rest) = url.strip_prefix("redis+sentinel://") {
+            let (userinfo, sentinels) = hosts(url, rest)?;
+            let path = rest.split_once('/').map(|(_, path)| path).unwrap_or("");
+            let mut parts = path.split('/');
+            let master = parts.next().filter(|m| !m.is_empty()).ok_or_else(|| {
+                format!("{shown}: no master name (redis+sentinel://HOST:PORT,.../MASTER[/DB])")
+            })?;
+            let db = parts.next().filter(|db| !db.is_empty()).unwrap_or("0");
+            // The data nodes' credentials and database, read as redis-rs
+            // reads a redis:// URL's.
+            let node = format!("redis://{userinfo}sentinel-master/{db}")
+                .into_connection_info()
+                .map_err(err)?
+                .redis_settings()
+                .clone();
+            let sentinels =
+                Sentinels::new(&sentinels, master, node, config, connect_timeout).map_err(err)?;
+            return Ok(Target::Sentinel(Arc::new(sentinels)));
+        }
+        let client = match ca {
+            Some(pem) => redis::Client::build_with_tls(
+                url,
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem),
+                },
+            ),
+            None => redis::Client::open(url),
+        }
+        .map_err(err)?;
         Ok(Target::Single { client, config })
     }
 
     /// Opens a connection (the first one: once open, it reconnects by
-    /// itself).
+    /// itself), and checks that Redis takes its commands: a Redis that
+    /// wants a password and was given none accepts the connection, and
+    /// refuses only its first command.
     pub(crate) async fn open(&self) -> Result<Conn, redis::RedisError> {
+        let mut conn = self.connect().await?;
+        redis::cmd("PING").query_async::<String>(&mut conn).await?;
+        Ok(conn)
+    }
+
+    async fn connect(&self) -> Result<Conn, redis::RedisError> {
         Ok(match self {
             Target::Single { client, config } => Conn::Single(
                 ConnectionManager::new_with_config(client.clone(), config.clone()).await?,
             ),
             Target::Cluster(client) => Conn::Cluster(client.get_async_connection().await?),
+            Target::Sentinel(sentinels) => {
+                Conn::Sentinel(Arc::new(SentinelLink::open(sentinels.clone()).await?))
+            }
         })
+    }
+}
+
+/// The `user:password@` (kept as written, `@` included; empty if none) and
+/// the comma-separated `HOST:PORT`s of a cluster's or sentinels' URL body
+/// `rest` (up to its path).
+fn hosts(url: &str, rest: &str) -> Result<(String, Vec<String>), String> {
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let (userinfo, hosts) = match authority.rsplit_once('@') {
+        Some((userinfo, hosts)) => (format!("{userinfo}@"), hosts),
+        None => (String::new(), authority),
+    };
+    let hosts: Vec<String> = hosts
+        .split(',')
+        .filter(|h| !h.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if hosts.is_empty() {
+        return Err(format!("{}: no HOST:PORT given", redact(url)));
+    }
+    Ok((userinfo, hosts))
+}
+
+/// The PEM certificates of `path`, refused with the path and the reason if
+/// unreadable or not PEM.
+fn read_ca(path: &Path) -> Result<Vec<u8>, String> {
+    let pem =
+        std::fs::read(path).map_err(|e| format!("the Redis CA file {}: {e}", path.display()))?;
+    if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
+        return Err(format!(
+            "the Redis CA file {}: no PEM certificate in it (expected -----BEGIN CERTIFICATE-----)",
+            path.display()
+        ));
+    }
+    Ok(pem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_are_hidden_in_every_url_form() {
+        let cases = [
+            ("redis://:s3cret@h:6379/2", "redis://:***@h:6379/2"),
+            ("redis://al:s3cret@h:6379", "redis://al:***@h:6379"),
+            ("rediss://al:s3cret@h:6380", "rediss://al:***@h:6380"),
+            ("redis://s3cret@h:6379", "redis://***@h:6379"),
+            (
+                "redis+cluster://:s3cret@a:1,b:2",
+                "redis+cluster://:***@a:1,b:2",
+            ),
+            (
+                "redis+sentinel://u:s3cret@a:1,b:2/mymaster",
+                "redis+sentinel://u:***@a:1,b:2/mymaster",
+            ),
+            (
+                "redis+unix:///run/r.sock?db=1&pass=s3cret",
+                "redis+unix:///run/r.sock?db=1&pass=***",
+            ),
+            ("redis://h:6379", "redis://h:6379"),
+            ("redis://:p@ss@h:1", "redis://:***@h:1"),
+        ];
+        for (url, shown) in cases {
+            assert_eq!(redact(url), shown, "{url}");
+            assert!(!redact(url).contains("s3cret"));
+        }
     }
 }

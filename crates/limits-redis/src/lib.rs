@@ -50,9 +50,11 @@ mod link;
 mod memory_policy;
 mod new_keys;
 mod scripts;
+mod sentinel;
 mod shape;
 mod store;
 
 pub use connection::{ConnectError, Fallback, RedisConnection, RedisOptions};
+pub use dial::{is_redis_url, redact};
 pub use shape::UnsupportedRule;
 pub use store::RedisStore;

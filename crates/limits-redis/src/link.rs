@@ -1,20 +1,36 @@
-//! What a connection to Redis is below the store's calls: one node or a
-//! cluster behind the same calls ([`Conn`]), and the counts kept about it
+//! What a connection to Redis is below the store's calls: one node, a
+//! cluster or a master found through Sentinel behind the same calls
+//! ([`Conn`]), and the counts kept about it
 //! ([`Health`]), which the clock and memory-policy checks read and write.
 
+use crate::sentinel::SentinelLink;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
+use std::sync::Arc;
 
 /// [`Health::clock_offset_us`] before the first measurement.
 pub(crate) const OFFSET_UNKNOWN: i64 = i64::MIN;
 
-/// One Redis or one Redis Cluster, behind the same calls.
+/// One Redis, one Redis Cluster or a Sentinel's master, behind the same
+/// calls.
 #[derive(Clone)]
 pub(crate) enum Conn {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    Sentinel(Arc<SentinelLink>),
+}
+
+impl Conn {
+    /// A call or a probe failed as it does when Redis is gone: a Sentinel
+    /// connection asks the sentinels whether the master moved (the others
+    /// reconnect to the same address by themselves).
+    pub(crate) fn failed(&self) {
+        if let Conn::Sentinel(link) = self {
+            link.lost();
+        }
+    }
 }
 
 impl ConnectionLike for Conn {
@@ -22,6 +38,10 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Sentinel(link) => {
+                let mut c = link.connection();
+                Box::pin(async move { c.req_packed_command(cmd).await })
+            }
         }
     }
 
@@ -34,6 +54,10 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_commands(cmd, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Sentinel(link) => {
+                let mut c = link.connection();
+                Box::pin(async move { c.req_packed_commands(cmd, offset, count).await })
+            }
         }
     }
 
@@ -41,6 +65,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
+            Conn::Sentinel(link) => link.connection().get_db(),
         }
     }
 }

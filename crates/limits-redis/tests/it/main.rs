@@ -4,6 +4,7 @@
 
 mod redis_server;
 
+mod auth;
 mod clock;
 mod cluster;
 mod conformance;
@@ -17,3 +18,4 @@ mod redis_store;
 mod sliding_log_ring;
 mod start_before_redis;
 mod store_full;
+mod unix_socket;

@@ -6,6 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,6 +16,8 @@ pub struct RedisServer {
     /// Its port on 127.0.0.1.
     pub port: u16,
     extra: Vec<String>,
+    /// A config file read first (a sentinel's, which it rewrites).
+    config: Option<PathBuf>,
 }
 
 impl RedisServer {
@@ -37,6 +40,7 @@ impl RedisServer {
                 child: None,
                 port,
                 extra: extra.iter().map(|s| s.to_string()).collect(),
+                config: None,
             };
             match server.spawn() {
                 Ok(()) => return server,
@@ -53,9 +57,43 @@ impl RedisServer {
             child: None,
             port,
             extra: Vec::new(),
+            config: None,
         };
         server.spawn()?;
         Ok(server)
+    }
+
+    /// Starts a Redis Sentinel (`redis-server --sentinel`) on a free port,
+    /// watching the master `name` at 127.0.0.1:`master` with a quorum of one,
+    /// and waits until it answers PING. A master is judged down after
+    /// `down_after_ms` without an answer.
+    pub fn start_sentinel(name: &str, master: u16, down_after_ms: u64) -> RedisServer {
+        let mut last = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let dir = std::env::temp_dir().join(format!("limits-sentinel-{port}"));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("a sentinel's directory");
+            let config = dir.join("sentinel.conf");
+            let text = format!(
+                "sentinel monitor {name} 127.0.0.1 {master} 1\n\
+                 sentinel down-after-milliseconds {name} {down_after_ms}\n\
+                 sentinel failover-timeout {name} 5000\n\
+                 sentinel parallel-syncs {name} 1\n"
+            );
+            std::fs::write(&config, text).expect("a sentinel's config file");
+            let mut server = RedisServer {
+                child: None,
+                port,
+                extra: vec!["--sentinel".to_owned()],
+                config: Some(config),
+            };
+            match server.spawn() {
+                Ok(()) => return server,
+                Err(e) => last = e,
+            }
+        }
+        panic!("could not start redis-server --sentinel: {last}");
     }
 
     fn spawn(&mut self) -> Result<(), String> {
@@ -63,7 +101,12 @@ impl RedisServer {
         // A cluster node's nodes.conf from an earlier run would be reused.
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let child = Command::new("redis-server")
+        let mut command = Command::new("redis-server");
+        // A config file must come first.
+        if let Some(config) = &self.config {
+            command.arg(config);
+        }
+        let child = command
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
@@ -86,7 +129,11 @@ impl RedisServer {
                 self.child = None;
                 return Err(format!("redis-server exited: {status}"));
             }
-            if self.command(&["PING"]).is_ok_and(|r| r.contains("PONG")) {
+            // A server with a password answers too, refusing: it is up.
+            if self
+                .command(&["PING"])
+                .is_ok_and(|r| r.contains("PONG") || r.starts_with("-NOAUTH"))
+            {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -115,20 +162,24 @@ impl RedisServer {
             .unwrap_or_else(|e| panic!("restarting redis-server: {e}"));
     }
 
-    /// One command over a plain socket (RESP), the raw reply as text.
+    /// One command over a plain socket (RESP), the raw reply as text; as
+    /// the `--requirepass` user when the server was started with one.
     pub fn command(&self, args: &[&str]) -> Result<String, String> {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).map_err(|e| e.to_string())?;
         stream.set_read_timeout(Some(Duration::from_secs(5))).ok();
-        let mut req = format!("*{}\r\n", args.len());
-        for a in args {
-            req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        if let Some(password) = self.password() {
+            let reply = exchange(&mut stream, &["AUTH", &password])?;
+            if !reply.starts_with("+OK") {
+                return Err(format!("AUTH: {reply}"));
+            }
         }
-        stream
-            .write_all(req.as_bytes())
-            .map_err(|e| e.to_string())?;
-        let mut buf = vec![0u8; 1 << 16];
-        let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
-        Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+        exchange(&mut stream, args)
+    }
+
+    /// The value of its `--requirepass`, if any.
+    fn password(&self) -> Option<String> {
+        let at = self.extra.iter().position(|a| a == "--requirepass")?;
+        self.extra.get(at + 1).cloned()
     }
 
     /// Writes 64 KiB values until Redis answers OOM (a server started with
@@ -178,6 +229,20 @@ impl Drop for RedisServer {
     }
 }
 
+/// Sends one command on `stream`, the raw reply as text.
+fn exchange(stream: &mut TcpStream, args: &[&str]) -> Result<String, String> {
+    let mut req = format!("*{}\r\n", args.len());
+    for a in args {
+        req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    stream
+        .write_all(req.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; 1 << 16];
+    let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
+    Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
 /// A port nothing listens on now.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -206,14 +271,27 @@ pub struct RedisCluster {
 impl RedisCluster {
     /// Starts three nodes, joins them, and waits for `cluster_state:ok`.
     pub fn start() -> RedisCluster {
-        let nodes: Vec<RedisServer> = (0..3)
-            .map(|_| RedisServer::start_with(&["--cluster-enabled", "yes"]))
+        Self::start_with(&[])
+    }
+
+    /// As [`start`](Self::start), each node with `extra` arguments too
+    /// (e.g. `--requirepass`, which `redis-cli` is then given).
+    pub fn start_with(extra: &[&str]) -> RedisCluster {
+        let args: Vec<&str> = ["--cluster-enabled", "yes"]
+            .into_iter()
+            .chain(extra.iter().copied())
             .collect();
+        let nodes: Vec<RedisServer> = (0..3).map(|_| RedisServer::start_with(&args)).collect();
+        let auth: Vec<String> = match nodes[0].password() {
+            Some(password) => vec!["-a".to_owned(), password, "--no-auth-warning".to_owned()],
+            None => Vec::new(),
+        };
         let addrs: Vec<String> = nodes
             .iter()
             .map(|n| format!("127.0.0.1:{}", n.port))
             .collect();
         let out = Command::new("redis-cli")
+            .args(&auth)
             .args(["--cluster", "create"])
             .args(&addrs)
             .args(["--cluster-replicas", "0", "--cluster-yes"])
