@@ -18,4 +18,5 @@ mod redis_store;
 mod sliding_log_ring;
 mod start_before_redis;
 mod store_full;
+mod tls;
 mod unix_socket;
