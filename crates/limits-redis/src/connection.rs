@@ -31,8 +31,9 @@ pub struct RedisOptions {
     pub prefix: String,
     /// The most a call may take before it counts as a failure (default 50 ms).
     pub timeout: Duration,
-    /// How often a probe asks an unreachable Redis whether it is back
-    /// (default 250 ms).
+    /// How often a probe asks an unreachable Redis whether it is back, and
+    /// how often a sentinel is asked whether its master moved
+    /// (`redis+sentinel://`; default 250 ms).
     pub probe_interval: Duration,
     /// Most keys each store remembers a denial of, to deny them again
     /// locally until they could pass (the exact deny cache; 0: off;
@@ -204,6 +205,7 @@ impl RedisConnection {
         let dial = Dial {
             timeout: options.timeout,
             ca_file: options.ca_file.as_deref(),
+            probe_interval: options.probe_interval,
         };
         Target::new(url, &dial).map_err(ConnectError)
     }

@@ -89,6 +89,8 @@ pub(crate) struct Dial<'a> {
     /// The CA certificates (PEM) a `rediss://` server's certificate must
     /// chain to, instead of the system's.
     pub ca_file: Option<&'a Path>,
+    /// How often the sentinels are asked whether the master moved.
+    pub probe_interval: Duration,
 }
 
 impl Target {
@@ -151,8 +153,15 @@ impl Target {
                 .map_err(err)?
                 .redis_settings()
                 .clone();
-            let sentinels =
-                Sentinels::new(&sentinels, master, node, config, connect_timeout).map_err(err)?;
+            let sentinels = Sentinels::new(
+                &sentinels,
+                master,
+                node,
+                config,
+                connect_timeout,
+                dial.probe_interval,
+            )
+            .map_err(err)?;
             return Ok(Target::Sentinel(Arc::new(sentinels)));
         }
         let client = match ca {
@@ -186,7 +195,7 @@ impl Target {
             ),
             Target::Cluster(client) => Conn::Cluster(client.get_async_connection().await?),
             Target::Sentinel(sentinels) => {
-                Conn::Sentinel(Arc::new(SentinelLink::open(sentinels.clone()).await?))
+                Conn::Sentinel(SentinelLink::open(sentinels.clone()).await?)
             }
         })
     }

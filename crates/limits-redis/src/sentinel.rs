@@ -3,27 +3,34 @@
 //! The sentinels are asked for the master's address (and the address is
 //! checked to answer `ROLE` as a master); the store then talks to that
 //! master over one reconnecting connection. A failover moves the master
-//! elsewhere: the old one goes away or becomes a replica (its clients
-//! disconnected, its writes refused as `READONLY`). Either way the store's
-//! calls fail, and every failure the circuit sees asks the sentinels again
-//! (one lookup at a time, in the background); once they name another
-//! address, the connection is replaced and the circuit's probe finds Redis
-//! answering.
+//! elsewhere, and the old one may go on answering as a master for a while
+//! (a forced failover leaves it up until the sentinels demote it): waiting
+//! for its calls to fail would keep writing where no one else reads. So
+//! the sentinels are watched: every probe interval one of them is asked
+//! where the master is (`SENTINEL GET-MASTER-ADDR-BY-NAME`, over one kept
+//! connection), and every failure the circuit sees asks too; once they name
+//! another address, the connection is replaced.
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use redis::{ErrorKind, RedisConnectionInfo, RedisError};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
 /// The sentinels of one master, checked once.
 pub(crate) struct Sentinels {
     client: tokio::sync::Mutex<SentinelClient>,
+    /// `redis://HOST:PORT` of each sentinel.
+    hosts: Vec<String>,
     master: String,
     config: ConnectionManagerConfig,
     /// Bounds one lookup: the sentinels, then the master's `ROLE`.
     lookup_timeout: Duration,
+    /// How often a sentinel is asked whether the master moved: the most a
+    /// store keeps writing to a demoted master that still answers, past
+    /// the sentinels' own switch.
+    watch_every: Duration,
 }
 
 impl Sentinels {
@@ -35,27 +42,31 @@ impl Sentinels {
         node: RedisConnectionInfo,
         config: ConnectionManagerConfig,
         connect_timeout: Duration,
+        watch_every: Duration,
     ) -> Result<Sentinels, RedisError> {
         let sentinels: Vec<String> = hosts.iter().map(|h| format!("redis://{h}")).collect();
         let node = SentinelNodeConnectionInfo::default().set_redis_connection_info(node);
         let client = SentinelClient::build(
-            sentinels,
-            master.to_owned(),
+            sentinels.clone(),
+            master,
             Some(node),
             SentinelServerType::Master,
         )?;
         Ok(Sentinels {
             client: tokio::sync::Mutex::new(client),
+            hosts: sentinels,
             master: master.to_owned(),
             config,
             // Sentinels tried one after another, then the master: a few
             // connection handshakes.
             lookup_timeout: connect_timeout * 4,
+            watch_every,
         })
     }
 
-    /// Asks the sentinels where the master is, and connects to it.
-    async fn find(&self) -> Result<(String, ConnectionManager), RedisError> {
+    /// Asks the sentinels where the master is (checked to answer `ROLE`
+    /// as one): its address and a client for it.
+    async fn locate(&self) -> Result<(String, redis::Client), RedisError> {
         let lookup = async { self.client.lock().await.async_get_client().await };
         let client = match tokio::time::timeout(self.lookup_timeout, lookup).await {
             Ok(client) => client?,
@@ -67,9 +78,12 @@ impl Sentinels {
                 )))
             }
         };
-        let address = client.get_connection_info().addr().to_string();
-        let conn = ConnectionManager::new_with_config(client, self.config.clone()).await?;
-        Ok((address, conn))
+        Ok((client.get_connection_info().addr().to_string(), client))
+    }
+
+    /// Connects to the master at `client`.
+    async fn connect(&self, client: redis::Client) -> Result<ConnectionManager, RedisError> {
+        ConnectionManager::new_with_config(client, self.config.clone()).await
     }
 }
 
@@ -82,19 +96,31 @@ pub(crate) struct SentinelLink {
 }
 
 impl SentinelLink {
-    /// Connects to the master the sentinels name now.
-    pub(crate) async fn open(sentinels: Arc<Sentinels>) -> Result<SentinelLink, RedisError> {
-        let current = sentinels.find().await?;
+    /// Connects to the master the sentinels name now, and watches them
+    /// for as long as the link lives.
+    pub(crate) async fn open(sentinels: Arc<Sentinels>) -> Result<Arc<SentinelLink>, RedisError> {
+        let (address, client) = sentinels.locate().await?;
+        let current = (address, sentinels.connect(client).await?);
         tracing::info!(
             master = %sentinels.master,
             address = %current.0,
             "the sentinels name the Redis master"
         );
-        Ok(SentinelLink {
+        let link = Arc::new(SentinelLink {
             sentinels,
             current: RwLock::new(current),
             asking: AtomicBool::new(false),
-        })
+        });
+        tokio::spawn(watch(Arc::downgrade(&link)));
+        Ok(link)
+    }
+
+    fn address(&self) -> String {
+        self.current
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .0
+            .clone()
     }
 
     /// The connection to the master named last.
@@ -113,26 +139,83 @@ impl SentinelLink {
             return;
         }
         let link = self.clone();
-        tokio::spawn(async move {
-            match link.sentinels.find().await {
-                Ok((address, conn)) => {
-                    let mut current = link
-                        .current
-                        .write()
-                        .unwrap_or_else(|poisoned| poisoned.into_inner());
-                    if current.0 != address {
-                        tracing::warn!(
-                            master = %link.sentinels.master,
-                            from = %current.0,
-                            to = %address,
-                            "the Redis master moved (the sentinels name another): using the new one"
-                        );
-                        *current = (address, conn);
-                    }
-                }
-                Err(e) => tracing::debug!(error = %e, "asking the sentinels for the master failed"),
+        tokio::spawn(async move { link.ask().await });
+    }
+
+    /// Asks the sentinels where the master is, and moves there if it moved
+    /// (`asking` set by the caller, cleared here).
+    async fn ask(&self) {
+        if let Err(e) = self.follow().await {
+            tracing::debug!(error = %e, "asking the sentinels for the master failed");
+        }
+        self.asking.store(false, Ordering::Release);
+    }
+
+    async fn follow(&self) -> Result<(), RedisError> {
+        let (address, client) = self.sentinels.locate().await?;
+        let from = self.address();
+        if address == from {
+            return Ok(());
+        }
+        let conn = self.sentinels.connect(client).await?;
+        tracing::warn!(
+            master = %self.sentinels.master,
+            %from,
+            to = %address,
+            "the Redis master moved (the sentinels name another): using the new one"
+        );
+        *self
+            .current
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = (address, conn);
+        Ok(())
+    }
+}
+
+/// Asks a sentinel every `watch_every` where the master is, and moves
+/// the link when the answer is another address; ends with the link.
+async fn watch(link: Weak<SentinelLink>) {
+    let mut sentinel: Option<redis::aio::MultiplexedConnection> = None;
+    let mut next = 0;
+    loop {
+        let Some(every) = link.upgrade().map(|l| l.sentinels.watch_every) else {
+            return;
+        };
+        tokio::time::sleep(every).await;
+        let Some(link) = link.upgrade() else {
+            return;
+        };
+        let hosts = &link.sentinels.hosts;
+        if sentinel.is_none() {
+            let host = &hosts[next % hosts.len()];
+            next += 1;
+            let open = async {
+                redis::Client::open(host.as_str())?
+                    .get_multiplexed_async_connection()
+                    .await
+            };
+            if let Ok(Ok(conn)) = tokio::time::timeout(link.sentinels.lookup_timeout, open).await {
+                sentinel = Some(conn);
             }
-            link.asking.store(false, Ordering::Release);
-        });
+        }
+        let Some(conn) = sentinel.as_mut() else {
+            continue;
+        };
+        let mut cmd = redis::cmd("SENTINEL");
+        cmd.arg("GET-MASTER-ADDR-BY-NAME")
+            .arg(&link.sentinels.master);
+        let named = tokio::time::timeout(
+            link.sentinels.lookup_timeout,
+            cmd.query_async::<Option<(String, u16)>>(conn),
+        )
+        .await;
+        let Ok(Ok(Some((host, port)))) = named else {
+            // This sentinel cannot say: the next one is asked next time.
+            sentinel = None;
+            continue;
+        };
+        if format!("{host}:{port}") != link.address() && !link.asking.swap(true, Ordering::AcqRel) {
+            link.ask().await;
+        }
     }
 }

@@ -15,6 +15,7 @@ mod large_costs;
 mod local_fallback;
 mod new_keys_cap;
 mod redis_store;
+mod sentinel;
 mod sliding_log_ring;
 mod start_before_redis;
 mod store_full;
