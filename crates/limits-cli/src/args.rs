@@ -5,6 +5,32 @@ use clap::Args;
 use limits::{parse_duration, Algorithm, Rate, Rates, Rule, DEFAULT_WINDOW};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::num::NonZeroUsize;
+use std::path::PathBuf;
+
+/// What `--store` takes besides `memory`, for its errors.
+pub const REDIS_URLS: &str = "expected memory, redis://[USER:PASSWORD@]HOST:PORT[/DB], rediss://... (TLS), redis+unix:///PATH, redis+cluster://HOST:PORT,... or redis+sentinel://HOST:PORT,.../MASTER";
+
+/// `--redis-ca FILE`, beside every `--store` that takes a Redis URL.
+#[derive(Args, Clone, Debug, Default)]
+pub struct RedisCaArgs {
+    /// The CA certificates (a PEM file) that a rediss:// --store's
+    /// certificate must chain to, instead of the system's trusted roots.
+    #[arg(long, value_name = "FILE")]
+    pub redis_ca: Option<PathBuf>,
+}
+
+impl RedisCaArgs {
+    /// The CA file for a store at `url` (`None` for memory); refused with
+    /// any store but rediss://.
+    pub fn for_store(&self, url: &str) -> Result<Option<PathBuf>, String> {
+        match &self.redis_ca {
+            Some(_) if !url.starts_with("rediss://") => {
+                Err("--redis-ca: for a rediss:// --store only".to_owned())
+            }
+            ca => Ok(ca.clone()),
+        }
+    }
+}
 
 /// `--limiter NAME --limit N [--window D] [--burst B]`, or `--limit 100/min`.
 #[derive(Args, Clone, Debug)]

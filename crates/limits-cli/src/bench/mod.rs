@@ -68,11 +68,14 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0x9e37_79b9_7f4a_7c15)]
     seed: u64,
 
-    /// Where the limiter decides: `memory`, or a Redis (redis://HOST:PORT[/DB]
-    /// or redis+cluster://HOST1:PORT1,...) under a fresh key prefix, removed
-    /// afterwards.
+    /// Where the limiter decides: `memory`, or a Redis (any URL `serve
+    /// --store` takes: redis://, rediss://, redis+unix://, redis+cluster://,
+    /// redis+sentinel://) under a fresh key prefix, removed afterwards.
     #[arg(long, default_value = "memory", value_name = "URL")]
     store: String,
+
+    #[command(flatten)]
+    redis_ca: crate::args::RedisCaArgs,
 
     /// Print JSON on stdout instead of the table.
     #[arg(long)]
@@ -219,7 +222,10 @@ pub fn bench(args: BenchArgs, matches: Option<&ArgMatches>) -> Result<(), String
         source,
     };
     let store = match args.store.as_str() {
-        "memory" => None,
+        "memory" => {
+            args.redis_ca.for_store("memory")?;
+            None
+        }
         url => Some(url),
     };
     let mut results: Vec<Measured> = Vec::new();
@@ -234,7 +240,10 @@ pub fn bench(args: BenchArgs, matches: Option<&ArgMatches>) -> Result<(), String
                 results.extend(in_child(algorithm, &plan)?);
             }
         }
-        Some(url) => results = redis::run(url, &args.limiter.0, &plan)?,
+        Some(url) => {
+            let ca_file = args.redis_ca.for_store(url)?;
+            results = redis::run(url, ca_file, &args.limiter.0, &plan)?
+        }
     }
     let report = Report {
         machine: Machine::here(),
@@ -244,7 +253,7 @@ pub fn bench(args: BenchArgs, matches: Option<&ArgMatches>) -> Result<(), String
             "SystemClock (the real clock, read on every decision)"
         }
         .to_owned(),
-        store: args.store.clone(),
+        store: limits_redis::redact(&args.store),
         results,
     };
     if args.json {

@@ -38,10 +38,17 @@ fn keys(plan: &Plan) -> Arc<Vec<String>> {
 }
 
 /// Measures each of `algorithms` in the Redis at `url`.
-pub fn run(url: &str, algorithms: &[Algorithm], plan: &Plan) -> Result<Vec<Measured>, String> {
-    if !url.starts_with("redis://") && !url.starts_with("redis+cluster://") {
+pub fn run(
+    url: &str,
+    ca_file: Option<std::path::PathBuf>,
+    algorithms: &[Algorithm],
+    plan: &Plan,
+) -> Result<Vec<Measured>, String> {
+    if !limits_redis::is_redis_url(url) {
         return Err(format!(
-            "--store {url:?}: expected memory, redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT,..."
+            "--store {:?}: {}",
+            limits_redis::redact(url),
+            crate::args::REDIS_URLS
         ));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -54,6 +61,7 @@ pub fn run(url: &str, algorithms: &[Algorithm], plan: &Plan) -> Result<Vec<Measu
             prefix: prefix.clone(),
             timeout: TIMEOUT,
             deny_cache: 0,
+            ca_file,
             ..RedisOptions::default()
         };
         let connection = RedisConnection::connect(url, options)

@@ -62,11 +62,15 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 5)]
     top: usize,
 
-    /// Where the limiters decide: `memory`, or a Redis (redis://HOST:PORT[/DB]
-    /// or redis+cluster://HOST1:PORT1,...) with the trace's times floored to
-    /// the microsecond, under a fresh key prefix per run.
+    /// Where the limiters decide: `memory`, or a Redis (any URL `serve
+    /// --store` takes: redis://, rediss://, redis+unix://, redis+cluster://,
+    /// redis+sentinel://) with the trace's times floored to the
+    /// microsecond, under a fresh key prefix per run.
     #[arg(long, default_value = "memory", value_name = "URL")]
     store: String,
+
+    #[command(flatten)]
+    redis_ca: crate::args::RedisCaArgs,
 }
 
 /// A duration, or zero ("0", "0s") for no reordering at all.

@@ -65,10 +65,17 @@ impl Run {
         let rule = |a: Algorithm| Rule::build(a, rates.clone(), args.rate.burst);
         let keyed = |r: Rule| KeyedLimiter::with_clock(r, ManualClock::new(0));
         let redis = match args.store.as_str() {
-            "memory" => None,
+            "memory" => {
+                args.redis_ca.for_store("memory")?;
+                None
+            }
             url => {
-                let redis = Redis::connect(url)?;
-                eprintln!("replaying in {url}, keys under {}", redis.prefix());
+                let redis = Redis::connect(url, args.redis_ca.for_store(url)?)?;
+                eprintln!(
+                    "replaying in {}, keys under {}",
+                    limits_redis::redact(url),
+                    redis.prefix()
+                );
                 Some(Rc::new(redis))
             }
         };

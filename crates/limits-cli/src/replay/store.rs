@@ -57,12 +57,15 @@ pub struct Redis {
 }
 
 impl Redis {
-    /// Connects to `url` (`redis://...` or `redis+cluster://...`) with a key
-    /// prefix no other run has used.
-    pub fn connect(url: &str) -> Result<Redis, String> {
-        if !url.starts_with("redis://") && !url.starts_with("redis+cluster://") {
+    /// Connects to `url` (any Redis URL `serve --store` takes), trusting
+    /// the CA certificates of `ca_file` for rediss://, with a key prefix no
+    /// other run has used.
+    pub fn connect(url: &str, ca_file: Option<std::path::PathBuf>) -> Result<Redis, String> {
+        if !limits_redis::is_redis_url(url) {
             return Err(format!(
-                "--store {url:?}: expected memory, redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT,..."
+                "--store {:?}: {}",
+                limits_redis::redact(url),
+                crate::args::REDIS_URLS
             ));
         }
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -75,6 +78,7 @@ impl Redis {
             timeout: TIMEOUT,
             // The deny cache only serves decisions at Redis's own time.
             deny_cache: 0,
+            ca_file,
             ..RedisOptions::default()
         };
         let connection = runtime

@@ -4,6 +4,7 @@
 //! `limits rls` both take it.
 
 use super::flags;
+use crate::args::{RedisCaArgs, REDIS_URLS};
 use clap::{Args, ValueEnum};
 use limits::Rate;
 use limits_server::{Fallback, RedisConnection, RedisOptions, StoreOptions};
@@ -27,10 +28,16 @@ pub struct StoreArgs {
     max_keys: usize,
 
     /// Where the limiters' state lives: `memory` (this process), or a Redis
-    /// shared by every instance: redis://HOST:PORT[/DB], or
-    /// redis+cluster://HOST1:PORT1,HOST2:PORT2 for a Redis Cluster.
+    /// shared by every instance: redis://[USER:PASSWORD@]HOST:PORT[/DB],
+    /// rediss://... over TLS, redis+unix:///PATH (or unix:///PATH) for a
+    /// unix socket, redis+cluster://HOST1:PORT1,HOST2:PORT2 for a Redis
+    /// Cluster, or redis+sentinel://HOST1:PORT1,.../MASTER for the master
+    /// its sentinels name (followed through a failover).
     #[arg(long, value_name = "URL", default_value = "memory")]
     store: String,
+
+    #[command(flatten)]
+    redis_ca: RedisCaArgs,
 
     /// The longest a Redis store may take to decide; past it the request is
     /// answered per --on-store-error, and Redis is not asked again until it
@@ -87,13 +94,14 @@ impl StoreArgs {
         };
         let redis = match self.store.as_str() {
             "memory" => None,
-            url if url.starts_with("redis://") || url.starts_with("redis+cluster://") => {
+            url if limits_redis::is_redis_url(url) => {
                 let options = RedisOptions {
                     timeout: self.store_timeout,
                     on_error: local(local_on_error),
                     on_full: local(self.on_store_full == OnStoreFull::Local),
                     new_keys_per_client: self.max_new_keys_per_client.0,
                     local_max_keys: self.max_keys,
+                    ca_file: self.redis_ca.for_store(url)?,
                     ..RedisOptions::default()
                 };
                 let connection = if self.require_store {
@@ -106,10 +114,12 @@ impl StoreArgs {
             }
             other => {
                 return Err(format!(
-                    "--store {other:?}: expected memory, redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT,..."
+                    "--store {:?}: {REDIS_URLS}",
+                    limits_redis::redact(other),
                 ))
             }
         };
+        self.redis_ca.for_store(&self.store)?;
         Ok(StoreOptions {
             max_keys: self.max_keys,
             redis,

@@ -5,9 +5,12 @@
 mod common;
 #[path = "../../../limits-redis/tests/it/redis_server.rs"]
 mod redis_server;
+#[path = "../../../limits-redis/tests/it/tls_pki.rs"]
+mod tls_pki;
 
 mod bench;
 mod readme;
+mod redis_urls;
 mod replay;
 mod replay_idle_keys;
 mod replay_large;
