@@ -41,6 +41,7 @@
 
 #![warn(missing_docs)]
 
+mod batch;
 mod clock;
 mod connection;
 mod deny_cache;
@@ -51,8 +52,10 @@ mod memory_policy;
 mod new_keys;
 mod scripts;
 mod shape;
+mod slots;
 mod store;
 
+pub use batch::BatchDecision;
 pub use connection::{ConnectError, Fallback, RedisConnection, RedisOptions};
 pub use shape::UnsupportedRule;
 pub use store::RedisStore;

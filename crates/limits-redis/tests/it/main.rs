@@ -4,6 +4,7 @@
 
 mod redis_server;
 
+mod batch;
 mod clock;
 mod cluster;
 mod conformance;
