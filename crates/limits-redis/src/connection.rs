@@ -17,6 +17,7 @@ use crate::clock;
 use crate::dial::{redact, Dial, Target};
 use crate::link::{Conn, Health};
 use crate::memory_policy;
+use crate::slots::SlotCache;
 use limits::{Rate, StoreError};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -123,6 +124,9 @@ pub struct RedisConnection {
     pub(crate) conn: Arc<OnceLock<Conn>>,
     pub(crate) options: Arc<RedisOptions>,
     pub(crate) health: Arc<Health>,
+    /// Which cluster node holds which slot, as last read: how a batch is
+    /// split per node (see `batch`).
+    pub(crate) slots: Arc<SlotCache>,
 }
 
 impl std::fmt::Debug for RedisConnection {
@@ -190,6 +194,7 @@ impl RedisConnection {
             conn: Arc::new(OnceLock::new()),
             options: Arc::new(options),
             health: Arc::new(Health::default()),
+            slots: Arc::default(),
         };
         connection.health.down.store(true, Ordering::Relaxed);
         connection.health.outages.fetch_add(1, Ordering::Relaxed);
@@ -219,6 +224,7 @@ impl RedisConnection {
             conn: Arc::new(OnceLock::from(conn)),
             options: Arc::new(options),
             health,
+            slots: Arc::default(),
         }
     }
 
@@ -357,34 +363,51 @@ impl RedisConnection {
         self.health.calls.fetch_add(1, Ordering::Relaxed);
         let failure = match tokio::time::timeout(self.options.timeout, call(conn.clone())).await {
             Ok(Ok(value)) => {
-                if self.health.full.load(Ordering::Relaxed)
-                    && self.health.full.swap(false, Ordering::Relaxed)
-                {
-                    tracing::warn!("the Redis store accepts writes again");
-                }
+                self.writes_accepted();
                 return Ok(value);
             }
-            Ok(Err(e)) if is_out_of_memory(&e) => {
-                self.health.errors.fetch_add(1, Ordering::Relaxed);
-                self.health.full_answers.fetch_add(1, Ordering::Relaxed);
-                if !self.health.full.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(
-                            "the Redis store is FULL (it answers OOM: used memory > maxmemory); no limiter state can be written, and requests are answered per --on-store-full until it accepts writes again ({e})"
-                        );
-                }
-                return Err(StoreError::full(format!("Redis: {e}")));
-            }
-            Ok(Err(e)) if is_reply_error(&e) => {
-                self.health.errors.fetch_add(1, Ordering::Relaxed);
-                return Err(StoreError::new(format!("Redis: {e}")));
-            }
-            Ok(Err(e)) => format!("Redis: {e}"),
+            Ok(Err(e)) => match self.refused(&e) {
+                Some(refusal) => return Err(refusal),
+                None => format!("Redis: {e}"),
+            },
             Err(_) => format!("Redis did not answer within {:?}", self.options.timeout),
         };
         self.health.errors.fetch_add(1, Ordering::Relaxed);
         conn.failed();
         self.open_circuit(&failure);
         Err(StoreError::new(failure))
+    }
+
+    /// A successful answer: a Redis that was full accepts writes again
+    /// (said once).
+    pub(crate) fn writes_accepted(&self) {
+        if self.health.full.load(Ordering::Relaxed)
+            && self.health.full.swap(false, Ordering::Relaxed)
+        {
+            tracing::warn!("the Redis store accepts writes again");
+        }
+    }
+
+    /// Redis's refusal `e` of a command, counted (a full Redis logged once
+    /// until it accepts writes again); `None` when `e` is no answer from
+    /// Redis but a failure to reach it, which the caller answers as an
+    /// outage.
+    pub(crate) fn refused(&self, e: &redis::RedisError) -> Option<StoreError> {
+        if is_out_of_memory(e) {
+            self.health.errors.fetch_add(1, Ordering::Relaxed);
+            self.health.full_answers.fetch_add(1, Ordering::Relaxed);
+            if !self.health.full.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "the Redis store is FULL (it answers OOM: used memory > maxmemory); no limiter state can be written, and requests are answered per --on-store-full until it accepts writes again ({e})"
+                );
+            }
+            return Some(StoreError::full(format!("Redis: {e}")));
+        }
+        if is_reply_error(e) {
+            self.health.errors.fetch_add(1, Ordering::Relaxed);
+            return Some(StoreError::new(format!("Redis: {e}")));
+        }
+        None
     }
 
     /// Opens the circuit (once per outage) and starts the probe that closes it.

@@ -41,6 +41,7 @@
 
 #![warn(missing_docs)]
 
+mod batch;
 mod clock;
 mod connection;
 mod deny_cache;
@@ -52,8 +53,10 @@ mod new_keys;
 mod scripts;
 mod sentinel;
 mod shape;
+mod slots;
 mod store;
 
+pub use batch::BatchDecision;
 pub use connection::{ConnectError, Fallback, RedisConnection, RedisOptions};
 pub use dial::{is_redis_url, redact};
 pub use shape::UnsupportedRule;

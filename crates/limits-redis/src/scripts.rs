@@ -9,13 +9,38 @@
 //! or `SCRIPT FLUSH`).
 
 use limits::Algorithm;
-use redis::Script;
+use redis::{Cmd, Script};
 use std::sync::LazyLock;
+
+/// A script and its source: `SCRIPT LOAD` needs the source, and a batch
+/// sends it in its own pipeline.
+pub(crate) struct Lua {
+    /// The source.
+    code: &'static str,
+    /// The source and its SHA1, for `EVALSHA`.
+    pub script: Script,
+}
+
+impl Lua {
+    fn new(code: &'static str) -> Lua {
+        Lua {
+            code,
+            script: Script::new(code),
+        }
+    }
+
+    /// The `SCRIPT LOAD` of this script.
+    pub fn load_command(&self) -> Cmd {
+        let mut command = redis::cmd("SCRIPT");
+        command.arg("LOAD").arg(self.code);
+        command
+    }
+}
 
 macro_rules! limiter_script {
     ($file:literal) => {
         LazyLock::new(|| {
-            Script::new(concat!(
+            Lua::new(concat!(
                 include_str!("lua/divmod.lua"),
                 include_str!("lua/common.lua"),
                 include_str!(concat!("lua/", $file)),
@@ -29,7 +54,7 @@ macro_rules! limiter_script {
 macro_rules! one_rate_script {
     ($file:literal) => {
         LazyLock::new(|| {
-            Script::new(concat!(
+            Lua::new(concat!(
                 include_str!("lua/divmod.lua"),
                 include_str!("lua/one_rate.lua"),
                 include_str!("lua/now.lua"),
@@ -44,7 +69,7 @@ macro_rules! one_rate_script {
 macro_rules! whole_script {
     ($file:literal) => {
         LazyLock::new(|| {
-            Script::new(concat!(
+            Lua::new(concat!(
                 include_str!("lua/divmod.lua"),
                 include_str!("lua/now.lua"),
                 include_str!(concat!("lua/", $file)),
@@ -53,21 +78,21 @@ macro_rules! whole_script {
     };
 }
 
-static FIXED_WINDOW: LazyLock<Script> = limiter_script!("fixed_window.lua");
-static SLIDING_LOG: LazyLock<Script> = whole_script!("sliding_log.lua");
-static TOKEN_BUCKET: LazyLock<Script> = limiter_script!("token_bucket.lua");
-static SLIDING_WINDOW: LazyLock<Script> = limiter_script!("sliding_window.lua");
-static LEAKY_BUCKET: LazyLock<Script> = limiter_script!("leaky_bucket.lua");
+static FIXED_WINDOW: LazyLock<Lua> = limiter_script!("fixed_window.lua");
+static SLIDING_LOG: LazyLock<Lua> = whole_script!("sliding_log.lua");
+static TOKEN_BUCKET: LazyLock<Lua> = limiter_script!("token_bucket.lua");
+static SLIDING_WINDOW: LazyLock<Lua> = limiter_script!("sliding_window.lua");
+static LEAKY_BUCKET: LazyLock<Lua> = limiter_script!("leaky_bucket.lua");
 
-static FIXED_WINDOW_1: LazyLock<Script> = one_rate_script!("fixed_window_1.lua");
-static SLIDING_LOG_1: LazyLock<Script> = one_rate_script!("sliding_log_1.lua");
-static TOKEN_BUCKET_1: LazyLock<Script> = one_rate_script!("token_bucket_1.lua");
-static SLIDING_WINDOW_1: LazyLock<Script> = one_rate_script!("sliding_window_1.lua");
-static LEAKY_BUCKET_1: LazyLock<Script> = one_rate_script!("leaky_bucket_1.lua");
+static FIXED_WINDOW_1: LazyLock<Lua> = one_rate_script!("fixed_window_1.lua");
+static SLIDING_LOG_1: LazyLock<Lua> = one_rate_script!("sliding_log_1.lua");
+static TOKEN_BUCKET_1: LazyLock<Lua> = one_rate_script!("token_bucket_1.lua");
+static SLIDING_WINDOW_1: LazyLock<Lua> = one_rate_script!("sliding_window_1.lua");
+static LEAKY_BUCKET_1: LazyLock<Lua> = one_rate_script!("leaky_bucket_1.lua");
 
 /// The script of `algorithm` for a rule of `rates` rates; `None` for
 /// `none`, which needs no state.
-pub(crate) fn script_for(algorithm: Algorithm, rates: usize) -> Option<&'static Script> {
+pub(crate) fn script_for(algorithm: Algorithm, rates: usize) -> Option<&'static Lua> {
     if rates == 1 {
         match algorithm {
             Algorithm::FixedWindow => return Some(&FIXED_WINDOW_1),

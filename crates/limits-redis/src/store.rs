@@ -4,16 +4,17 @@
 use crate::connection::{Fallback, RedisConnection};
 use crate::deny_cache::DenyCache;
 use crate::new_keys::NewKeyCap;
-use crate::scripts::script_for;
+use crate::scripts::{script_for, Lua};
 use crate::shape::{fingerprint, Shape, UnsupportedRule, EXACT};
 use limits::{
     Decision, KeyedLimiter, Mode, Options, RetryAfter, Rule, Store, StoreError, SystemClock,
     Verdict,
 };
-use redis::Script;
+use redis::{Cmd, ErrorKind, ServerErrorKind};
 use smallvec::SmallVec;
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Keys written by [`decide_at`](Store::decide_at) live this long (ms) at
@@ -54,7 +55,7 @@ const ROW: usize = 11;
 pub struct RedisStore {
     rule: Rule,
     connection: RedisConnection,
-    script: Option<&'static Script>,
+    script: Option<&'static Lua>,
     shape: Shape,
     stem: String,
     denials: DenyCache,
@@ -139,36 +140,77 @@ impl RedisStore {
         cost: u64,
         mode: Mode,
     ) -> Result<Verdict, StoreError> {
-        let Some(script) = self.script else {
-            // `none` needs no state: the core answers, and Redis is not asked.
-            let mut per_rate = SmallVec::new();
-            let decision = self
-                .rule
-                .decide(&mut self.rule.new_state(), 0, cost, mode, |d| {
-                    per_rate.push(d)
-                });
-            return Ok(Verdict { decision, per_rate });
+        let Some((script, command)) = self.command(key, now, cost, mode) else {
+            return Ok(self.stateless(cost, mode));
         };
+        let packed: Vec<u8> = self
+            .connection
+            .run(|mut conn| async move {
+                match command.query_async(&mut conn).await {
+                    Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                        // Redis restarted or its scripts were flushed: load
+                        // it again, once, and ask again.
+                        script.script.load_async(&mut conn).await?;
+                        command.query_async(&mut conn).await
+                    }
+                    answered => answered,
+                }
+            })
+            .await?;
+        self.answer(&packed)
+    }
+
+    /// The `EVALSHA` of one decision, and its script; `None` for `none`,
+    /// which needs no state (and so no Redis): [`stateless`](Self::stateless)
+    /// answers it.
+    pub(crate) fn command(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        cost: u64,
+        mode: Mode,
+    ) -> Option<(&'static Lua, Cmd)> {
+        let script = self.script?;
         // Every cost above every rate's capacity is "never" for all of them.
         let cost = cost.min(self.shape.max_capacity + 1);
-        let mut invocation = script.prepare_invoke();
-        for k in self.redis_keys(key) {
-            invocation.key(k);
-        }
+        let keys = self.redis_keys(key);
+        let mut command = redis::cmd("EVALSHA");
+        command
+            .arg(script.script.get_hash())
+            .arg(keys.len())
+            .arg(keys);
         match now {
-            Some(now) => invocation.arg(now),
-            None => invocation.arg(""),
+            Some(now) => command.arg(now),
+            None => command.arg(""),
         };
-        invocation
+        command
             .arg(cost)
             .arg(u8::from(mode == Mode::Record))
             .arg(if now.is_some() { EXPLICIT_TTL_MS } else { 0 })
             .arg(&self.shape.args);
-        let packed: Vec<u8> = self
-            .connection
-            .run(|mut conn| async move { invocation.invoke_async(&mut conn).await })
-            .await?;
-        verdict(&unpack(&packed)?, self.shape.key_count_rates())
+        Some((script, command))
+    }
+
+    /// The verdict of a rule of `none`: the core's, without Redis.
+    pub(crate) fn stateless(&self, cost: u64, mode: Mode) -> Verdict {
+        let mut per_rate = SmallVec::new();
+        let decision = self
+            .rule
+            .decide(&mut self.rule.new_state(), 0, cost, mode, |d| {
+                per_rate.push(d)
+            });
+        Verdict { decision, per_rate }
+    }
+
+    /// The verdict in the script's answer.
+    pub(crate) fn answer(&self, packed: &[u8]) -> Result<Verdict, StoreError> {
+        verdict(&unpack(packed)?, self.shape.key_count_rates())
+    }
+
+    /// The connection's identity: stores deciding on one connection share
+    /// a round trip.
+    pub(crate) fn same_connection(&self, other: &RedisStore) -> bool {
+        Arc::ptr_eq(&self.connection.conn, &other.connection.conn)
     }
 
     /// The deny cache's answer for `key` at `cost`, counted as a hit.
@@ -224,6 +266,27 @@ impl RedisStore {
         }
     }
 
+    /// What Redis's `answer` to a decision sent at `sent` becomes: a
+    /// denial remembered by the deny cache, a failure answered by the
+    /// fallback of its kind.
+    pub(crate) fn answered(
+        &self,
+        answer: Result<Verdict, StoreError>,
+        sent: Instant,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> Result<Verdict, StoreError> {
+        let verdict = match answer {
+            Ok(verdict) => verdict,
+            Err(e) => return self.fall_back(e, key, cost, mode),
+        };
+        if !verdict.decision.allowed {
+            self.denials.remember(key, cost, sent, &verdict);
+        }
+        Ok(verdict)
+    }
+
     /// The refusal of a request on a new key from a client at its cap:
     /// each rate says what the client's budget of new keys says.
     fn refused_new_key(&self, budget: Decision) -> Verdict {
@@ -245,7 +308,7 @@ impl RedisStore {
     /// What is answered at once for a request from `client`, without
     /// Redis: the deny cache's denial, the local decision while Redis is
     /// unreachable, or the refusal of a new key from a client at its cap.
-    fn answered_at_once(
+    pub(crate) fn answered_at_once(
         &self,
         client: Option<IpAddr>,
         key: &str,
@@ -367,14 +430,8 @@ impl Store for RedisStore {
             return Ok(verdict);
         }
         let sent = Instant::now();
-        let verdict = match self.call(key, None, cost, mode).await {
-            Ok(verdict) => verdict,
-            Err(e) => return self.fall_back(e, key, cost, mode),
-        };
-        if !verdict.decision.allowed {
-            self.denials.remember(key, cost, sent, &verdict);
-        }
-        Ok(verdict)
+        let answer = self.call(key, None, cost, mode).await;
+        self.answered(answer, sent, key, cost, mode)
     }
 
     /// Answers at once only from the deny cache: a key Redis denied lately,

@@ -6,12 +6,14 @@
 //!
 //! ```text
 //! cargo run --release -p limits-server --example rls_load -- \
-//!     --target 127.0.0.1:8081 --callers 16 --connections 4 --seconds 5
+//!     --target 127.0.0.1:8081 --callers 16 --connections 4 --seconds 5 [--descriptors 16]
 //! ```
 //!
 //! Each call carries one descriptor `remote_address: 10.X.Y.Z` for domain
 //! `bench` (or `--domain`), cycling through `--keys` addresses per caller,
-//! so that the store sees many keys rather than one hot one.
+//! so that the store sees many keys rather than one hot one; with
+//! `--descriptors D`, D such descriptors, each a different address (D keys
+//! decided per call).
 
 use limits_server::rls::proto::rate_limit_descriptor::Entry;
 use limits_server::rls::proto::rate_limit_response::Code;
@@ -27,6 +29,7 @@ struct Options {
     connections: usize,
     seconds: f64,
     keys: usize,
+    descriptors: usize,
 }
 
 fn options() -> Result<Options, String> {
@@ -37,6 +40,7 @@ fn options() -> Result<Options, String> {
         connections: 1,
         seconds: 5.0,
         keys: 1000,
+        descriptors: 1,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -48,6 +52,7 @@ fn options() -> Result<Options, String> {
             "--callers" => o.callers = number(&value)?.max(1),
             "--connections" => o.connections = number(&value)?.max(1),
             "--keys" => o.keys = number(&value)?.max(1),
+            "--descriptors" => o.descriptors = number(&value)?.max(1),
             "--seconds" => {
                 o.seconds = value
                     .parse()
@@ -70,25 +75,29 @@ struct Tally {
 
 async fn caller(
     mut client: RateLimitServiceClient<Channel>,
-    domain: String,
+    o: std::sync::Arc<Options>,
     id: usize,
-    keys: usize,
     until: Instant,
 ) -> Tally {
     let mut tally = Tally::default();
     let mut i = 0usize;
     while Instant::now() < until {
-        let key = id * keys + i % keys;
+        let descriptors = (0..o.descriptors)
+            .map(|d| {
+                let key = (id * o.keys + i % o.keys) * o.descriptors + d;
+                RateLimitDescriptor {
+                    entries: vec![Entry {
+                        key: "remote_address".into(),
+                        value: format!("10.{}.{}.{}", key >> 16 & 255, key >> 8 & 255, key & 255),
+                    }],
+                    ..RateLimitDescriptor::default()
+                }
+            })
+            .collect();
         i += 1;
         let request = RateLimitRequest {
-            domain: domain.clone(),
-            descriptors: vec![RateLimitDescriptor {
-                entries: vec![Entry {
-                    key: "remote_address".into(),
-                    value: format!("10.{}.{}.{}", key >> 16 & 255, key >> 8 & 255, key & 255),
-                }],
-                ..RateLimitDescriptor::default()
-            }],
+            domain: o.domain.clone(),
+            descriptors,
             hits_addend: 0,
         };
         let start = Instant::now();
@@ -116,7 +125,7 @@ fn percentile(sorted: &[u32], p: f64) -> u32 {
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
-    let o = options()?;
+    let o = std::sync::Arc::new(options()?);
     let mut channels = Vec::new();
     for _ in 0..o.connections {
         let channel = Channel::from_shared(format!("http://{}", o.target))
@@ -131,7 +140,7 @@ async fn main() -> Result<(), String> {
     let tasks: Vec<_> = (0..o.callers)
         .map(|id| {
             let client = RateLimitServiceClient::new(channels[id % channels.len()].clone());
-            tokio::spawn(caller(client, o.domain.clone(), id, o.keys, until))
+            tokio::spawn(caller(client, o.clone(), id, until))
         })
         .collect();
     let mut all = Tally::default();

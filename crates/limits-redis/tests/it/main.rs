@@ -6,6 +6,7 @@ mod redis_server;
 mod tls_pki;
 
 mod auth;
+mod batch;
 mod clock;
 mod cluster;
 mod conformance;

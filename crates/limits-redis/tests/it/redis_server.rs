@@ -212,6 +212,13 @@ impl RedisServer {
         panic!("no OOM after 10,000 writes of 64 KiB: is --maxmemory set?");
     }
 
+    /// A connection that counts what Redis does (see [`Traffic`]).
+    pub fn traffic(&self) -> Traffic {
+        let stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to redis-server");
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok();
+        Traffic { stream }
+    }
+
     /// An integer reply (`:N`).
     pub fn integer(&self, args: &[&str]) -> i64 {
         let reply = self.command(args).unwrap();
@@ -220,6 +227,91 @@ impl RedisServer {
             .strip_prefix(':')
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("{args:?}: {reply:?}"))
+    }
+}
+
+/// One connection kept open to count what Redis does between two looks:
+/// the reads of its clients' sockets (`total_reads_processed` of `INFO
+/// stats`; commands written together arrive together and are read in one
+/// read, so reads count round trips) and the script calls it ran
+/// (`EVALSHA` in `INFO commandstats`; the commands a script runs are
+/// counted apart, under their own names). Kept open, so that no connection
+/// closing (a read too) falls between two looks.
+pub struct Traffic {
+    stream: TcpStream,
+}
+
+impl Traffic {
+    /// (reads, script calls) so far, this look's own read counted.
+    pub fn now(&mut self) -> (u64, u64) {
+        let info = self.info();
+        let field = |name: &str| -> Option<u64> {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                .map(|v| v.trim().to_owned())
+                .and_then(|v| {
+                    // `calls=N,usec=...` or a plain number.
+                    let n = v.strip_prefix("calls=").unwrap_or(&v);
+                    n.split(',').next()?.parse().ok()
+                })
+        };
+        let reads = field("total_reads_processed").unwrap_or_else(|| {
+            panic!("no total_reads_processed (Redis 6 or later has it): {info}")
+        });
+        (reads, field("cmdstat_evalsha").unwrap_or(0))
+    }
+
+    /// (reads, script calls) since `before` (an earlier [`now`](Self::now)),
+    /// without the look's own read.
+    pub fn since(&mut self, before: (u64, u64)) -> (u64, u64) {
+        let now = self.now();
+        (now.0 - before.0 - 1, now.1 - before.1)
+    }
+
+    /// A command whose answer is one line (`+OK`, `:N`, an error), on this
+    /// connection: no connection opened or closed between two looks.
+    pub fn command(&mut self, args: &[&str]) -> String {
+        let mut request = format!("*{}\r\n", args.len());
+        for a in args {
+            request.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        self.stream
+            .write_all(request.as_bytes())
+            .expect("send a command");
+        let mut answer = Vec::new();
+        let mut byte = [0u8; 1];
+        while !answer.ends_with(b"\r\n") {
+            let n = self.stream.read(&mut byte).expect("read an answer");
+            assert!(n > 0, "redis-server closed the connection");
+            answer.push(byte[0]);
+        }
+        String::from_utf8_lossy(&answer).trim_end().to_owned()
+    }
+
+    /// The text of `INFO stats` and `INFO commandstats`, in one command.
+    fn info(&mut self) -> String {
+        let request = "*3\r\n$4\r\nINFO\r\n$5\r\nstats\r\n$12\r\ncommandstats\r\n";
+        self.stream
+            .write_all(request.as_bytes())
+            .expect("send INFO");
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 16384];
+        loop {
+            let n = self.stream.read(&mut buf).expect("read INFO");
+            assert!(n > 0, "redis-server closed the connection");
+            answer.extend_from_slice(&buf[..n]);
+            // `$LEN\r\n` then LEN bytes and `\r\n`.
+            let Some(head) = answer.iter().position(|&b| b == b'\n') else {
+                continue;
+            };
+            let len: usize = std::str::from_utf8(&answer[1..head - 1])
+                .ok()
+                .and_then(|l| l.parse().ok())
+                .unwrap_or_else(|| panic!("INFO answered {:?}", String::from_utf8_lossy(&answer)));
+            if answer.len() >= head + 1 + len + 2 {
+                return String::from_utf8_lossy(&answer[head + 1..head + 1 + len]).into_owned();
+            }
+        }
     }
 }
 

@@ -3,17 +3,19 @@
 //!
 //! As the reference service (envoyproxy/ratelimit): a descriptor that
 //! matches no limit, or whose domain has no configuration, is OK with no
-//! limit; a descriptor's own limit (`limit`) replaces the configured one in a
-//! configured domain (the `overrides` module); an `unlimited` one is OK; a
-//! limit named in another matched limit's
-//! `replaces` is dropped; a shadow-mode limit is decided and counted but
-//! reports OK; the overall code is OVER_LIMIT if any enforced descriptor is
-//! over. Descriptors are decided one after the other and independently, as
-//! the reference does: one that admits takes its hits even when another of
-//! the same request is over (several limits that must all admit or all not
-//! take anything are one limit with several rates: that one is all or
-//! nothing). An empty domain, no descriptors, or `is_negative_hits` (a refund:
-//! no limiter here can give hits back exactly) are answered INVALID_ARGUMENT.
+//! limit; a descriptor's own limit (`limit`) replaces the configured one in
+//! a configured domain (the `overrides` module); an `unlimited` one is OK; a
+//! limit named in another matched limit's `replaces` is dropped; a
+//! shadow-mode limit is decided and counted but reports OK; the overall code
+//! is OVER_LIMIT if any enforced descriptor is over. Descriptors are decided
+//! independently, as the reference does: one that admits takes its hits even
+//! when another of the same request is over (several limits that must all
+//! admit or all not take anything are one limit with several rates: that one
+//! is all or nothing). Being independent, they are decided together: what
+//! Redis decides is sent in one pipeline (one round trip per Redis, per node
+//! of a cluster), as the reference pipelines its Redis commands. An empty
+//! domain, no descriptors, or `is_negative_hits` (a refund: no limiter here
+//! can give hits back exactly) are answered INVALID_ARGUMENT.
 
 use super::config::{Matched, RlsLimit, Unit};
 use super::decide::{self, Reported};
@@ -26,13 +28,15 @@ use super::proto::rate_limit_service_server::RateLimitService;
 use super::proto::{RateLimitDescriptor, RateLimitRequest, RateLimitResponse};
 use super::response_headers::ResponseHeaders;
 use super::OnStoreError;
+use crate::RuleStore;
 use arc_swap::ArcSwap;
-use limits::{RetryAfter, Store, StoreErrorKind};
+use limits::{RetryAfter, Store, StoreError, StoreErrorKind, Verdict};
+use limits_redis::{BatchDecision, RedisStore};
 use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tonic::{Request, Response, Status};
 
 /// The gRPC service: the limits in force (swapped on reload), what to do
@@ -208,6 +212,88 @@ fn reported(limit: &RlsLimit) -> Reported {
     }
 }
 
+/// The store that decides a descriptor's limit, if one does: not for a
+/// descriptor matching no limit, a blocked limit (`requests_per_unit: 0`,
+/// over without asking) or one without a rule (`unlimited`).
+fn deciding_store<'a>(
+    limits: &'a RlsLimits,
+    found: Option<&Matched<'_>>,
+    own: Option<&'a Arc<Override>>,
+) -> Option<&'a RuleStore> {
+    let limit = found?.limit;
+    if limit.blocked || limit.rule.is_none() {
+        return None;
+    }
+    let store = match own {
+        Some(own) => own.store.as_ref(),
+        None => limits.store(limit),
+    };
+    store.map(Arc::as_ref)
+}
+
+/// Decides every descriptor that a store decides, with how long its
+/// decision took; `None` for the others. Each is decided on its own, as
+/// when one follows another, but not waiting for each in turn: what
+/// memory (or a Redis store's local answers) decides is decided at once,
+/// without a future, and everything Redis must decide is sent in one
+/// batch, one round trip per Redis (per node of a cluster).
+async fn decide_stores(
+    limits: &RlsLimits,
+    request: &RateLimitRequest,
+    matched: &[Option<Matched<'_>>],
+    overrides: &[Option<Arc<Override>>],
+) -> Vec<Option<(Result<Verdict, StoreError>, Duration)>> {
+    let mut decided = Vec::with_capacity(request.descriptors.len());
+    let mut batch = Vec::new();
+    let mut batched = Vec::new();
+    for (i, ((descriptor, found), own)) in request
+        .descriptors
+        .iter()
+        .zip(matched)
+        .zip(overrides)
+        .enumerate()
+    {
+        let (Some(found), Some(store)) =
+            (found, deciding_store(limits, found.as_ref(), own.as_ref()))
+        else {
+            decided.push(None);
+            continue;
+        };
+        let (key, client) = (found.key.as_str(), client_address(descriptor));
+        let (cost, mode) = decide::cost(request.hits_addend, descriptor);
+        match store {
+            RuleStore::Redis(store) => {
+                batch.push(BatchDecision {
+                    store,
+                    client,
+                    key,
+                    cost,
+                    mode,
+                });
+                batched.push(i);
+                decided.push(None);
+            }
+            store => {
+                let at = Instant::now();
+                let decision = match store.decide_now_from(client, key, cost, mode) {
+                    Some(decision) => decision,
+                    None => store.decide_from(client, key, cost, mode).await,
+                };
+                decided.push(Some((decision, at.elapsed())));
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let sent = Instant::now();
+        let answers = RedisStore::decide_batch(&batch).await;
+        let took = sent.elapsed();
+        for (i, answer) in batched.into_iter().zip(answers) {
+            decided[i] = Some((answer, took));
+        }
+    }
+    decided
+}
+
 impl RlsService {
     async fn decide_all(
         &self,
@@ -224,13 +310,16 @@ impl RlsService {
         let mut denied: Option<RetryAfter> = None;
         // Whether this call was counted in an outage (unreachable, full).
         let mut counted = (false, false);
-        for ((descriptor, found), own) in request.descriptors.iter().zip(matched).zip(overrides) {
+        let mut decided = decide_stores(limits, request, matched, overrides).await;
+        for ((descriptor, found), decided) in
+            request.descriptors.iter().zip(matched).zip(&mut decided)
+        {
             let Some(found) = found else {
                 response.statuses.push(decide::ok(0));
                 continue;
             };
-            let (limit, key, label) = (found.limit, &found.key, self.metrics.label(found));
-            let (cost, mode) = decide::cost(request.hits_addend, descriptor);
+            let (limit, label) = (found.limit, self.metrics.label(found));
+            let (cost, _) = decide::cost(request.hits_addend, descriptor);
             if limit.blocked {
                 // `requests_per_unit: 0`: every request over, as the reference.
                 let hits = Hits {
@@ -252,20 +341,16 @@ impl RlsService {
                 }
                 continue;
             }
-            let store = match own {
-                Some(own) => own.store.as_ref(),
-                None => limits.store(limit),
-            };
-            let (Some(rule), Some(store)) = (&limit.rule, store) else {
+            // Decided before this loop, all at once (`decide_stores`): none
+            // when no store decides this limit.
+            let (Some(rule), Some((decision, took))) = (&limit.rule, decided.take()) else {
                 response.statuses.push(decide::ok(u32::MAX));
                 continue;
             };
-            let started = Instant::now();
-            let client = client_address(descriptor);
-            let verdict = match store.decide_from(client, key, cost, mode).await {
+            let verdict = match decision {
                 Ok(v) => v,
                 Err(e) => {
-                    self.metrics.store_failed(&label, started.elapsed());
+                    self.metrics.store_failed(&label, took);
                     // A full store has its own policy: it is up, and a
                     // flood of keys may be what filled it.
                     let (policy, outage, counted) = match e.kind {
@@ -315,7 +400,7 @@ impl RlsService {
                 within: if allowed { cost } else { 0 },
                 shadow: if limit.shadow_mode { over_hits } else { 0 },
             };
-            self.metrics.decided(&label, hits, started.elapsed());
+            self.metrics.decided(&label, hits, took);
             response
                 .statuses
                 .push(decide::status(&reported(limit), rule, &verdict, over));

@@ -1,0 +1,309 @@
+//! Many decisions in one round trip: every decision of a batch that Redis
+//! must make is sent in one pipeline (one write, one read for Redis), or on
+//! a Redis Cluster one pipeline per node, the nodes in parallel.
+//!
+//! A batch is what a caller with several independent decisions to make at
+//! once has (a rate limit call of several descriptors): sent one by one,
+//! they would cost one round trip each. Redis runs the scripts of a
+//! pipeline one after the other, each as it would alone, so every decision
+//! is the one [`Store::decide_from`](limits::Store::decide_from) would
+//! have made, recorded the same way; only the waiting is shared. The
+//! multiplexed connection may also join commands issued together into one
+//! write, but only when its writer runs after all of them are queued, which
+//! nothing guarantees on a multi-threaded runtime: the pipeline does.
+
+use crate::connection::RedisConnection;
+use crate::link::Conn;
+use crate::scripts::Lua;
+use crate::slots::{key_slot, SlotMap};
+use crate::store::RedisStore;
+use limits::{Mode, StoreError, Verdict};
+use redis::aio::ConnectionLike;
+use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
+use redis::{Arg, Cmd, ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
+use std::net::IpAddr;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// One decision of a batch ([`RedisStore::decide_batch`]): what
+/// [`Store::decide_from`](limits::Store::decide_from) takes, and the store
+/// that decides it.
+#[derive(Clone, Copy)]
+pub struct BatchDecision<'a> {
+    /// The store (the rule) that decides.
+    pub store: &'a RedisStore,
+    /// The client address, for the cap on new keys per client, if known.
+    pub client: Option<IpAddr>,
+    /// The key.
+    pub key: &'a str,
+    /// The cost.
+    pub cost: u64,
+    /// Record, or only look.
+    pub mode: Mode,
+}
+
+/// A decision Redis must make: its place in the batch and its command.
+struct Pending {
+    index: usize,
+    script: &'static Lua,
+    command: Cmd,
+}
+
+impl RedisStore {
+    /// Decides each of `decisions` exactly as
+    /// [`Store::decide_from`](limits::Store::decide_from) would, in the
+    /// same order of answers, in one round trip per connection (one per
+    /// node of a cluster, in parallel) instead of one per decision: what
+    /// the store answers at once (the deny cache, the local fallback while
+    /// Redis is down, the cap on new keys, a rule of `none`) is answered
+    /// without Redis; the rest is sent together. Stores on different
+    /// connections are asked one connection after the other.
+    ///
+    /// A batch fails as a whole when Redis cannot be reached (each
+    /// decision is then answered by its store's fallback, or the error);
+    /// a decision Redis refuses (full, a script error) fails alone.
+    pub async fn decide_batch(decisions: &[BatchDecision<'_>]) -> Vec<Result<Verdict, StoreError>> {
+        let mut answers: Vec<Option<Result<Verdict, StoreError>>> = Vec::new();
+        let mut pending = Vec::new();
+        for (index, d) in decisions.iter().enumerate() {
+            let at_once = d
+                .store
+                .answered_at_once(d.client, d.key, d.cost, d.mode, true);
+            let answer = match at_once {
+                Some(verdict) => Some(Ok(verdict)),
+                None => match d.store.command(d.key, None, d.cost, d.mode) {
+                    Some((script, command)) => {
+                        pending.push(Pending {
+                            index,
+                            script,
+                            command,
+                        });
+                        None
+                    }
+                    None => Some(Ok(d.store.stateless(d.cost, d.mode))),
+                },
+            };
+            answers.push(answer);
+        }
+        while let Some(first) = pending.first() {
+            let connection = &decisions[first.index].store;
+            let (group, rest): (Vec<Pending>, Vec<Pending>) = pending
+                .into_iter()
+                .partition(|p| decisions[p.index].store.same_connection(connection));
+            pending = rest;
+            let sent = Instant::now();
+            let replies = connection.connection().pipelined(&group).await;
+            for (p, reply) in group.iter().zip(replies) {
+                let d = &decisions[p.index];
+                let answer = reply.and_then(|packed| d.store.answer(&packed));
+                answers[p.index] = Some(d.store.answered(answer, sent, d.key, d.cost, d.mode));
+            }
+        }
+        answers
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|| Err(StoreError::new("a batched decision was not made"))))
+            .collect()
+    }
+}
+
+impl RedisConnection {
+    /// Sends `batch` in one pipeline (one per node of a cluster) through the
+    /// circuit and the timeout: each command's answer, or why it has none.
+    async fn pipelined(&self, batch: &[Pending]) -> Vec<Result<Vec<u8>, StoreError>> {
+        // `calls` counts decisions sent, however they are grouped: `run`
+        // counts the batch as one.
+        let more = batch.len().saturating_sub(1) as u64;
+        self.health.calls.fetch_add(more, Ordering::Relaxed);
+        let slots = &self.slots;
+        let replies = self
+            .run(|conn| async move {
+                let replies = match &conn {
+                    Conn::Single(_) => send_single(&conn, batch).await?,
+                    Conn::Cluster(cluster) => {
+                        let map = match slots.get() {
+                            Some(map) => map,
+                            None => slots.set(slot_map(cluster.clone()).await?),
+                        };
+                        send_per_node(cluster, batch, &map).await?
+                    }
+                };
+                again(conn, batch, replies, slots).await
+            })
+            .await;
+        let replies = match replies {
+            Ok(replies) => replies,
+            Err(e) => return batch.iter().map(|_| Err(e.clone())).collect(),
+        };
+        let mut accepted = false;
+        let answers = replies
+            .into_iter()
+            .map(|reply| match reply {
+                Ok(value) => {
+                    accepted = true;
+                    redis::from_redis_value::<Vec<u8>>(value)
+                        .map_err(|e| StoreError::new(format!("Redis answered a decision with {e}")))
+                }
+                Err(e) => Err(self.refused(&e).unwrap_or_else(|| {
+                    self.health.errors.fetch_add(1, Ordering::Relaxed);
+                    StoreError::new(format!("Redis: {e}"))
+                })),
+            })
+            .collect();
+        if accepted {
+            self.writes_accepted();
+        }
+        answers
+    }
+}
+
+/// The batch in one pipeline to one Redis.
+async fn send_single(conn: &Conn, batch: &[Pending]) -> RedisResult<Vec<RedisResult<Value>>> {
+    let mut pipeline = redis::pipe();
+    for p in batch {
+        pipeline.add_command(p.command.clone());
+    }
+    let values = conn
+        .clone()
+        .req_packed_commands(&pipeline, 0, batch.len())
+        .await?;
+    Ok(values.into_iter().map(reply).collect())
+}
+
+/// The batch in one pipeline per node of the cluster, sent in parallel.
+/// A node that cannot be reached fails the batch.
+async fn send_per_node(
+    cluster: &redis::cluster_async::ClusterConnection,
+    batch: &[Pending],
+    map: &SlotMap,
+) -> RedisResult<Vec<RedisResult<Value>>> {
+    // (node, the first command's slot, the commands' places in the batch)
+    let mut groups: Vec<(Option<usize>, u16, Vec<usize>)> = Vec::new();
+    for (i, p) in batch.iter().enumerate() {
+        let slot = match p.command.args_iter().nth(3) {
+            Some(Arg::Simple(key)) => key_slot(key),
+            _ => 0,
+        };
+        let node = map.node_of(slot);
+        match groups.iter_mut().find(|g| node.is_some() && g.0 == node) {
+            Some(group) => group.2.push(i),
+            None => groups.push((node, slot, vec![i])),
+        }
+    }
+    let mut sends = tokio::task::JoinSet::new();
+    for (g, (_, slot, members)) in groups.iter().enumerate() {
+        let mut pipeline = redis::pipe();
+        for &i in members {
+            pipeline.add_command(batch[i].command.clone());
+        }
+        let mut cluster = cluster.clone();
+        // Routed by the first command's slot: redis-rs's own view of the
+        // cluster picks the node, and a command of a slot that node does
+        // not hold is redirected and sent again (`again`).
+        let route = SingleNodeRoutingInfo::SpecificNode(Route::new(*slot, SlotAddr::Master));
+        let count = members.len();
+        sends.spawn(async move { (g, cluster.route_pipeline(pipeline, 0, count, route).await) });
+    }
+    let mut replies: Vec<Option<RedisResult<Value>>> = batch.iter().map(|_| None).collect();
+    while let Some(sent) = sends.join_next().await {
+        let (g, values) = sent.map_err(|e| {
+            RedisError::from(std::io::Error::other(format!(
+                "a cluster pipeline's task: {e}"
+            )))
+        })?;
+        for (&i, value) in groups[g].2.iter().zip(values?) {
+            replies[i] = Some(reply(value));
+        }
+    }
+    Ok(replies
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                Err(RedisError::from((
+                    ErrorKind::Parse,
+                    "no answer in the pipeline",
+                )))
+            })
+        })
+        .collect())
+}
+
+/// Which node holds which slot, asked of the cluster.
+async fn slot_map(mut cluster: redis::cluster_async::ClusterConnection) -> RedisResult<SlotMap> {
+    let answer: Value = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query_async(&mut cluster)
+        .await?;
+    // A map that cannot be read groups nothing: each command goes alone,
+    // routed by redis-rs, as without a batch.
+    Ok(SlotMap::parse(&answer).unwrap_or_default())
+}
+
+/// A pipeline's answer to one command: its value, or the error Redis
+/// answered.
+fn reply(value: Value) -> RedisResult<Value> {
+    match value {
+        Value::ServerError(e) => Err(e.into()),
+        value => Ok(value),
+    }
+}
+
+/// The commands Redis could not run where they were sent, sent again: a
+/// script Redis has forgotten (a restart, `SCRIPT FLUSH`) loaded first, in
+/// the same pipeline as the commands that need it on one Redis (each
+/// command alone on a cluster, where a load goes to every primary), and a
+/// slot the cluster moved followed, the slot map read again by the next
+/// batch.
+async fn again(
+    mut conn: Conn,
+    batch: &[Pending],
+    mut replies: Vec<RedisResult<Value>>,
+    slots: &crate::slots::SlotCache,
+) -> RedisResult<Vec<RedisResult<Value>>> {
+    let mut missing: Vec<&'static Lua> = Vec::new();
+    let mut resend = Vec::new();
+    for (i, (p, reply)) in batch.iter().zip(&replies).enumerate() {
+        let Err(e) = reply else { continue };
+        match e.kind() {
+            ErrorKind::Server(ServerErrorKind::NoScript) => {
+                if !missing.iter().any(|s| std::ptr::eq(*s, p.script)) {
+                    missing.push(p.script);
+                }
+            }
+            ErrorKind::Server(
+                ServerErrorKind::Moved
+                | ServerErrorKind::Ask
+                | ServerErrorKind::TryAgain
+                | ServerErrorKind::ClusterDown
+                | ServerErrorKind::CrossSlot,
+            ) => slots.forget(),
+            _ => continue,
+        }
+        resend.push(i);
+    }
+    if resend.is_empty() {
+        return Ok(replies);
+    }
+    if let Conn::Single(_) = conn {
+        let mut pipeline = redis::pipe();
+        for script in &missing {
+            pipeline.add_command(script.load_command());
+        }
+        for &i in &resend {
+            pipeline.add_command(batch[i].command.clone());
+        }
+        let values = conn
+            .req_packed_commands(&pipeline, 0, pipeline.len())
+            .await?;
+        for (&i, value) in resend.iter().zip(values.into_iter().skip(missing.len())) {
+            replies[i] = reply(value);
+        }
+        return Ok(replies);
+    }
+    for script in missing {
+        script.script.load_async(&mut conn).await?;
+    }
+    for i in resend {
+        replies[i] = batch[i].command.query_async::<Value>(&mut conn).await;
+    }
+    Ok(replies)
+}
