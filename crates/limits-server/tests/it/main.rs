@@ -23,6 +23,7 @@ mod rls_health;
 mod rls_limit_override;
 mod rls_metric_labels;
 mod rls_newest_keys;
+mod rls_quota_metadata;
 mod rls_service;
 mod rls_stores;
 mod rule_store_decide_now;
