@@ -19,6 +19,7 @@ mod rls_config_errors;
 mod rls_config_extensions;
 mod rls_config_props;
 mod rls_config_wildcards;
+mod rls_global_switches;
 mod rls_health;
 mod rls_limit_override;
 mod rls_metric_labels;

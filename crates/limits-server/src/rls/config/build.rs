@@ -257,12 +257,9 @@ impl Level {
 }
 
 impl Domain {
-    /// Merges `other`, a later file of the same domain, into this one as
-    /// the reference's `MERGE_DOMAIN_CONFIG` does: its top-level
-    /// descriptors join this domain's, and one that has the composite key
-    /// of a descriptor already there is refused (at its line in the later
-    /// file), as within one file.
-    pub fn merge(&mut self, mut other: Domain) -> Result<(), String> {
+    /// Why `other` cannot be merged into this domain, if it cannot: a
+    /// top-level descriptor both have (see [`merge`](Self::merge)).
+    pub fn check_merge(&self, other: &Domain) -> Result<(), String> {
         let ours = self.root.composite_keys();
         let mut theirs: Vec<(String, usize)> = other.root.composite_keys().into_iter().collect();
         theirs.sort_by_key(|(_, i)| *i);
@@ -278,6 +275,16 @@ impl Domain {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Merges `other`, a later file of the same domain, into this one as
+    /// the reference's `MERGE_DOMAIN_CONFIG` does: its top-level
+    /// descriptors join this domain's, and one that has the composite key
+    /// of a descriptor already there is refused (at its line in the later
+    /// file), as within one file.
+    pub fn merge(&mut self, mut other: Domain) -> Result<(), String> {
+        self.check_merge(&other)?;
         other.root.shift_limits(self.limits.len());
         let offset = self.root.nodes.len();
         for (key, nodes) in other.root.by_key {

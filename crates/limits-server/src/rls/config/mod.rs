@@ -299,6 +299,7 @@ impl RlsConfig {
                     domain.origin, domain.name, first.origin
                 ));
             }
+            self.domains[i].check_merge(&domain)?;
             self.check_ids(&domain)?;
             for limit in &domain.limits {
                 self.ids.insert(limit.id.clone(), limit.origin.clone());
