@@ -23,6 +23,7 @@ mod rls_global_switches;
 mod rls_health;
 mod rls_limit_override;
 mod rls_metric_labels;
+mod rls_metric_names;
 mod rls_newest_keys;
 mod rls_quota_metadata;
 mod rls_service;

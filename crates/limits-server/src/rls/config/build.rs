@@ -55,6 +55,10 @@ pub(super) struct DNode {
     /// For a wildcard with `share_threshold`: its value, which stands for
     /// every value it matches in the store key.
     pub shared: Option<String>,
+    /// For a wildcard: its value, as metric names show it.
+    pub pattern: Option<String>,
+    /// `value_to_metric`: metric names show the request's value here.
+    pub value_to_metric: bool,
     /// Index into the domain's limits.
     pub limit: Option<usize>,
     pub children: Level,
@@ -169,7 +173,7 @@ impl Builder<'_> {
             let modes = Modes {
                 shadow: f.flag("shadow_mode")?,
                 quota: f.flag("quota_mode")?,
-                detailed_metric: f.flag("detailed_metric")? | f.flag("value_to_metric")?,
+                detailed_metric: f.flag("detailed_metric")?,
                 metadata: match f.get("metadata") {
                     None => None,
                     Some((line, node)) => Some(metadata::of(node, line, origin)?),
@@ -179,11 +183,14 @@ impl Builder<'_> {
                 None => None,
                 Some((line, node)) => Some(self.limit(line, node, &id, modes)?),
             };
+            let value_to_metric = f.flag("value_to_metric")?;
             let children = self.level(f.list("descriptors")?, &format!("{id}."))?;
             let index = level.nodes.len();
             level.nodes.push(DNode {
                 line: f.line,
                 shared: share.then(|| value.unwrap_or_default().to_string()),
+                pattern: wildcard.as_ref().and(value).map(str::to_string),
+                value_to_metric,
                 limit,
                 children,
             });

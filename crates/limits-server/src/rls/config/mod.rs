@@ -10,9 +10,10 @@
 //! `key`, an optional `value` (each `*` in it matches any text: `foo*`,
 //! `*.example.com`, `svc*ep*rpc`), an
 //! optional `rate_limit { unit, requests_per_unit, name, replaces: [{name}],
-//! unlimited }`, `shadow_mode`, `detailed_metric`, `share_threshold` (the
+//! unlimited, unit_multiplier, soft_requests_per_unit }`, `shadow_mode`,
+//! `quota_mode`, `metadata`, `detailed_metric`, `share_threshold` (the
 //! values a wildcard matches share one counter) and `value_to_metric`
-//! (accepted; for our metrics it means what `detailed_metric` means). Units
+//! (metric names as the reference gives them: see [`Matched::metric_name`]). Units
 //! are second, minute, hour, day, week (7 days), month (30 days) and year
 //! (365 days), as the reference's `UnitToDivider` defines them.
 //! `requests_per_unit: 0` blocks every request (the reference's README
@@ -109,25 +110,22 @@ pub struct Matched<'a> {
     /// `=` and `|` in keys and values preceded by a `\`. It holds neither the
     /// domain nor the limit: name the store by [`RlsLimit::id`].
     pub key: String,
-    detail: Option<String>,
-    /// The whole name in metrics, for a request's own limit.
-    stat: Option<String>,
+    /// The name in metrics when it is not the limit's id.
+    metric: Option<String>,
 }
 
 impl Matched<'_> {
-    /// The name of this match in metrics: the limit's id, or with
-    /// `detailed_metric` on a node without children the id followed by `_`
-    /// and the request's last value, as the reference names such stats;
-    /// for the request's own limit ([`RlsConfig::lookup_override`]), the
-    /// descriptor's name.
+    /// The name of this match in metrics, as the reference names its
+    /// stats since its PR #528: with `detailed_metric` on the limit, the
+    /// domain and every entry of the request as `key_value`
+    /// (`nested.key-1_value-1.key-2_value-2`; a `share_threshold` level by
+    /// its pattern, `files_files/*`); else the limit's id, where a level
+    /// with `value_to_metric` shows the request's value
+    /// (`domain.route_draw.http_method_GET.subject_id`: `http_method` has
+    /// it, `subject_id` has not); for the request's own limit
+    /// ([`RlsConfig::lookup_override`]), the descriptor's name.
     pub fn metric_name(&self) -> String {
-        if let Some(stat) = &self.stat {
-            return stat.clone();
-        }
-        match &self.detail {
-            Some(value) => format!("{}_{value}", self.limit.id),
-            None => self.limit.id.clone(),
-        }
+        self.metric.clone().unwrap_or_else(|| self.limit.id.clone())
     }
 }
 
@@ -159,7 +157,8 @@ pub struct RlsLimit {
     pub metadata: Option<prost_types::Struct>,
     /// Names of the limits this one replaces when both match one request.
     pub replaces: Vec<String>,
-    /// Metrics per value under a key-only node (see [`Matched::metric_name`]).
+    /// `detailed_metric`: metrics named after the request's entries (see
+    /// [`Matched::metric_name`]).
     pub detailed_metric: bool,
     /// `requests_per_unit: 0`: every request is over the limit (the
     /// reference's way to block a value). `rule` is then None.
@@ -264,8 +263,7 @@ impl RlsConfig {
         Some(Matched {
             limit,
             key: lookup::store_key(entries),
-            detail: None,
-            stat: Some(stat),
+            metric: Some(stat),
         })
     }
 
