@@ -103,6 +103,7 @@ pub fn status(reported: &Reported, rule: &Rule, verdict: &Verdict, over: bool) -
             0
         },
         duration_until_reset: Some(whole_seconds(wait)),
+        quota: None,
     }
 }
 
@@ -114,6 +115,7 @@ pub fn ok(remaining: u32) -> DescriptorStatus {
         current_limit: None,
         limit_remaining: remaining,
         duration_until_reset: None,
+        quota: None,
     }
 }
 
@@ -126,6 +128,7 @@ pub fn over_without_time(reported: &Reported) -> DescriptorStatus {
         current_limit: Some(reported.to_proto()),
         limit_remaining: 0,
         duration_until_reset: None,
+        quota: None,
     }
 }
 

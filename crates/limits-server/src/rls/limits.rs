@@ -4,6 +4,7 @@
 
 use super::config::{RlsConfig, RlsLimit};
 use super::overrides::Overrides;
+use super::RlsOptions;
 use crate::rules::limiter_shape;
 use crate::state;
 use crate::store::{RuleStore, StoreOptions};
@@ -40,9 +41,14 @@ impl RlsLimits {
         })
     }
 
-    /// Reads `path` (a file, or a directory of them) and builds its stores.
-    pub fn load(path: &Path, options: &StoreOptions) -> Result<RlsLimits, String> {
-        RlsLimits::new(RlsConfig::load(path)?, options)
+    /// Reads `path` (a file, or a directory of them) as `rls` says and
+    /// builds its stores.
+    pub fn load(
+        path: &Path,
+        rls: &RlsOptions,
+        options: &StoreOptions,
+    ) -> Result<RlsLimits, String> {
+        RlsLimits::new(RlsConfig::load_with(path, rls)?, options)
     }
 
     /// The store deciding `limit`, if it has one.

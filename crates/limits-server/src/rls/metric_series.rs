@@ -1,6 +1,7 @@
 //! The series a metric family may hold for values a client chose. A limit
-//! with `detailed_metric` names its series after the request's descriptor
-//! value, so without a cap every distinct value sent is a new series in
+//! with `detailed_metric` (or under a level with `value_to_metric`) names
+//! its series after the request's descriptor values, so without a cap
+//! every distinct value sent is a new series in
 //! every family, kept for the life of the process and written on every
 //! scrape (100,000 values in one call made 500,000 series and a 30 MB
 //! scrape).

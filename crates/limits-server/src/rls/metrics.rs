@@ -61,6 +61,7 @@ pub struct RlsMetrics {
     shadow: Family<DescriptorLabel, Counter>,
     store_errors: Family<DescriptorLabel, Counter>,
     latency: Histogram,
+    global_shadow: Counter,
     keys: Family<DescriptorLabel, Gauge>,
     redis: RedisGauges,
     series: SeriesCap,
@@ -110,6 +111,12 @@ impl RlsMetrics {
             "Time to decide one descriptor (store included)",
             latency.clone(),
         );
+        let global_shadow = Counter::default();
+        registry.register(
+            "global_shadow_mode",
+            "Requests over a limit answered OK by the global shadow mode (the reference's global_shadow_mode)",
+            global_shadow.clone(),
+        );
         let keys = Family::<DescriptorLabel, Gauge>::default();
         registry.register(
             "keys",
@@ -136,6 +143,7 @@ impl RlsMetrics {
             store_errors: next(),
             registry,
             latency,
+            global_shadow,
             keys,
             redis,
             series,
@@ -164,6 +172,11 @@ impl RlsMetrics {
             family.get_or_create(label).inc_by(n);
         }
         self.latency.observe(latency.as_secs_f64());
+    }
+
+    /// Counts a request over a limit that the global shadow mode let pass.
+    pub(crate) fn global_shadow(&self) {
+        self.global_shadow.inc();
     }
 
     /// Counts a decision the store of `label` could not make.

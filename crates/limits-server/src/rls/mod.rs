@@ -20,7 +20,9 @@ mod fingerprint;
 mod limits;
 mod metric_series;
 mod metrics;
+mod options;
 mod outage;
+mod outcome;
 mod overrides;
 pub mod proto;
 mod reloader;
@@ -29,6 +31,7 @@ mod server;
 mod service;
 mod watch;
 
+pub use options::RlsOptions;
 pub use overrides::MAX_OVERRIDES;
 pub use reloader::RlsReloader;
 pub use response_headers::{ReferenceHeaderNames, ResponseHeaders};
@@ -122,6 +125,10 @@ pub struct RlsServerConfig {
     /// The header fields answers carry: none by default, as the reference
     /// service.
     pub response_headers: ResponseHeaders,
+    /// The reference's switches (merged domains, global shadow and quota
+    /// modes, dynamic metadata, health only once a config loaded, the
+    /// descriptor key file): all off by default, as in the reference.
+    pub options: RlsOptions,
 }
 
 /// [`RlsServerConfig::max_metric_series`] unless told otherwise.
@@ -150,6 +157,7 @@ impl RlsServerConfig {
             max_connections_per_client: crate::DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
             max_metric_series: DEFAULT_MAX_METRIC_SERIES,
             response_headers: ResponseHeaders::default(),
+            options: RlsOptions::default(),
         }
     }
 }

@@ -19,6 +19,8 @@ pub struct RlsReloader {
     /// held during a reload, so that reloads never overlap.
     pub(super) loaded: Arc<Mutex<Fingerprint>>,
     pub(super) events: Arc<Events>,
+    /// Whether health answers SERVING (see `server::healthy`).
+    pub(super) healthy: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl RlsReloader {
@@ -46,8 +48,14 @@ impl RlsReloader {
 
     /// Loads the files and swaps them in, or says why not.
     fn load(&self) -> Result<(usize, usize), String> {
-        match RlsLimits::load(&self.config.config, &self.config.stores) {
+        match RlsLimits::load(
+            &self.config.config,
+            &self.config.options,
+            &self.config.stores,
+        ) {
             Ok(mut fresh) => {
+                self.healthy
+                    .send_replace(super::server::healthy(&self.config, &fresh));
                 let kept = fresh.keep_state(&self.limits.load());
                 let count = fresh.config.limits().count();
                 self.limits.store(Arc::new(fresh));

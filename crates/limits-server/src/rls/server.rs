@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tonic_health::ServingStatus;
 
@@ -54,6 +55,9 @@ pub struct RlsServer {
     metrics: Arc<RlsMetrics>,
     loaded: Arc<Mutex<Fingerprint>>,
     events: Arc<Events>,
+    /// Whether health answers SERVING: always, unless
+    /// `healthy_with_at_least_one_config` makes it wait for a domain.
+    healthy: Arc<watch::Sender<bool>>,
 }
 
 impl RlsServer {
@@ -64,7 +68,8 @@ impl RlsServer {
     pub fn new(config: RlsServerConfig) -> Result<RlsServer, String> {
         // Taken before reading: a change while reading is seen by the watch.
         let loaded = Fingerprint::of(&config.config);
-        let limits = RlsLimits::load(&config.config, &config.stores)?;
+        let limits = RlsLimits::load(&config.config, &config.options, &config.stores)?;
+        let healthy = healthy(&config, &limits);
         if let Some(path) = &config.state {
             state::check_writable(path)?;
             let n = state::load(path, limits.state_entries())?;
@@ -77,6 +82,7 @@ impl RlsServer {
             metrics,
             loaded: Arc::new(Mutex::new(loaded)),
             events: Arc::default(),
+            healthy: Arc::new(watch::Sender::new(healthy)),
         })
     }
 
@@ -110,6 +116,7 @@ impl RlsServer {
             limits: self.limits.clone(),
             loaded: self.loaded.clone(),
             events: self.events.clone(),
+            healthy: self.healthy.clone(),
         }
     }
 
@@ -164,16 +171,19 @@ impl RlsServer {
             unreachable: Outage::new("unreachable", "--on-store-error"),
             full: Outage::new("full", "--on-store-full"),
             response_headers: self.config.response_headers.clone(),
+            options: self.config.options.clone(),
         };
         let (health_reporter, health) = tonic_health::server::health_reporter();
-        health_reporter
-            .set_serving::<RateLimitServiceServer<RlsService>>()
-            .await;
-        // The name envoyproxy/ratelimit registers: health checks written
-        // for it (Envoy's grpc_health_check, Kubernetes' grpc probe) ask it.
-        health_reporter
-            .set_service_status(REFERENCE_HEALTH_NAME, ServingStatus::Serving)
-            .await;
+        let mut healthy = self.healthy.subscribe();
+        let serving = *healthy.borrow_and_update();
+        report_health(&health_reporter, serving).await;
+        background.push(tokio::spawn(async move {
+            // In the order the reloads decided it, so the last word wins.
+            while healthy.changed().await.is_ok() {
+                let serving = *healthy.borrow_and_update();
+                report_health(&health_reporter, serving).await;
+            }
+        }));
         let count = self.limits.load().config.limits().count();
         self.events.emit(ServerEvent::RlsListening {
             local,
@@ -251,6 +261,31 @@ impl RlsServer {
             &self.events,
         )
         .await
+    }
+}
+
+/// Whether a server of `limits` starts healthy: always, unless its
+/// options wait for a configuration with a domain.
+pub(super) fn healthy(config: &RlsServerConfig, limits: &RlsLimits) -> bool {
+    !config.options.healthy_with_at_least_one_config || !limits.config.is_empty()
+}
+
+/// Reports `serving` under every name health is asked under: the whole
+/// server, the protocol's service, and the name envoyproxy/ratelimit
+/// registers (health checks written for it, Envoy's grpc_health_check and
+/// Kubernetes' grpc probe, ask it).
+async fn report_health(reporter: &tonic_health::server::HealthReporter, serving: bool) {
+    let status = if serving {
+        ServingStatus::Serving
+    } else {
+        ServingStatus::NotServing
+    };
+    for name in [
+        "",
+        <RateLimitServiceServer<RlsService> as tonic::server::NamedService>::NAME,
+        REFERENCE_HEALTH_NAME,
+    ] {
+        reporter.set_service_status(name, status).await;
     }
 }
 

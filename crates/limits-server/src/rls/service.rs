@@ -22,12 +22,13 @@ use super::decide::{self, Reported};
 use super::limits::RlsLimits;
 use super::metrics::{Hits, RlsMetrics};
 use super::outage::Outage;
+use super::outcome::{self, Decided};
 use super::overrides::Override;
 use super::proto::rate_limit_response::Code;
 use super::proto::rate_limit_service_server::RateLimitService;
 use super::proto::{RateLimitDescriptor, RateLimitRequest, RateLimitResponse};
 use super::response_headers::ResponseHeaders;
-use super::OnStoreError;
+use super::{OnStoreError, RlsOptions};
 use crate::RuleStore;
 use arc_swap::ArcSwap;
 use limits::{RetryAfter, Store, StoreError, StoreErrorKind, Verdict};
@@ -56,6 +57,9 @@ pub struct RlsService {
     pub(crate) full: Outage,
     /// The header fields answers carry.
     pub(crate) response_headers: ResponseHeaders,
+    /// The reference's global switches (shadow and quota modes, dynamic
+    /// metadata).
+    pub(crate) options: RlsOptions,
 }
 
 /// Counts a call in flight while it lives.
@@ -420,6 +424,34 @@ impl RlsService {
             // A descriptor of a request another descriptor denies still took
             // its hits: decided independently, as the reference does.
         }
+        // The request's verdict from its descriptors' (quota mode, global
+        // shadow mode), and what it carries beside them.
+        let decided: Vec<Decided<'_>> = request
+            .descriptors
+            .iter()
+            .zip(&response.statuses)
+            .zip(matched)
+            .map(|((descriptor, status), found)| Decided {
+                descriptor,
+                status,
+                limit: found.as_ref().map(|m| m.limit),
+            })
+            .collect();
+        let overall = outcome::overall(&decided, self.options.global_quota);
+        let soft = outcome::soft_breach(&decided, overall.over);
+        let metadata = self
+            .options
+            .response_dynamic_metadata
+            .then(|| outcome::dynamic_metadata(request, &decided, &overall));
+        drop(decided);
+        let over = overall.over && !self.options.global_shadow;
+        if overall.over && self.options.global_shadow {
+            self.metrics.global_shadow();
+        }
+        response.overall_code = if over { Code::OverLimit } else { Code::Ok } as i32;
+        response.request_headers_to_add.extend(soft);
+        response.dynamic_metadata = metadata;
+        let denied = denied.filter(|_| over);
         if self.response_headers.draft {
             response.response_headers_to_add = decide::header_fields(&header_statuses, denied);
         }

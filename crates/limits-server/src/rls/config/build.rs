@@ -2,6 +2,7 @@
 //! `loadDescriptors` checks it, and its limits.
 
 use super::fields::Fields;
+use super::metadata;
 use super::pattern::Pattern;
 use super::rate;
 use super::yaml::{self, Node};
@@ -19,6 +20,8 @@ pub(super) struct Domain {
     pub name: String,
     /// "FILE:LINE" of the `domain` key.
     pub origin: String,
+    /// The file the domain was read from (the first, when merged).
+    pub file: String,
     pub root: Level,
     pub limits: Vec<RlsLimit>,
     /// The file's `algorithm` (fixed-window unless it says otherwise).
@@ -47,9 +50,15 @@ pub(super) struct KeyNodes {
 /// One descriptor node.
 #[derive(Debug)]
 pub(super) struct DNode {
+    /// The line of the descriptor in its file.
+    pub line: usize,
     /// For a wildcard with `share_threshold`: its value, which stands for
     /// every value it matches in the store key.
     pub shared: Option<String>,
+    /// For a wildcard: its value, as metric names show it.
+    pub pattern: Option<String>,
+    /// `value_to_metric`: metric names show the request's value here.
+    pub value_to_metric: bool,
     /// Index into the domain's limits.
     pub limit: Option<usize>,
     pub children: Level,
@@ -65,7 +74,18 @@ const DESCRIPTOR_KEYS: &[&str] = &[
     "detailed_metric",
     "share_threshold",
     "value_to_metric",
+    "quota_mode",
+    "metadata",
 ];
+
+/// What a descriptor node says of the limit it holds, beside its
+/// `rate_limit`.
+struct Modes {
+    shadow: bool,
+    quota: bool,
+    detailed_metric: bool,
+    metadata: Option<prost_types::Struct>,
+}
 
 struct Builder<'a> {
     origin: &'a str,
@@ -105,6 +125,7 @@ pub(super) fn domain(text: &str, origin: &str) -> Result<Domain, String> {
     Ok(Domain {
         name: name.to_string(),
         origin: format!("{origin}:{}", f.line_of("domain")),
+        file: origin.to_string(),
         root: tree,
         limits: b.limits,
         algorithm,
@@ -149,18 +170,27 @@ impl Builder<'_> {
                     f.line_of("share_threshold")
                 ));
             }
-            let shadow_mode = f.flag("shadow_mode")?;
-            let detailed_metric = f.flag("detailed_metric")? | f.flag("value_to_metric")?;
+            let modes = Modes {
+                shadow: f.flag("shadow_mode")?,
+                quota: f.flag("quota_mode")?,
+                detailed_metric: f.flag("detailed_metric")?,
+                metadata: match f.get("metadata") {
+                    None => None,
+                    Some((line, node)) => Some(metadata::of(node, line, origin)?),
+                },
+            };
             let limit = match f.get("rate_limit") {
                 None => None,
-                Some((line, node)) => {
-                    Some(self.limit(line, node, &id, shadow_mode, detailed_metric)?)
-                }
+                Some((line, node)) => Some(self.limit(line, node, &id, modes)?),
             };
+            let value_to_metric = f.flag("value_to_metric")?;
             let children = self.level(f.list("descriptors")?, &format!("{id}."))?;
             let index = level.nodes.len();
             level.nodes.push(DNode {
+                line: f.line,
                 shared: share.then(|| value.unwrap_or_default().to_string()),
+                pattern: wildcard.as_ref().and(value).map(str::to_string),
+                value_to_metric,
                 limit,
                 children,
             });
@@ -178,14 +208,7 @@ impl Builder<'_> {
         Ok(level)
     }
 
-    fn limit(
-        &mut self,
-        line: usize,
-        node: &Node,
-        id: &str,
-        shadow_mode: bool,
-        detailed_metric: bool,
-    ) -> Result<usize, String> {
+    fn limit(&mut self, line: usize, node: &Node, id: &str, modes: Modes) -> Result<usize, String> {
         let origin = self.origin;
         let parsed = rate::rate_limit(node, line, origin, self.algorithm)?;
         if let Some(first) = self.ids.get(id) {
@@ -200,12 +223,91 @@ impl Builder<'_> {
             name: parsed.name,
             rule: parsed.rule,
             reported: parsed.reported,
-            shadow_mode,
+            shadow_mode: modes.shadow,
+            quota_mode: modes.quota,
+            soft_requests_per_unit: parsed.soft,
+            metadata: modes.metadata,
             replaces: parsed.replaces,
-            detailed_metric,
+            detailed_metric: modes.detailed_metric,
             blocked: parsed.blocked,
             origin: format!("{origin}:{line}"),
         });
         Ok(self.limits.len() - 1)
+    }
+}
+
+impl Level {
+    /// The reference's composite key of every node of this level
+    /// (`key_value`, or `key` alone), with the node's index.
+    fn composite_keys(&self) -> HashMap<String, usize> {
+        let mut keys = HashMap::new();
+        for (key, nodes) in &self.by_key {
+            if let Some(i) = nodes.default {
+                keys.insert(key.clone(), i);
+            }
+            for (value, &i) in &nodes.exact {
+                keys.insert(format!("{key}_{value}"), i);
+            }
+        }
+        keys
+    }
+
+    /// Adds `by` to every limit index under this level.
+    fn shift_limits(&mut self, by: usize) {
+        for node in &mut self.nodes {
+            if let Some(limit) = &mut node.limit {
+                *limit += by;
+            }
+            node.children.shift_limits(by);
+        }
+    }
+}
+
+impl Domain {
+    /// Why `other` cannot be merged into this domain, if it cannot: a
+    /// top-level descriptor both have (see [`merge`](Self::merge)).
+    pub fn check_merge(&self, other: &Domain) -> Result<(), String> {
+        let ours = self.root.composite_keys();
+        let mut theirs: Vec<(String, usize)> = other.root.composite_keys().into_iter().collect();
+        theirs.sort_by_key(|(_, i)| *i);
+        for (key, i) in theirs {
+            if let Some(&first) = ours.get(&key) {
+                return Err(format!(
+                    "{}:{}: duplicate descriptor composite key '{}.{key}' (also at {}:{})",
+                    other.file,
+                    other.root.nodes[i].line,
+                    self.name,
+                    self.file,
+                    self.root.nodes[first].line
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Merges `other`, a later file of the same domain, into this one as
+    /// the reference's `MERGE_DOMAIN_CONFIG` does: its top-level
+    /// descriptors join this domain's, and one that has the composite key
+    /// of a descriptor already there is refused (at its line in the later
+    /// file), as within one file.
+    pub fn merge(&mut self, mut other: Domain) -> Result<(), String> {
+        self.check_merge(&other)?;
+        other.root.shift_limits(self.limits.len());
+        let offset = self.root.nodes.len();
+        for (key, nodes) in other.root.by_key {
+            let into = self.root.by_key.entry(key).or_default();
+            if let Some(i) = nodes.default {
+                into.default = Some(i + offset);
+            }
+            for (value, i) in nodes.exact {
+                into.exact.insert(value, i + offset);
+            }
+            for (pattern, i) in nodes.wildcards {
+                into.wildcards.push((pattern, i + offset));
+            }
+        }
+        self.root.nodes.extend(other.root.nodes);
+        self.limits.extend(other.limits);
+        Ok(())
     }
 }

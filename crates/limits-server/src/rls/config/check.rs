@@ -4,6 +4,7 @@
 //! `config_check_cmd` stops at its first).
 
 use super::{build, load, RlsConfig};
+use crate::rls::RlsOptions;
 use std::path::{Path, PathBuf};
 
 /// What a config that loads holds.
@@ -21,6 +22,13 @@ pub struct Checked {
 /// what is wrong"). A file that does not parse is reported and left out of
 /// the checks across files (two files with one domain, one limit id twice).
 pub fn check(path: &Path) -> Result<Checked, Vec<String>> {
+    check_with(path, &RlsOptions::default())
+}
+
+/// As [`check`], reading the files as `options` say (merging the files of
+/// one domain with [`RlsOptions::merge_domains`], and checking the
+/// descriptor key file if there is one).
+pub fn check_with(path: &Path, options: &RlsOptions) -> Result<Checked, Vec<String>> {
     let files = load::config_files(path).map_err(|e| vec![e])?;
     let mut problems = Vec::new();
     let mut config = RlsConfig::default();
@@ -29,7 +37,12 @@ pub fn check(path: &Path) -> Result<Checked, Vec<String>> {
         let domain = std::fs::read_to_string(file)
             .map_err(|e| format!("{origin}: cannot read: {e}"))
             .and_then(|text| build::domain(&text, &origin));
-        if let Err(e) = domain.and_then(|d| config.add(d)) {
+        if let Err(e) = domain.and_then(|d| config.add(d, options.merge_domains)) {
+            problems.push(e);
+        }
+    }
+    if let Some(keys) = &options.descriptor_key_config {
+        if let Err(e) = super::DescriptorKeys::load(keys) {
             problems.push(e);
         }
     }

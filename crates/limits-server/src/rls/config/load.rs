@@ -58,3 +58,12 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Whether `path` is a directory holding no config file (what
+/// [`config_files`] refuses), as a mounted ConfigMap is before its data.
+pub(crate) fn is_empty_dir(path: &Path) -> bool {
+    let mut files = Vec::new();
+    std::fs::metadata(path).is_ok_and(|m| m.is_dir())
+        && walk(path, &mut files).is_ok()
+        && files.is_empty()
+}

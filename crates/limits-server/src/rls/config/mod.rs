@@ -10,9 +10,10 @@
 //! `key`, an optional `value` (each `*` in it matches any text: `foo*`,
 //! `*.example.com`, `svc*ep*rpc`), an
 //! optional `rate_limit { unit, requests_per_unit, name, replaces: [{name}],
-//! unlimited }`, `shadow_mode`, `detailed_metric`, `share_threshold` (the
+//! unlimited, unit_multiplier, soft_requests_per_unit }`, `shadow_mode`,
+//! `quota_mode`, `metadata`, `detailed_metric`, `share_threshold` (the
 //! values a wildcard matches share one counter) and `value_to_metric`
-//! (accepted; for our metrics it means what `detailed_metric` means). Units
+//! (metric names as the reference gives them: see [`Matched::metric_name`]). Units
 //! are second, minute, hour, day, week (7 days), month (30 days) and year
 //! (365 days), as the reference's `UnitToDivider` defines them.
 //! `requests_per_unit: 0` blocks every request (the reference's README
@@ -57,17 +58,21 @@
 
 mod build;
 mod check;
+mod descriptor_keys;
 mod fields;
 mod load;
 mod lookup;
+mod metadata;
 mod pattern;
 mod rate;
 mod yaml;
 
+use super::RlsOptions;
 use std::collections::HashMap;
 use std::path::Path;
 
-pub use check::{check, Checked};
+pub use check::{check, check_with, Checked};
+pub use descriptor_keys::DescriptorKeys;
 pub(crate) use load::config_files;
 pub use rate::Unit;
 
@@ -89,6 +94,8 @@ pub struct RlsConfig {
     by_name: HashMap<String, usize>,
     /// Every limit's id, with where it is.
     ids: HashMap<String, String>,
+    /// Which entries name a request's own limit with their value.
+    descriptor_keys: Option<DescriptorKeys>,
 }
 
 /// A matched limit and the store key of this request's descriptor.
@@ -103,25 +110,22 @@ pub struct Matched<'a> {
     /// `=` and `|` in keys and values preceded by a `\`. It holds neither the
     /// domain nor the limit: name the store by [`RlsLimit::id`].
     pub key: String,
-    detail: Option<String>,
-    /// The whole name in metrics, for a request's own limit.
-    stat: Option<String>,
+    /// The name in metrics when it is not the limit's id.
+    metric: Option<String>,
 }
 
 impl Matched<'_> {
-    /// The name of this match in metrics: the limit's id, or with
-    /// `detailed_metric` on a node without children the id followed by `_`
-    /// and the request's last value, as the reference names such stats;
-    /// for the request's own limit ([`RlsConfig::lookup_override`]), the
-    /// descriptor's name.
+    /// The name of this match in metrics, as the reference names its
+    /// stats since its PR #528: with `detailed_metric` on the limit, the
+    /// domain and every entry of the request as `key_value`
+    /// (`nested.key-1_value-1.key-2_value-2`; a `share_threshold` level by
+    /// its pattern, `files_files/*`); else the limit's id, where a level
+    /// with `value_to_metric` shows the request's value
+    /// (`domain.route_draw.http_method_GET.subject_id`: `http_method` has
+    /// it, `subject_id` has not); for the request's own limit
+    /// ([`RlsConfig::lookup_override`]), the descriptor's name.
     pub fn metric_name(&self) -> String {
-        if let Some(stat) = &self.stat {
-            return stat.clone();
-        }
-        match &self.detail {
-            Some(value) => format!("{}_{value}", self.limit.id),
-            None => self.limit.id.clone(),
-        }
+        self.metric.clone().unwrap_or_else(|| self.limit.id.clone())
     }
 }
 
@@ -141,9 +145,20 @@ pub struct RlsLimit {
     pub reported: Reported,
     /// Whatever the decision, the answer is OK (metrics still count).
     pub shadow_mode: bool,
+    /// `quota_mode`: over its limit, the descriptor reports OVER_LIMIT, but
+    /// the request is over only if every quota-mode descriptor of it is
+    /// (see the `service` module).
+    pub quota_mode: bool,
+    /// `soft_requests_per_unit`: an admitted request that leaves more than
+    /// this used is marked for the upstream; 0 is none.
+    pub soft_requests_per_unit: u32,
+    /// The descriptor node's `metadata`, returned in the response's
+    /// dynamic metadata when the descriptor passes.
+    pub metadata: Option<prost_types::Struct>,
     /// Names of the limits this one replaces when both match one request.
     pub replaces: Vec<String>,
-    /// Metrics per value under a key-only node (see [`Matched::metric_name`]).
+    /// `detailed_metric`: metrics named after the request's entries (see
+    /// [`Matched::metric_name`]).
     pub detailed_metric: bool,
     /// `requests_per_unit: 0`: every request is over the limit (the
     /// reference's way to block a value). `rule` is then None.
@@ -174,12 +189,31 @@ impl RlsConfig {
     /// included, dot-files skipped; two files with one domain is an error), or
     /// a single file. Errors read "FILE:LINE: what is wrong".
     pub fn load(path: &Path) -> Result<RlsConfig, String> {
+        RlsConfig::load_with(path, &RlsOptions::default())
+    }
+
+    /// As [`load`](Self::load), read as `options` say: several files of one
+    /// domain merged ([`RlsOptions::merge_domains`]), a directory with no
+    /// file at all taken as no domain
+    /// ([`RlsOptions::healthy_with_at_least_one_config`]), and the
+    /// descriptor key file ([`RlsOptions::descriptor_key_config`]).
+    pub fn load_with(path: &Path, options: &RlsOptions) -> Result<RlsConfig, String> {
         let mut config = RlsConfig::default();
-        for file in load::config_files(path)? {
+        let files = match load::config_files(path) {
+            Err(e) if options.healthy_with_at_least_one_config && load::is_empty_dir(path) => {
+                tracing::debug!(error = %e, "no config file yet");
+                Vec::new()
+            }
+            other => other?,
+        };
+        for file in files {
             let origin = file.display().to_string();
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| format!("{origin}: cannot read: {e}"))?;
-            config.add(build::domain(&text, &origin)?)?;
+            config.add(build::domain(&text, &origin)?, options.merge_domains)?;
+        }
+        if let Some(keys) = &options.descriptor_key_config {
+            config.descriptor_keys = Some(DescriptorKeys::load(keys)?);
         }
         Ok(config)
     }
@@ -187,7 +221,7 @@ impl RlsConfig {
     /// One file's text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<RlsConfig, String> {
         let mut config = RlsConfig::default();
-        config.add(build::domain(text, origin)?)?;
+        config.add(build::domain(text, origin)?, false)?;
         Ok(config)
     }
 
@@ -203,7 +237,9 @@ impl RlsConfig {
     /// reference applies it: in a domain this configuration has, whatever
     /// the entries match; counted under the descriptor's own entries, and
     /// named in metrics `DOMAIN.key_value.key2_value2` (a key alone when its
-    /// value is empty). None when the domain has no configuration.
+    /// value is empty, or when a descriptor key file leaves its value out:
+    /// [`RlsOptions::descriptor_key_config`]). None when the domain has no
+    /// configuration.
     pub fn lookup_override<'a>(
         &self,
         domain: &str,
@@ -215,7 +251,11 @@ impl RlsConfig {
         for (k, v) in entries {
             stat.push('.');
             stat.push_str(k);
-            if !v.is_empty() {
+            let named = self
+                .descriptor_keys
+                .as_ref()
+                .is_none_or(|keys| keys.includes_value(domain, k));
+            if named && !v.is_empty() {
                 stat.push('_');
                 stat.push_str(v);
             }
@@ -223,8 +263,7 @@ impl RlsConfig {
         Some(Matched {
             limit,
             key: lookup::store_key(entries),
-            detail: None,
-            stat: Some(stat),
+            metric: Some(stat),
         })
     }
 
@@ -243,14 +282,39 @@ impl RlsConfig {
         self.domains.iter().map(|d| d.name.as_str())
     }
 
-    fn add(&mut self, domain: build::Domain) -> Result<(), String> {
+    /// Whether any domain is configured (a file may hold a domain without
+    /// descriptors: it counts, as the reference counts it).
+    pub fn is_empty(&self) -> bool {
+        self.domains.is_empty()
+    }
+
+    fn add(&mut self, domain: build::Domain, merge: bool) -> Result<(), String> {
         if let Some(&i) = self.by_name.get(&domain.name) {
-            let first = &self.domains[i];
-            return Err(format!(
-                "{}: duplicate domain '{}' in config file (also in {})",
-                domain.origin, domain.name, first.origin
-            ));
+            if !merge {
+                let first = &self.domains[i];
+                return Err(format!(
+                    "{}: duplicate domain '{}' in config file (also in {})",
+                    domain.origin, domain.name, first.origin
+                ));
+            }
+            self.domains[i].check_merge(&domain)?;
+            self.check_ids(&domain)?;
+            for limit in &domain.limits {
+                self.ids.insert(limit.id.clone(), limit.origin.clone());
+            }
+            return self.domains[i].merge(domain);
         }
+        self.check_ids(&domain)?;
+        for limit in &domain.limits {
+            self.ids.insert(limit.id.clone(), limit.origin.clone());
+        }
+        self.by_name.insert(domain.name.clone(), self.domains.len());
+        self.domains.push(domain);
+        Ok(())
+    }
+
+    /// Refuses a limit of `domain` whose id another domain's limit has.
+    fn check_ids(&self, domain: &build::Domain) -> Result<(), String> {
         for limit in &domain.limits {
             if let Some(other) = self.ids.get(&limit.id) {
                 return Err(format!(
@@ -259,11 +323,6 @@ impl RlsConfig {
                 ));
             }
         }
-        for limit in &domain.limits {
-            self.ids.insert(limit.id.clone(), limit.origin.clone());
-        }
-        self.by_name.insert(domain.name.clone(), self.domains.len());
-        self.domains.push(domain);
         Ok(())
     }
 }

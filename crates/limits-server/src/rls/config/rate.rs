@@ -1,6 +1,15 @@
-//! One `rate_limit` block: the reference's `unit`/`requests_per_unit` (or
-//! `unlimited`), or our `window`/`requests_per_window` and `rates` list, with
-//! an `algorithm`; made into one [`limits::Rule`].
+//! One `rate_limit` block: the reference's `unit`/`requests_per_unit` (with
+//! its `unit_multiplier` and `soft_requests_per_unit`, or `unlimited`), or
+//! our `window`/`requests_per_window` and `rates` list, with an
+//! `algorithm`; made into one [`limits::Rule`].
+//!
+//! `unit_multiplier: N` makes the window N units long, aligned to the Unix
+//! epoch as every fixed window here is (the reference starts it at `now -
+//! now % (unit * N)`), and is reported as the reference reports it: the
+//! unit and its `requests_per_unit`, the protocol having no field for the
+//! multiplier. `soft_requests_per_unit` is a threshold below the limit
+//! (refused at or above it): an admitted request past it is marked for
+//! the upstream (see the `service` module).
 
 use super::fields::Fields;
 use super::yaml::Node;
@@ -98,6 +107,8 @@ impl Unit {
 /// A parsed `rate_limit`.
 pub(super) struct Limit {
     pub name: Option<String>,
+    /// `soft_requests_per_unit`; 0 is none.
+    pub soft: u32,
     pub replaces: Vec<String>,
     pub rule: Option<Rule>,
     pub reported: Reported,
@@ -107,6 +118,8 @@ pub(super) struct Limit {
 const KEYS: &[&str] = &[
     "unit",
     "requests_per_unit",
+    "unit_multiplier",
+    "soft_requests_per_unit",
     "unlimited",
     "name",
     "replaces",
@@ -115,7 +128,13 @@ const KEYS: &[&str] = &[
     "requests_per_window",
     "rates",
 ];
-const RATE_KEYS: &[&str] = &["unit", "requests_per_unit", "window", "requests_per_window"];
+const RATE_KEYS: &[&str] = &[
+    "unit",
+    "requests_per_unit",
+    "unit_multiplier",
+    "window",
+    "requests_per_window",
+];
 
 /// Reads a `rate_limit` block whose key is at `line`; `algorithm` is the
 /// file's default.
@@ -126,6 +145,26 @@ pub(super) fn rate_limit(
     algorithm: Algorithm,
 ) -> Result<Limit, String> {
     let f = Fields::of(node, origin, "rate_limit", KEYS)?.at(line);
+    let mut limit = limits_of(&f, origin, algorithm)?;
+    let soft = f.number("soft_requests_per_unit", u32::MAX.into())?;
+    if let Some(soft) = soft.filter(|&s| s > 0) {
+        // As the reference: a threshold at or above the limit would never
+        // mark anything, so it is a mistake, not a setting.
+        if soft >= u64::from(limit.reported.requests_per_unit) {
+            return Err(format!(
+                "{origin}:{}: soft_requests_per_unit must be below requests_per_unit ({soft} is not below {})",
+                f.line_of("soft_requests_per_unit"),
+                limit.reported.requests_per_unit
+            ));
+        }
+        limit.soft = soft as u32;
+    }
+    Ok(limit)
+}
+
+/// The limit of a `rate_limit` block read as `f`, without its soft
+/// threshold.
+fn limits_of(f: &Fields<'_>, origin: &str, algorithm: Algorithm) -> Result<Limit, String> {
     let at = |key: &str| format!("{origin}:{}", f.line_of(key));
     let name = f
         .text("name")?
@@ -164,7 +203,13 @@ pub(super) fn rate_limit(
                 at("unit")
             ));
         }
-        for key in ["window", "requests_per_window", "rates", "algorithm"] {
+        for key in [
+            "window",
+            "requests_per_window",
+            "rates",
+            "algorithm",
+            "unit_multiplier",
+        ] {
             if f.has(key) {
                 return Err(format!(
                     "{}: an unlimited rate_limit takes no {key}",
@@ -175,6 +220,7 @@ pub(super) fn rate_limit(
         let requests = f.number("requests_per_unit", u32::MAX.into())?.unwrap_or(0);
         return Ok(Limit {
             name,
+            soft: 0,
             replaces,
             rule: None,
             reported: Reported {
@@ -210,13 +256,14 @@ pub(super) fn rate_limit(
             reported.get_or_insert(shown);
         }
     } else {
-        let (rate, shown) = one_rate(&f, origin)?;
+        let (rate, shown) = one_rate(f, origin)?;
         reported = Some(shown);
         match rate {
             Some(rate) => rates.push(rate),
             None => {
                 return Ok(Limit {
                     name,
+                    soft: 0,
                     replaces,
                     rule: None,
                     reported: shown,
@@ -232,6 +279,7 @@ pub(super) fn rate_limit(
     let rates = Rates::new(rates).ok_or_else(|| format!("{}: no rate", at("rates")))?;
     Ok(Limit {
         name,
+        soft: 0,
         replaces,
         rule: Some(Rule::new(algorithm, rates)),
         reported,
@@ -257,6 +305,12 @@ fn one_rate(f: &Fields<'_>, origin: &str) -> Result<(Option<Rate>, Reported), St
         ));
     }
     if window_form {
+        if f.has("unit_multiplier") {
+            return Err(format!(
+                "{origin}:{}: unit_multiplier goes with unit, not with window (write the whole window: window: 5m)",
+                f.line_of("unit_multiplier")
+            ));
+        }
         let Some(text) = f.text("window")? else {
             return Err(format!(
                 "{origin}:{}: requests_per_window needs a window (such as window: 5m)",
@@ -291,7 +345,17 @@ fn one_rate(f: &Fields<'_>, origin: &str) -> Result<(Option<Rate>, Reported), St
         requests_per_unit: requests as u32,
         unit,
     };
-    let seconds = unit.seconds().unwrap_or(1);
+    let multiplier = match f.number("unit_multiplier", u32::MAX.into())? {
+        None => 1,
+        Some(0) => {
+            return Err(format!(
+                "{origin}:{}: invalid unit multiplier of 0",
+                f.line_of("unit_multiplier")
+            ))
+        }
+        Some(n) => n,
+    };
+    let seconds = unit.seconds().unwrap_or(1) * multiplier;
     let rate = match requests {
         0 => None,
         n => Some(

@@ -20,6 +20,7 @@ fn status(
             seconds: reset,
             nanos: 0,
         }),
+        quota: None,
     }
 }
 
