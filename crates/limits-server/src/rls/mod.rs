@@ -15,6 +15,7 @@
 
 mod capped_incoming;
 pub mod config;
+mod count_denied;
 mod decide;
 mod fingerprint;
 mod limits;
@@ -122,6 +123,11 @@ pub struct RlsServerConfig {
     /// The header fields answers carry: none by default, as the reference
     /// service.
     pub response_headers: ResponseHeaders,
+    /// Add a denied descriptor's hits to its count, as the reference's
+    /// counter does (fixed-window and sliding-window limits only; a config
+    /// with any other limiter is refused). Off by default: a denial takes
+    /// nothing.
+    pub count_denied_hits: bool,
 }
 
 /// [`RlsServerConfig::max_metric_series`] unless told otherwise.
@@ -150,6 +156,7 @@ impl RlsServerConfig {
             max_connections_per_client: crate::DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
             max_metric_series: DEFAULT_MAX_METRIC_SERIES,
             response_headers: ResponseHeaders::default(),
+            count_denied_hits: false,
         }
     }
 }

@@ -46,7 +46,10 @@ impl RlsReloader {
 
     /// Loads the files and swaps them in, or says why not.
     fn load(&self) -> Result<(usize, usize), String> {
-        match RlsLimits::load(&self.config.config, &self.config.stores) {
+        let loaded = RlsLimits::load(&self.config.config, &self.config.stores).and_then(|l| {
+            super::count_denied::check(&l.config, self.config.count_denied_hits).map(|()| l)
+        });
+        match loaded {
             Ok(mut fresh) => {
                 let kept = fresh.keep_state(&self.limits.load());
                 let count = fresh.config.limits().count();

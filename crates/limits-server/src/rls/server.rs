@@ -65,6 +65,7 @@ impl RlsServer {
         // Taken before reading: a change while reading is seen by the watch.
         let loaded = Fingerprint::of(&config.config);
         let limits = RlsLimits::load(&config.config, &config.stores)?;
+        super::count_denied::check(&limits.config, config.count_denied_hits)?;
         if let Some(path) = &config.state {
             state::check_writable(path)?;
             let n = state::load(path, limits.state_entries())?;
@@ -164,6 +165,7 @@ impl RlsServer {
             unreachable: Outage::new("unreachable", "--on-store-error"),
             full: Outage::new("full", "--on-store-full"),
             response_headers: self.config.response_headers.clone(),
+            record: super::count_denied::record_mode(self.config.count_denied_hits),
         };
         let (health_reporter, health) = tonic_health::server::health_reporter();
         health_reporter

@@ -27,7 +27,7 @@ use super::proto::{RateLimitDescriptor, RateLimitRequest, RateLimitResponse};
 use super::response_headers::ResponseHeaders;
 use super::OnStoreError;
 use arc_swap::ArcSwap;
-use limits::{RetryAfter, Store, StoreErrorKind};
+use limits::{Mode, RetryAfter, Store, StoreErrorKind};
 use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -52,6 +52,8 @@ pub struct RlsService {
     pub(crate) full: Outage,
     /// The header fields answers carry.
     pub(crate) response_headers: ResponseHeaders,
+    /// How a descriptor's hits are recorded: denied hits too, or not.
+    pub(crate) record: Mode,
 }
 
 /// Counts a call in flight while it lives.
@@ -230,7 +232,7 @@ impl RlsService {
                 continue;
             };
             let (limit, key, label) = (found.limit, &found.key, self.metrics.label(found));
-            let (cost, mode) = decide::cost(request.hits_addend, descriptor);
+            let (cost, mode) = decide::cost(request.hits_addend, descriptor, self.record);
             if limit.blocked {
                 // `requests_per_unit: 0`: every request over, as the reference.
                 let hits = Hits {
