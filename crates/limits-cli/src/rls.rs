@@ -3,9 +3,11 @@
 //! reload, metrics) is `limits_server::rls`.
 
 use crate::lines::{self, Command};
+use crate::reference_env::ReferenceEnv;
 use crate::runtime::RuntimeArgs;
 use crate::serve::{parse_timeout, ConnectionArgs, OnStoreFull, StoreArgs};
-use clap::{Args, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, ValueEnum};
 use limits_server::rls::{
     OnStoreError, ReferenceHeaderNames, ResponseHeaders, RlsServer, RlsServerConfig,
     DEFAULT_MAX_METRIC_SERIES,
@@ -19,11 +21,9 @@ pub struct RlsArgs {
     /// envoyproxy/ratelimit's YAML: one file, or a directory of them (one
     /// domain each); reloaded on change and on SIGHUP, keeping the counts of
     /// unchanged limits (a bad file keeps the old limits and is reported).
-    #[arg(
-        long,
-        value_name = "FILE|DIR",
-        required_unless_present = "check_config"
-    )]
+    /// Without it, the reference's RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/
+    /// RUNTIME_APPDIRECTORY.
+    #[arg(long, value_name = "FILE|DIR")]
     config: Option<PathBuf>,
 
     /// Check a config (a file, or a directory as --config reads it) and
@@ -88,6 +88,14 @@ pub struct RlsArgs {
     /// descriptor="other" series (and in limits_rls_metric_values_folded).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_METRIC_SERIES)]
     max_metric_series: usize,
+
+    /// Add a denied descriptor's hits to its count, as envoyproxy/ratelimit
+    /// counts every hit (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false
+    /// there, its default): fixed-window and sliding-window limits only (a
+    /// config with another limiter is refused). Without it, a denial takes
+    /// nothing, unless that variable is set to false.
+    #[arg(long)]
+    count_denied_hits: bool,
 }
 
 /// A duration, or `0` for none.
@@ -140,6 +148,45 @@ fn response_headers(
     })
 }
 
+/// Sets each flag not `given` on the command line from the reference's
+/// variable for it, logs once each variable that changes nothing here, and
+/// returns the config path (`--config`, else the reference's runtime
+/// directory).
+fn apply_reference_env(
+    args: &mut RlsArgs,
+    env: &ReferenceEnv,
+    given: impl Fn(&str) -> bool,
+) -> Result<PathBuf, String> {
+    if let (Some(listen), false) = (env.listen, given("listen")) {
+        args.listen = listen;
+    }
+    if let (Some(admin), false) = (env.admin, given("admin")) {
+        args.admin = Some(admin);
+    }
+    if let (Some(store), false) = (&env.store, given("store")) {
+        args.stores.set_store(store.clone());
+    }
+    if let Some(prefix) = &env.prefix {
+        args.stores.set_prefix(prefix.clone());
+    }
+    if let (Some(count), false) = (env.count_denied_hits, args.count_denied_hits) {
+        args.count_denied_hits = count;
+    }
+    for note in &env.ignored {
+        tracing::warn!("envoyproxy/ratelimit setting not applied: {note}");
+    }
+    match (args.config.clone(), &env.config) {
+        (Some(path), _) => Ok(path),
+        (None, Some(dir)) => {
+            tracing::info!(config = %dir.display(), "config from RUNTIME_ROOT");
+            Ok(dir.clone())
+        }
+        (None, None) => {
+            Err("--config FILE|DIR is required (or envoyproxy/ratelimit's RUNTIME_ROOT)".into())
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum StoreErrorAnswer {
     Local,
@@ -178,12 +225,16 @@ fn check_config(path: &Path) -> Result<(), String> {
     }
 }
 
-pub fn rls(args: RlsArgs) -> Result<(), String> {
-    let config_path = match (&args.check_config, &args.config) {
-        (Some(path), _) => return check_config(path),
-        (None, Some(path)) => path.clone(),
-        (None, None) => return Err("--config FILE|DIR is required".into()),
-    };
+/// `limits rls`; `matches` tell a flag given on the command line, which
+/// wins over the reference's variable for it.
+pub fn rls(mut args: RlsArgs, matches: Option<&ArgMatches>) -> Result<(), String> {
+    if let Some(path) = &args.check_config {
+        return check_config(path);
+    }
+    let env = ReferenceEnv::read(&|name| std::env::var(name).ok())?;
+    let given =
+        |id: &str| matches.is_some_and(|m| m.value_source(id) == Some(ValueSource::CommandLine));
+    let config_path = apply_reference_env(&mut args, &env, given)?;
     let file_limit = crate::file_limit::raise();
     // One descriptor per connection: the store's connections are shared.
     let (max_connections, max_connections_per_client) = args.connections.caps(file_limit, 1)?;
@@ -214,6 +265,7 @@ pub fn rls(args: RlsArgs) -> Result<(), String> {
             max_connections_per_client,
             max_metric_series: args.max_metric_series,
             response_headers,
+            count_denied_hits: args.count_denied_hits,
             ..RlsServerConfig::new(config_path)
         };
         RlsServer::new(config)?

@@ -55,6 +55,11 @@ pub struct StoreArgs {
     /// after its clients under Kubernetes or compose).
     #[arg(long)]
     require_store: bool,
+
+    /// Prepended to every Redis key instead of the library's default (no
+    /// flag: `limits rls` sets it from the reference's CACHE_KEY_PREFIX).
+    #[arg(skip)]
+    prefix: Option<String>,
 }
 
 /// `--max-new-keys-per-client`: a rate, or no cap.
@@ -71,6 +76,17 @@ fn parse_new_keys(s: &str) -> Result<NewKeys, String> {
 }
 
 impl StoreArgs {
+    /// `--store URL`, for a value that comes from elsewhere than the flag
+    /// (`limits rls`: the reference's REDIS_* variables).
+    pub fn set_store(&mut self, url: String) {
+        self.store = url;
+    }
+
+    /// Every Redis key's prefix (`limits rls`: CACHE_KEY_PREFIX).
+    pub fn set_prefix(&mut self, prefix: String) {
+        self.prefix = Some(prefix);
+    }
+
     /// The answer when Redis is full.
     pub fn on_store_full(&self) -> OnStoreFull {
         self.on_store_full
@@ -88,13 +104,15 @@ impl StoreArgs {
         let redis = match self.store.as_str() {
             "memory" => None,
             url if url.starts_with("redis://") || url.starts_with("redis+cluster://") => {
+                let default = RedisOptions::default();
                 let options = RedisOptions {
+                    prefix: self.prefix.clone().unwrap_or(default.prefix),
                     timeout: self.store_timeout,
                     on_error: local(local_on_error),
                     on_full: local(self.on_store_full == OnStoreFull::Local),
                     new_keys_per_client: self.max_new_keys_per_client.0,
                     local_max_keys: self.max_keys,
-                    ..RedisOptions::default()
+                    ..default
                 };
                 let connection = if self.require_store {
                     RedisConnection::connect(url, options).await
