@@ -5,6 +5,8 @@ mod bench;
 mod file_limit;
 mod lines;
 mod plot;
+mod reference_env;
+mod reference_redis_url;
 mod replay;
 mod report;
 mod rls;
@@ -44,10 +46,22 @@ enum Command {
 fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    init_logging();
-    // `bench` tells a rule flag given from its default.
+    // `rls` reads the reference's LOG_LEVEL when RUST_LOG says nothing.
+    let level = match &cli.command {
+        Command::Rls(_) => reference_env::log_level(&|name| std::env::var(name).ok()),
+        _ => Ok(None),
+    };
+    match level {
+        Ok(level) => init_logging(level),
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::FAILURE;
+        }
+    }
+    // `bench` and `rls` tell a flag given from its default.
     let bench = matches.subcommand_matches("bench");
-    match run(cli.command, bench) {
+    let rls = matches.subcommand_matches("rls");
+    match run(cli.command, bench, rls) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");
@@ -56,7 +70,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command, bench: Option<&clap::ArgMatches>) -> Result<(), String> {
+fn run(
+    command: Command,
+    bench: Option<&clap::ArgMatches>,
+    rls: Option<&clap::ArgMatches>,
+) -> Result<(), String> {
     match command {
         Command::Limiters => {
             for algorithm in limits::Algorithm::ALL {
@@ -67,7 +85,7 @@ fn run(command: Command, bench: Option<&clap::ArgMatches>) -> Result<(), String>
         Command::Simulate(args) => simulate::simulate(args),
         Command::Replay(args) => replay::replay(args),
         Command::Serve(args) => serve::serve(*args),
-        Command::Rls(args) => rls::rls(*args),
+        Command::Rls(args) => rls::rls(*args, rls),
         Command::Bench(args) => bench::bench(*args, bench),
         Command::Rule(args) => {
             let rule = args.rule()?;
@@ -82,10 +100,11 @@ fn run(command: Command, bench: Option<&clap::ArgMatches>) -> Result<(), String>
     }
 }
 
-/// Structured logs on stderr, filtered by RUST_LOG (default: info).
-fn init_logging() {
+/// Structured logs on stderr, filtered by RUST_LOG, else by `level`
+/// (default: info).
+fn init_logging(level: Option<&str>) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level.unwrap_or("info")));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

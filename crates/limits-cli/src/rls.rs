@@ -3,11 +3,13 @@
 //! reload, metrics) is `limits_server::rls`.
 
 use crate::lines::{self, Command};
+use crate::reference_env::ReferenceEnv;
 use crate::runtime::RuntimeArgs;
 use crate::serve::{parse_timeout, ConnectionArgs, OnStoreFull, StoreArgs};
-use clap::{Args, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, ValueEnum};
 use limits_server::rls::{
-    OnStoreError, ReferenceHeaderNames, ResponseHeaders, RlsServer, RlsServerConfig,
+    OnStoreError, ReferenceHeaderNames, ResponseHeaders, RlsOptions, RlsServer, RlsServerConfig,
     DEFAULT_MAX_METRIC_SERIES,
 };
 use std::net::SocketAddr;
@@ -19,11 +21,9 @@ pub struct RlsArgs {
     /// envoyproxy/ratelimit's YAML: one file, or a directory of them (one
     /// domain each); reloaded on change and on SIGHUP, keeping the counts of
     /// unchanged limits (a bad file keeps the old limits and is reported).
-    #[arg(
-        long,
-        value_name = "FILE|DIR",
-        required_unless_present = "check_config"
-    )]
+    /// Without it, the reference's RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/
+    /// RUNTIME_APPDIRECTORY.
+    #[arg(long, value_name = "FILE|DIR")]
     config: Option<PathBuf>,
 
     /// Check a config (a file, or a directory as --config reads it) and
@@ -88,6 +88,47 @@ pub struct RlsArgs {
     /// descriptor="other" series (and in limits_rls_metric_values_folded).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_METRIC_SERIES)]
     max_metric_series: usize,
+
+    /// Add a denied descriptor's hits to its count, as envoyproxy/ratelimit
+    /// counts every hit (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false
+    /// there, its default): fixed-window and sliding-window limits only (a
+    /// config with another limiter is refused). Without it, a denial takes
+    /// nothing, unless that variable is set to false.
+    #[arg(long)]
+    count_denied_hits: bool,
+
+    /// Merge several files of one domain into one tree (the reference's
+    /// MERGE_DOMAIN_CONFIG); without it a second file of a domain is
+    /// refused. A descriptor two files both give is refused either way.
+    #[arg(long)]
+    merge_domains: bool,
+
+    /// Every limit in shadow mode (the reference's global SHADOW_MODE):
+    /// decided and counted, the call answered OK.
+    #[arg(long)]
+    shadow_mode: bool,
+
+    /// Every descriptor in quota mode (the reference's QUOTA_MODE).
+    #[arg(long)]
+    quota_mode: bool,
+
+    /// Answers carry dynamic metadata: the domain, the descriptors and the
+    /// `metadata` of those that passed (the reference's
+    /// RESPONSE_DYNAMIC_METADATA).
+    #[arg(long)]
+    response_dynamic_metadata: bool,
+
+    /// Start without any configuration and answer health NOT_SERVING until
+    /// one with a domain loads (the reference's
+    /// HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED).
+    #[arg(long)]
+    healthy_with_one_config: bool,
+
+    /// The reference's descriptor key file (`include_entry_value_for_keys`):
+    /// which entries name a request's own limit in the metrics with their
+    /// value.
+    #[arg(long, value_name = "FILE")]
+    descriptor_key_config: Option<PathBuf>,
 }
 
 /// A duration, or `0` for none.
@@ -140,6 +181,59 @@ fn response_headers(
     })
 }
 
+/// Sets each flag not `given` on the command line from the reference's
+/// variable for it, logs once each variable that changes nothing here, and
+/// returns the config path (`--config`, else the reference's runtime
+/// directory).
+fn apply_reference_env(
+    args: &mut RlsArgs,
+    env: &ReferenceEnv,
+    given: impl Fn(&str) -> bool,
+) -> Result<PathBuf, String> {
+    if let (Some(listen), false) = (env.listen, given("listen")) {
+        args.listen = listen;
+    }
+    if let (Some(admin), false) = (env.admin, given("admin")) {
+        args.admin = Some(admin);
+    }
+    if let (Some(store), false) = (&env.store, given("store")) {
+        args.stores.set_store(store.clone());
+    }
+    if let Some(prefix) = &env.prefix {
+        args.stores.set_prefix(prefix.clone());
+    }
+    if let (Some(ca), false) = (&env.redis_ca, given("redis_ca")) {
+        args.stores.set_redis_ca(ca.clone());
+    }
+    // A switch given on the command line is on; its variable decides only
+    // when it is not.
+    for (flag, variable) in [
+        (&mut args.count_denied_hits, env.count_denied_hits),
+        (&mut args.merge_domains, env.merge_domain_config),
+        (&mut args.shadow_mode, env.shadow_mode),
+        (&mut args.quota_mode, env.quota_mode),
+        (&mut args.response_dynamic_metadata, env.response_dynamic_metadata),
+        (&mut args.healthy_with_one_config, env.healthy_with_one_config),
+    ] {
+        if let (Some(on), false) = (variable, *flag) {
+            *flag = on;
+        }
+    }
+    for note in &env.ignored {
+        tracing::warn!("envoyproxy/ratelimit setting not applied: {note}");
+    }
+    match (args.config.clone(), &env.config) {
+        (Some(path), _) => Ok(path),
+        (None, Some(dir)) => {
+            tracing::info!(config = %dir.display(), "config from RUNTIME_ROOT");
+            Ok(dir.clone())
+        }
+        (None, None) => {
+            Err("--config FILE|DIR is required (or envoyproxy/ratelimit's RUNTIME_ROOT)".into())
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum StoreErrorAnswer {
     Local,
@@ -148,10 +242,22 @@ enum StoreErrorAnswer {
     Deny,
 }
 
+/// The reference's switches, as the flags (or their variables) set them.
+fn options(args: &RlsArgs) -> RlsOptions {
+    RlsOptions::default()
+        .count_denied_hits(args.count_denied_hits)
+        .merge_domains(args.merge_domains)
+        .global_shadow(args.shadow_mode)
+        .global_quota(args.quota_mode)
+        .response_dynamic_metadata(args.response_dynamic_metadata)
+        .healthy_with_at_least_one_config(args.healthy_with_one_config)
+        .descriptor_key_config(args.descriptor_key_config.clone())
+}
+
 /// `--check-config PATH`: what it holds on stdout, or every problem on
 /// stderr and an error.
-fn check_config(path: &Path) -> Result<(), String> {
-    match limits_server::rls::config::check(path) {
+fn check_config(path: &Path, options: &RlsOptions) -> Result<(), String> {
+    match limits_server::rls::config::check_with(path, options) {
         Ok(checked) => {
             for file in &checked.files {
                 println!("{}: ok", file.display());
@@ -178,12 +284,16 @@ fn check_config(path: &Path) -> Result<(), String> {
     }
 }
 
-pub fn rls(args: RlsArgs) -> Result<(), String> {
-    let config_path = match (&args.check_config, &args.config) {
-        (Some(path), _) => return check_config(path),
-        (None, Some(path)) => path.clone(),
-        (None, None) => return Err("--config FILE|DIR is required".into()),
-    };
+/// `limits rls`; `matches` tell a flag given on the command line, which
+/// wins over the reference's variable for it.
+pub fn rls(mut args: RlsArgs, matches: Option<&ArgMatches>) -> Result<(), String> {
+    if let Some(path) = &args.check_config {
+        return check_config(path, &options(&args));
+    }
+    let env = ReferenceEnv::read(&|name| std::env::var(name).ok())?;
+    let given =
+        |id: &str| matches.is_some_and(|m| m.value_source(id) == Some(ValueSource::CommandLine));
+    let config_path = apply_reference_env(&mut args, &env, given)?;
     let file_limit = crate::file_limit::raise();
     // One descriptor per connection: the store's connections are shared.
     let (max_connections, max_connections_per_client) = args.connections.caps(file_limit, 1)?;
@@ -214,6 +324,7 @@ pub fn rls(args: RlsArgs) -> Result<(), String> {
             max_connections_per_client,
             max_metric_series: args.max_metric_series,
             response_headers,
+            options: options(&args),
             ..RlsServerConfig::new(config_path)
         };
         RlsServer::new(config)?

@@ -94,6 +94,11 @@ macro_rules! __algorithm_tests {
             fn invariants() {
                 run($crate::Property::Invariants);
             }
+
+            #[test]
+            fn counts_denied() {
+                run($crate::Property::CountsDenied);
+            }
         }
     };
 }

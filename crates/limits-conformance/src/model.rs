@@ -206,6 +206,27 @@ impl Model {
         }
     }
 
+    /// Records a denied request of cost `c` at `t`, as
+    /// [`Mode::RecordAlways`](limits::Mode) does. The fixed window adds
+    /// every hit, as envoyproxy/ratelimit's counter does (`INCRBY`, past
+    /// the limit); the sliding window counter adds it up to the limit (its
+    /// previous count weighs in the next window, so a count past the
+    /// limit would decide differently there); the log and the buckets keep
+    /// no count and record nothing.
+    pub fn record_denied(&mut self, t: u64, c: u64) {
+        match self {
+            Model::Fixed { w, counts, .. } => {
+                let count = counts.entry(t / *w).or_default();
+                *count = count.saturating_add(c);
+            }
+            Model::Window { l, w, counts } => {
+                let count = counts.entry(t / *w).or_default();
+                *count = count.saturating_add(c).min(*l);
+            }
+            Model::Log { .. } | Model::Token { .. } | Model::Leaky { .. } => {}
+        }
+    }
+
     /// Nanoseconds an admitted request of c waits before it departs.
     pub fn delay(&self, t: u64, c: u64) -> u64 {
         match self {

@@ -91,19 +91,26 @@ impl RuleModel {
     /// The combined decision and each rate's own, as a
     /// [`Verdict`](limits::Verdict) has them: every rate carries the combined
     /// `allowed`, its own wait when the rule denies, and its own remaining,
-    /// reset and refill after the request. A peek records nothing.
+    /// reset and refill after the request. A peek records nothing; with
+    /// [`Mode::RecordAlways`] a denial is recorded as each rate's
+    /// [`Model::record_denied`] says, and the waits are those after it.
     pub fn decide_each(&mut self, t: u64, c: u64, mode: Mode) -> (Decision, Vec<Decision>) {
         let allowed = c == 0 || self.allows(t, c);
-        let retry: Vec<RetryAfter> = self.rates().map(|one| one.wait(t, c)).collect();
-        let combined_retry = self.wait(t, c);
         let delays: Vec<u64> = self
             .0
             .iter()
             .map(|m| if allowed && c > 0 { m.delay(t, c) } else { 0 })
             .collect();
-        if allowed && c > 0 && mode == Mode::Record {
+        if allowed && c > 0 && mode.records() {
             self.record(t, c);
         }
+        if !allowed && mode == Mode::RecordAlways {
+            for m in &mut self.0 {
+                m.record_denied(t, c);
+            }
+        }
+        let retry: Vec<RetryAfter> = self.rates().map(|one| one.wait(t, c)).collect();
+        let combined_retry = self.wait(t, c);
         let combined = self.describe(t, allowed, combined_retry, delays.iter().copied().max());
         let each = self
             .rates()

@@ -7,8 +7,8 @@ use crate::new_keys::NewKeyCap;
 use crate::scripts::{script_for, Lua};
 use crate::shape::{fingerprint, Shape, UnsupportedRule, EXACT};
 use limits::{
-    Decision, KeyedLimiter, Mode, Options, RetryAfter, Rule, Store, StoreError, SystemClock,
-    Verdict,
+    Algorithm, Decision, KeyedLimiter, Mode, Options, RetryAfter, Rule, Store, StoreError,
+    SystemClock, Verdict,
 };
 use redis::{Cmd, ErrorKind, ServerErrorKind};
 use smallvec::SmallVec;
@@ -185,7 +185,11 @@ impl RedisStore {
         };
         command
             .arg(cost)
-            .arg(u8::from(mode == Mode::Record))
+            .arg(match mode {
+                Mode::Peek => 0u8,
+                Mode::Record => 1,
+                Mode::RecordAlways => 2,
+            })
             .arg(if now.is_some() { EXPLICIT_TTL_MS } else { 0 })
             .arg(&self.shape.args);
         Some((script, command))
@@ -316,13 +320,17 @@ impl RedisStore {
         mode: Mode,
         count_new_key: bool,
     ) -> Option<Verdict> {
-        if let Some(denied) = self.denied_now(key, cost) {
+        // A denial that counts must reach Redis, but for the fixed window's:
+        // its first leaves the count at the limit until the window ends,
+        // which is what the cached denial says.
+        let counted = mode == Mode::RecordAlways && self.rule.algorithm() != Algorithm::FixedWindow;
+        if let Some(denied) = self.denied_now(key, cost).filter(|_| !counted) {
             return Some(denied);
         }
         if let Some(local) = self.local_while_down(key, cost, mode) {
             return Some(local);
         }
-        let (Some(cap), Some(client), Mode::Record) = (&self.new_keys, client, mode) else {
+        let (Some(cap), Some(client), true) = (&self.new_keys, client, mode.records()) else {
             return None;
         };
         let denied = if count_new_key {

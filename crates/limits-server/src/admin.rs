@@ -23,7 +23,7 @@ use std::sync::Arc;
 /// store's is read from the connection).
 pub(crate) type RulesError = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
-/// `/metrics` from `render`, `/healthz`, and `/readyz` from the Redis
+/// `/metrics` from `render`, `/healthz` (and the reference's `/healthcheck`), and `/readyz` from the Redis
 /// connection's health (if the store is Redis) and `rules_error`.
 pub(crate) fn admin_router(
     render: Arc<dyn Fn() -> String + Send + Sync>,
@@ -48,6 +48,9 @@ pub(crate) fn admin_router(
             }),
         )
         .route("/healthz", get(|| async { "ok\n" }))
+        // envoyproxy/ratelimit's liveness path on its HTTP port, which
+        // `limits rls` serves its admin on in a deployment written for it.
+        .route("/healthcheck", get(|| async { "OK" }))
         .route(
             "/readyz",
             get(move || {

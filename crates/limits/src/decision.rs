@@ -63,6 +63,24 @@ pub enum Mode {
     Record,
     /// Decide without recording anything: for headers and dashboards.
     Peek,
+    /// Record the request whether or not it is allowed, as a counter that
+    /// adds every hit does (envoyproxy/ratelimit's Redis counter): an
+    /// admitted request as [`Mode::Record`] records it; a denied one adds
+    /// its cost to the fixed window's count, or the sliding window
+    /// counter's current count, up to the limit. Up to the limit is exact
+    /// for the fixed window: a count past the limit denies every request
+    /// until the window ends, as a count at the limit does. The limiters
+    /// that keep no count (the log and the buckets) have no such record,
+    /// and record as [`Mode::Record`] does.
+    RecordAlways,
+}
+
+impl Mode {
+    /// Whether an admitted request is recorded: in every mode but a peek.
+    #[inline]
+    pub fn records(self) -> bool {
+        self != Mode::Peek
+    }
 }
 
 /// The outcome of one check of one key.

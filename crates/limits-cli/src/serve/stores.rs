@@ -62,6 +62,11 @@ pub struct StoreArgs {
     /// after its clients under Kubernetes or compose).
     #[arg(long)]
     require_store: bool,
+
+    /// Prepended to every Redis key instead of the library's default (no
+    /// flag: `limits rls` sets it from the reference's CACHE_KEY_PREFIX).
+    #[arg(skip)]
+    prefix: Option<String>,
 }
 
 /// `--max-new-keys-per-client`: a rate, or no cap.
@@ -78,6 +83,22 @@ fn parse_new_keys(s: &str) -> Result<NewKeys, String> {
 }
 
 impl StoreArgs {
+    /// `--store URL`, for a value that comes from elsewhere than the flag
+    /// (`limits rls`: the reference's REDIS_* variables).
+    pub fn set_store(&mut self, url: String) {
+        self.store = url;
+    }
+
+    /// The CA file of a rediss:// store (`limits rls`: REDIS_TLS_CACERT).
+    pub fn set_redis_ca(&mut self, ca: std::path::PathBuf) {
+        self.redis_ca.redis_ca = Some(ca);
+    }
+
+    /// Every Redis key's prefix (`limits rls`: CACHE_KEY_PREFIX).
+    pub fn set_prefix(&mut self, prefix: String) {
+        self.prefix = Some(prefix);
+    }
+
     /// The answer when Redis is full.
     pub fn on_store_full(&self) -> OnStoreFull {
         self.on_store_full
@@ -95,14 +116,16 @@ impl StoreArgs {
         let redis = match self.store.as_str() {
             "memory" => None,
             url if limits_redis::is_redis_url(url) => {
+                let default = RedisOptions::default();
                 let options = RedisOptions {
+                    prefix: self.prefix.clone().unwrap_or(default.prefix),
                     timeout: self.store_timeout,
                     on_error: local(local_on_error),
                     on_full: local(self.on_store_full == OnStoreFull::Local),
                     new_keys_per_client: self.max_new_keys_per_client.0,
                     local_max_keys: self.max_keys,
                     ca_file: self.redis_ca.for_store(url)?,
-                    ..RedisOptions::default()
+                    ..default
                 };
                 let connection = if self.require_store {
                     RedisConnection::connect(url, options).await

@@ -20,6 +20,7 @@ mod rls_check_config;
 mod rls_envoy;
 mod rls_envoy_windows;
 mod rls_outage_log;
+mod rls_reference_env;
 mod rls_state;
 mod rls_watch;
 mod security_nginx;

@@ -79,14 +79,21 @@ pub enum Property {
     /// bucket's departures), 2L for the fixed and sliding windows, and
     /// L + L * t / W over any span t for the token bucket.
     Invariants,
+    /// As `MatchesModels`, every request recorded with
+    /// [`Mode::RecordAlways`](limits::Mode): the fixed window counts every
+    /// hit, denied or not, as envoyproxy/ratelimit's counter does, the
+    /// sliding window counter up to its limit, and the other limiters
+    /// record as with `Mode::Record`.
+    CountsDenied,
 }
 
 impl Property {
     /// Every property, in the order the suite runs them.
-    pub const ALL: [Property; 3] = [
+    pub const ALL: [Property; 4] = [
         Property::MatchesModels,
         Property::RetryAfterExact,
         Property::Invariants,
+        Property::CountsDenied,
     ];
 }
 

@@ -22,7 +22,19 @@ where
 {
     let rule = case.rule(algorithm);
     match property {
-        Property::MatchesModels => matches_models(&make(rule).await, algorithm, case, config).await,
+        Property::MatchesModels => {
+            matches_models(&make(rule).await, algorithm, case, config, Mode::Record).await
+        }
+        Property::CountsDenied => {
+            matches_models(
+                &make(rule).await,
+                algorithm,
+                case,
+                config,
+                Mode::RecordAlways,
+            )
+            .await
+        }
         Property::RetryAfterExact => retry_after_is_exact(make, &rule, case, config).await,
         Property::Invariants if algorithm == Algorithm::LeakyBucket => {
             // Its promise is about departures of single units.
@@ -49,19 +61,21 @@ async fn decide<S: Store>(store: &S, e: &Event, at: u64, mode: Mode) -> Result<V
         })
 }
 
-/// Every answer, peeks included, field by field with the models.
+/// Every answer, peeks included, field by field with the models, each
+/// request recorded in the mode `record`.
 async fn matches_models<S: Store>(
     store: &S,
     algorithm: Algorithm,
     case: &Case,
     config: &Config,
+    record: Mode,
 ) -> Result<(), Mismatch> {
     let mut models: BTreeMap<u8, RuleModel> = BTreeMap::new();
     for (i, e) in case.events.iter().enumerate() {
         let model = models
             .entry(e.key)
             .or_insert_with(|| RuleModel::new(algorithm, &case.rates, case.burst));
-        let mut modes = vec![Mode::Record];
+        let mut modes = vec![record];
         if config.peeks {
             modes.insert(0, Mode::Peek);
         }

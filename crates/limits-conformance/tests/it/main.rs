@@ -3,4 +3,5 @@
 //! `cargo test -p limits-conformance --test it AREA::`.
 
 mod memory;
+mod reference_counter;
 mod wrong_stores;

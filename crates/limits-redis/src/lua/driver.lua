@@ -1,13 +1,15 @@
 -- The decision over every rate of the rule, all or nothing, as the core's
 -- decide_rates: check every rate; if all admit, every rate records.
--- ARGV: now (us, or '' for Redis TIME), cost, record (1) or peek (0),
+-- ARGV: now (us, or '' for Redis TIME), cost, record (1), peek (0) or
+-- record a denial too (2: A.record_denied, where the limiter has one),
 -- the ttl floor in ms, the number of rates n, then n x (L, W in us, burst).
 -- Returns now, then per rate: allowed, remaining, never, retry us, retry adj,
 -- reset us, reset adj, refill us, refill adj, delay us, delay adj; packed as
 -- little-endian doubles (exact integers) in one string, which costs Redis
 -- half what an array of integers does (BENCHMARKS.md).
 local cost = tonumber(ARGV[2])
-local record = ARGV[3] == '1'
+local record = ARGV[3] ~= '0'
+local always = ARGV[3] == '2'
 local floor = tonumber(ARGV[4])
 local n = tonumber(ARGV[5])
 local P = {}
@@ -46,6 +48,15 @@ for i = 1, n do
     end
   else
     local w = A.check(p, s, t, cost, i)
+    if always and cost > 0 and A.record_denied then
+      A.record_denied(p, s, t, cost, i)
+      recorded = true
+      -- The wait is the same request's after what it added.
+      if w ~= NEVER then
+        local after = A.check(p, s, t, cost, i)
+        if type(after) == 'table' then w = after end
+      end
+    end
     if w == NEVER then never = 1 elseif w ~= nil then retry = w end
   end
   local remaining = A.remaining(p, s, t)

@@ -26,6 +26,8 @@ function A.check(p, s, t, cost)
 end
 
 function A.record(p, s, t, cost) s.count = s.count + cost end
+-- A denial counted: up to the limit, past which nothing would decide otherwise.
+function A.record_denied(p, s, t, cost) s.count = math.min(s.count + cost, p.L) end
 function A.delay() return ZERO end
 function A.remaining(p, s) return p.L - s.count end
 

@@ -24,8 +24,11 @@ if cost > L then
 elseif cost > 0 and count + cost > L then
   allowed, retry = 0, left
 end
-if allowed == 1 and cost > 0 and record then
-  count = count + cost
+-- A counted denial leaves the window full until it ends.
+local counted = allowed == 0 and always and count < L
+if counted then count = L end
+if (allowed == 1 and cost > 0 and record) or counted then
+  if allowed == 1 then count = count + cost end
   if same then
     redis.call('SET', KEYS[1], struct.pack('<d<d', index, count), 'KEEPTTL')
   else

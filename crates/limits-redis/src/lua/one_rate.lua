@@ -26,5 +26,7 @@ local function ttl_ms(us, adj)
 end
 
 local cost = tonumber(ARGV[2])
-local record = ARGV[3] == '1'
+local record = ARGV[3] ~= '0'
+-- A denial recorded too (the counters: up to the limit).
+local always = ARGV[3] == '2'
 local L, W, B = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])

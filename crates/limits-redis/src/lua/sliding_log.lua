@@ -2,9 +2,10 @@
 -- string key (KEYS[i]) holding a ring buffer of the admitted requests.
 -- Rules of one rate run sliding_log_1.lua instead: keep the two in step.
 -- ARGV and answer as driver.lua's: now (us, or '' for Redis TIME), cost,
--- record (1) or peek (0), the ttl floor in ms, n, then n x (L, W in us,
--- burst); the answer is now, then per rate allowed, remaining, never, and
--- (us, adj) pairs for retry, reset, refill and delay, as packed doubles.
+-- record (1; 2 records a denial too, which a log does not keep) or peek
+-- (0), the ttl floor in ms, n, then n x (L, W in us, burst); the answer
+-- is now, then per rate allowed, remaining, never, and (us, adj) pairs for
+-- retry, reset, refill and delay, as packed doubles.
 --
 -- Layout of a key: a 28-byte header (newest time: 8 bytes, head: 4,
 -- entries: 4, total: 6, units: 6; little-endian) then `cap` entries of
@@ -38,7 +39,7 @@ local POW = {256, 65536, 16777216, 4294967296, 1099511627776, 281474976710656}
 local WIDTH = {'<I1', '<I2', '<I3', '<I4', '<I5', '<I6'}
 
 local cost = tonumber(ARGV[2])
-local record = ARGV[3] == '1'
+local record = ARGV[3] ~= '0'
 local floor = tonumber(ARGV[4])
 local n = tonumber(ARGV[5])
 

@@ -46,6 +46,8 @@ function A.check(p, s, t, cost)
 end
 
 function A.record(p, s, t, cost) s.curr = s.curr + cost end
+-- A denial counted, up to the limit (as the core's record_denied).
+function A.record_denied(p, s, t, cost) s.curr = math.min(s.curr + cost, p.L) end
 function A.delay() return ZERO end
 
 function A.remaining(p, s, t)

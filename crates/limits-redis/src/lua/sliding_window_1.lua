@@ -49,9 +49,20 @@ elseif cost > 0 then
   local w, adj = wait(cost)
   if w then allowed, retry, retry_adj = 0, w, adj end
 end
+-- A counted denial adds its cost up to the limit; its wait is then the
+-- same request's after what it added.
+local counted = allowed == 0 and always and curr < L
+if counted then
+  if never == 1 then
+    curr = L
+  else
+    curr = math.min(curr + cost, L)
+    retry, retry_adj = wait(cost)
+  end
+end
 local reset = 0
-if allowed == 1 and cost > 0 and record then
-  curr = curr + cost
+if (allowed == 1 and cost > 0 and record) or counted then
+  if allowed == 1 then curr = curr + cost end
   reset = start + 2 * W - t
   if reset < 0 then reset = 0 end
   if same then

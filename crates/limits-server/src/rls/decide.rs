@@ -25,16 +25,18 @@ use limits::{Decision, Mode, RetryAfter, Rule, Verdict};
 use limits_http::headers::{self, RuleStatus};
 use std::time::Duration;
 
-/// What one descriptor asks to take, and whether to record it.
+/// What one descriptor asks to take, and how to record it: `record`, the
+/// service's mode ([`Mode::Record`], or [`Mode::RecordAlways`] when denied
+/// hits count).
 ///
 /// As the reference service: the descriptor's own `hits_addend`, when set,
 /// wins over the request's; a descriptor's explicit 0 checks without taking
 /// anything (a peek); the request's 0 (the field unset) means 1.
-pub fn cost(request_hits: u32, descriptor: &RateLimitDescriptor) -> (u64, Mode) {
+pub fn cost(request_hits: u32, descriptor: &RateLimitDescriptor, record: Mode) -> (u64, Mode) {
     match descriptor.hits_addend {
         Some(0) => (0, Mode::Peek),
-        Some(n) => (n, Mode::Record),
-        None => (u64::from(request_hits.max(1)), Mode::Record),
+        Some(n) => (n, record),
+        None => (u64::from(request_hits.max(1)), record),
     }
 }
 

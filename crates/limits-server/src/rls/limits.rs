@@ -48,7 +48,9 @@ impl RlsLimits {
         rls: &RlsOptions,
         options: &StoreOptions,
     ) -> Result<RlsLimits, String> {
-        RlsLimits::new(RlsConfig::load_with(path, rls)?, options)
+        let config = RlsConfig::load_with(path, rls)?;
+        super::count_denied::check(&config, rls.count_denied_hits)?;
+        RlsLimits::new(config, options)
     }
 
     /// The store deciding `limit`, if it has one.

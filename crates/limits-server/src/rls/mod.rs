@@ -15,6 +15,7 @@
 
 mod capped_incoming;
 pub mod config;
+mod count_denied;
 mod decide;
 mod fingerprint;
 mod limits;

@@ -45,6 +45,12 @@ pub struct RlsOptions {
     /// every entry with a value does. Read with the configuration, so a
     /// reload reads it again.
     pub descriptor_key_config: Option<PathBuf>,
+    /// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false` (`--count-denied-hits`):
+    /// a denied descriptor's hits are added to its count, as the
+    /// reference's counter adds every hit (fixed-window and sliding-window
+    /// limits only; a configuration with any other limiter is refused).
+    /// Off, a denial takes nothing.
+    pub count_denied_hits: bool,
 }
 
 impl RlsOptions {
@@ -75,6 +81,12 @@ impl RlsOptions {
     /// Sets [`healthy_with_at_least_one_config`](Self::healthy_with_at_least_one_config).
     pub fn healthy_with_at_least_one_config(mut self, on: bool) -> Self {
         self.healthy_with_at_least_one_config = on;
+        self
+    }
+
+    /// Sets [`count_denied_hits`](Self::count_denied_hits).
+    pub fn count_denied_hits(mut self, on: bool) -> Self {
+        self.count_denied_hits = on;
         self
     }
 

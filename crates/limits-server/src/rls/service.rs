@@ -31,7 +31,7 @@ use super::response_headers::ResponseHeaders;
 use super::{OnStoreError, RlsOptions};
 use crate::RuleStore;
 use arc_swap::ArcSwap;
-use limits::{RetryAfter, Store, StoreError, StoreErrorKind, Verdict};
+use limits::{Mode, RetryAfter, Store, StoreError, StoreErrorKind, Verdict};
 use limits_redis::{BatchDecision, RedisStore};
 use std::collections::HashSet;
 use std::net::IpAddr;
@@ -60,6 +60,8 @@ pub struct RlsService {
     /// The reference's global switches (shadow and quota modes, dynamic
     /// metadata).
     pub(crate) options: RlsOptions,
+    /// How a descriptor's hits are recorded: denied hits too, or not.
+    pub(crate) record: Mode,
 }
 
 /// Counts a call in flight while it lives.
@@ -264,7 +266,7 @@ async fn decide_stores(
             continue;
         };
         let (key, client) = (found.key.as_str(), client_address(descriptor));
-        let (cost, mode) = decide::cost(request.hits_addend, descriptor);
+        let (cost, mode) = decide::cost(request.hits_addend, descriptor, self.record);
         match store {
             RuleStore::Redis(store) => {
                 batch.push(BatchDecision {
@@ -323,7 +325,7 @@ impl RlsService {
                 continue;
             };
             let (limit, label) = (found.limit, self.metrics.label(found));
-            let (cost, _) = decide::cost(request.hits_addend, descriptor);
+            let (cost, _) = decide::cost(request.hits_addend, descriptor, self.record);
             if limit.blocked {
                 // `requests_per_unit: 0`: every request over, as the reference.
                 let hits = Hits {

@@ -69,6 +69,10 @@ impl RateAlgorithm for FixedWindow {
         state.count += cost;
     }
 
+    fn record_denied(&self, state: &mut FixedWindowState, _: u64, cost: u64) {
+        state.count = state.count.saturating_add(cost).min(self.limit);
+    }
+
     fn remaining(&self, state: &FixedWindowState, _: u64) -> u64 {
         self.limit - state.count
     }
@@ -109,18 +113,24 @@ impl RateAlgorithm for FixedWindow {
             CostBound::Decided => {
                 let count = s.count + cost;
                 if count <= self.limit {
-                    if mode == Mode::Record {
+                    if mode.records() {
                         s.count = count;
                     }
                 } else {
                     decision.allowed = false;
                     decision.retry_after = RetryAfter::After(until_end);
+                    if mode == Mode::RecordAlways {
+                        s.count = self.limit;
+                    }
                 }
             }
             CostBound::Free => {}
             CostBound::Never => {
                 decision.allowed = false;
                 decision.retry_after = RetryAfter::Never;
+                if mode == Mode::RecordAlways {
+                    s.count = self.limit;
+                }
             }
         }
         decision.remaining = self.limit - s.count;

@@ -66,6 +66,11 @@ pub trait RateAlgorithm: Send + Sync {
     /// bucket its burst + 1.
     fn capacity(&self) -> u64;
 
+    /// Records a denied request of `cost` ([`Mode::RecordAlways`]): a
+    /// counter adds it up to the limit; the limiters that keep no count
+    /// record nothing (the default).
+    fn record_denied(&self, _state: &mut Self::State, _now: u64, _cost: u64) {}
+
     /// Heap bytes held by `state`, beyond its inline size.
     fn heap_bytes(_state: &Self::State) -> usize {
         0
@@ -152,13 +157,20 @@ pub(crate) fn rate_decision<A: RateAlgorithm>(
     match verdict {
         Ok(()) => {
             decision.delay = Duration::from_nanos(a.delay(s, t, cost));
-            if mode == Mode::Record && cost > 0 {
+            if mode.records() && cost > 0 {
                 a.record(s, t, cost);
             }
         }
         Err(wait) => {
             decision.allowed = false;
             decision.retry_after = wait;
+            if mode == Mode::RecordAlways && cost > 0 {
+                a.record_denied(s, t, cost);
+                // The wait is the same request's after what it added.
+                if let (false, Err(after)) = (wait.is_never(), a.check(s, t, cost)) {
+                    decision.retry_after = after;
+                }
+            }
         }
     }
     let (remaining, reset_after, refill_after) = a.derived(s, t);

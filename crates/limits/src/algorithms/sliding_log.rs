@@ -209,7 +209,7 @@ impl SlidingLog {
             CostBound::Decided => {
                 let count = log.units();
                 if count + cost <= self.limit {
-                    if mode == Mode::Record {
+                    if mode.records() {
                         self.record_log(log, t, cost);
                     }
                 } else {

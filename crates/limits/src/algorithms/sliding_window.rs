@@ -113,6 +113,10 @@ impl RateAlgorithm for SlidingWindow {
         s.current += cost;
     }
 
+    fn record_denied(&self, s: &mut SlidingWindowState, _: u64, cost: u64) {
+        s.current = s.current.saturating_add(cost).min(self.limit);
+    }
+
     fn remaining(&self, s: &SlidingWindowState, now: u64) -> u64 {
         let w = u128::from(self.window);
         let room = (u128::from(self.limit) * w).saturating_sub(self.scaled_estimate(s, now));

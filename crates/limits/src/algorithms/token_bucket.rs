@@ -174,7 +174,7 @@ impl TokenBucket {
         match CostBound::of(cost, self.limit) {
             CostBound::Decided => match admit(a + f, t, self.limit, cost) {
                 Ok(()) => {
-                    if mode == Mode::Record {
+                    if mode.records() {
                         a += cost * t;
                         recorded = Some(
                             full_at.max(now_scaled) + u128::from(cost) * u128::from(self.window),

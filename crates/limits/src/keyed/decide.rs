@@ -155,7 +155,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
                 let slot = &mut shard.slots[idx];
                 slot.marks().set_referenced(true);
                 let d = kind.decide(&mut slot.state, now, cost, mode, each);
-                if mode == Mode::Record && limits_the_key(&d) {
+                if mode.records() && limits_the_key(&d) {
                     slot.marks().set_denied(true);
                 }
                 // The decision's reset is zero exactly when the state is
@@ -168,7 +168,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             None => {
                 let mut state = kind.fresh();
                 let d = kind.decide(&mut state, now, cost, mode, each);
-                if mode == Mode::Record && !d.reset_after.is_zero() {
+                if mode.records() && !d.reset_after.is_zero() {
                     let slot = Slot::new(hash, key.to_owned(), state, limits_the_key(&d));
                     self.insert(shard, kind, hash, slot, now);
                     added = true;

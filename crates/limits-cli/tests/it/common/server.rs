@@ -51,6 +51,20 @@ impl Server {
         Self::spawn(cmd, command)
     }
 
+    /// `limits COMMAND ARGS` exactly as given, with the variables `envs`
+    /// set (and RUST_LOG only if they set it), for a command that prints
+    /// `limits COMMAND: listening on ADDRESS ...` once it listens.
+    pub fn try_start_with_env(
+        command: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Result<Server, String> {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_limits"));
+        cmd.arg(command).args(args).envs(envs.iter().copied());
+        let log = envs.iter().find(|(k, _)| *k == "RUST_LOG").map(|(_, v)| *v);
+        Self::spawn_logging(cmd, command, log)
+    }
+
     /// `limits COMMAND ARGS ...` started by `sh` after `ulimit ULIMIT`
     /// (`-n 128`: a file limit of 128, soft and hard; `-Sn 100`: the soft
     /// one only), as a service manager's limit would start it.
@@ -87,9 +101,17 @@ impl Server {
 
     /// Runs `cmd` (`limits COMMAND ...`), reading its output, until it
     /// says it listens.
-    fn spawn(mut cmd: Command, command: &str) -> Result<Server, String> {
+    fn spawn(cmd: Command, command: &str) -> Result<Server, String> {
+        Self::spawn_logging(cmd, command, Some("warn"))
+    }
+
+    /// [`spawn`](Self::spawn) with RUST_LOG set to `log`, or unset.
+    fn spawn_logging(mut cmd: Command, command: &str, log: Option<&str>) -> Result<Server, String> {
+        match log {
+            Some(log) => cmd.env("RUST_LOG", log),
+            None => cmd.env_remove("RUST_LOG"),
+        };
         let mut child = cmd
-            .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

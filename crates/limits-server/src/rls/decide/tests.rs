@@ -33,6 +33,7 @@ fn reported() -> Reported {
 
 #[test]
 fn the_descriptors_hits_win_its_zero_peeks_and_the_requests_zero_is_one() {
+    let cost = |hits, d: &RateLimitDescriptor| cost(hits, d, Mode::Record);
     assert_eq!(cost(0, &descriptor(None)), (1, Mode::Record));
     assert_eq!(cost(4, &descriptor(None)), (4, Mode::Record));
     assert_eq!(cost(4, &descriptor(Some(2))), (2, Mode::Record));
@@ -41,6 +42,14 @@ fn the_descriptors_hits_win_its_zero_peeks_and_the_requests_zero_is_one() {
         cost(0, &descriptor(Some(u64::MAX))),
         (u64::MAX, Mode::Record)
     );
+}
+
+#[test]
+fn counting_denied_hits_records_every_hit_but_a_descriptors_zero_still_peeks() {
+    let always = Mode::RecordAlways;
+    assert_eq!(cost(0, &descriptor(None), always), (1, always));
+    assert_eq!(cost(4, &descriptor(Some(2)), always), (2, always));
+    assert_eq!(cost(4, &descriptor(Some(0)), always), (0, Mode::Peek));
 }
 
 #[tokio::test]

@@ -92,7 +92,7 @@ impl LeakyBucket {
                 Ok(()) => {
                     let d = a + (cost - 1) * t;
                     decision.delay = Duration::from_nanos(d + f);
-                    if mode == Mode::Record {
+                    if mode.records() {
                         q = d + t;
                         s.next_slot
                             .set(start + u128::from(cost) * u128::from(self.window));

@@ -53,10 +53,16 @@ impl SlidingWindow {
                     u <= free - cost
                 };
                 if fits {
-                    if mode == Mode::Record {
+                    if mode.records() {
                         s.current += cost;
                     }
                 } else {
+                    if mode == Mode::RecordAlways {
+                        // Counted up to the limit; the wait is then the
+                        // same request's after what it added.
+                        s.current = s.current.saturating_add(cost).min(self.limit);
+                        units = None;
+                    }
                     denied = (cost, of_nanos(self.wait_after(s, elapsed, cost)));
                     decision.allowed = false;
                     decision.retry_after = RetryAfter::After(denied.1);
@@ -66,6 +72,9 @@ impl SlidingWindow {
             CostBound::Never => {
                 decision.allowed = false;
                 decision.retry_after = RetryAfter::Never;
+                if mode == Mode::RecordAlways {
+                    s.current = self.limit;
+                }
             }
         }
         let free = self.limit.saturating_sub(s.current);
