@@ -111,12 +111,12 @@ impl RedisConnection {
     /// circuit and the timeout: each command's answer, or why it has none.
     async fn pipelined(&self, batch: &[Pending]) -> Vec<Result<Vec<u8>, StoreError>> {
         // `calls` counts decisions sent, however they are grouped: `run`
-        // counts the batch as one.
+        // counts the batch as one, when it sends it.
         let more = batch.len().saturating_sub(1) as u64;
-        self.health.calls.fetch_add(more, Ordering::Relaxed);
-        let slots = &self.slots;
+        let (slots, calls) = (&self.slots, &self.health.calls);
         let replies = self
             .run(|conn| async move {
+                calls.fetch_add(more, Ordering::Relaxed);
                 let replies = match &conn {
                     Conn::Single(_) => send_single(&conn, batch).await?,
                     Conn::Cluster(cluster) => {

@@ -207,6 +207,10 @@ async fn a_batch_to_a_redis_that_is_gone_fails_every_decision_it_sent() {
         }
     }
     assert!(!conn.is_healthy(), "the batch's failure opens the circuit");
+    // While the circuit is open nothing is sent, and nothing counted as sent.
+    let calls = conn.calls();
+    RedisStore::decide_batch(&batch(&stores, Mode::Record)).await;
+    assert_eq!(conn.calls(), calls);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
