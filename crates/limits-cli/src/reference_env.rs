@@ -232,7 +232,6 @@ impl ReferenceEnv {
         }
         Ok(out)
     }
-
 }
 
 /// The tracing filter `LOG_LEVEL` asks for (the reference's logrus levels,

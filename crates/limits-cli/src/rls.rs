@@ -212,8 +212,14 @@ fn apply_reference_env(
         (&mut args.merge_domains, env.merge_domain_config),
         (&mut args.shadow_mode, env.shadow_mode),
         (&mut args.quota_mode, env.quota_mode),
-        (&mut args.response_dynamic_metadata, env.response_dynamic_metadata),
-        (&mut args.healthy_with_one_config, env.healthy_with_one_config),
+        (
+            &mut args.response_dynamic_metadata,
+            env.response_dynamic_metadata,
+        ),
+        (
+            &mut args.healthy_with_one_config,
+            env.healthy_with_one_config,
+        ),
     ] {
         if let (Some(on), false) = (variable, *flag) {
             *flag = on;
@@ -302,7 +308,9 @@ pub fn rls(mut args: RlsArgs, matches: Option<&ArgMatches>) -> Result<(), String
     let runtime = args.runtime.build()?;
     runtime.block_on(async {
         let local = args.on_store_error == StoreErrorAnswer::Local;
+        let options = options(&args);
         let config = RlsServerConfig {
+            options,
             listen: args.listen,
             admin: args.admin,
             stores: args.stores.options(local).await?,
@@ -324,7 +332,6 @@ pub fn rls(mut args: RlsArgs, matches: Option<&ArgMatches>) -> Result<(), String
             max_connections_per_client,
             max_metric_series: args.max_metric_series,
             response_headers,
-            options: options(&args),
             ..RlsServerConfig::new(config_path)
         };
         RlsServer::new(config)?

@@ -118,7 +118,7 @@ impl RedisConnection {
             .run(|conn| async move {
                 calls.fetch_add(more, Ordering::Relaxed);
                 let replies = match &conn {
-                    Conn::Single(_) => send_single(&conn, batch).await?,
+                    Conn::Single(_) | Conn::Sentinel(_) => send_single(&conn, batch).await?,
                     Conn::Cluster(cluster) => {
                         let map = match slots.get() {
                             Some(map) => map,
@@ -283,7 +283,7 @@ async fn again(
     if resend.is_empty() {
         return Ok(replies);
     }
-    if let Conn::Single(_) = conn {
+    if let Conn::Single(_) | Conn::Sentinel(_) = conn {
         let mut pipeline = redis::pipe();
         for script in &missing {
             pipeline.add_command(script.load_command());

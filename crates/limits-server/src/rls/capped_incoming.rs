@@ -56,10 +56,17 @@ impl Stream for CappedIncoming {
                 }
                 Poll::Ready(Ok((stream, peer))) => match self.caps.admit(peer) {
                     Ok(permit) => {
+                        // An answer goes out in several writes (headers,
+                        // message, trailers): with Nagle's algorithm the
+                        // later ones wait for the client's delayed
+                        // acknowledgement of the first.
+                        if let Err(e) = stream.set_nodelay(true) {
+                            tracing::debug!(%peer, error = %e, "TCP_NODELAY not set");
+                        }
                         return Poll::Ready(Some(Ok(CappedStream {
                             stream,
                             _permit: permit,
-                        })))
+                        })));
                     }
                     Err(_) => {
                         // Over a cap: closed before a byte is read (counted).

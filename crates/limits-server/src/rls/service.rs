@@ -248,6 +248,7 @@ async fn decide_stores(
     request: &RateLimitRequest,
     matched: &[Option<Matched<'_>>],
     overrides: &[Option<Arc<Override>>],
+    record: Mode,
 ) -> Vec<Option<(Result<Verdict, StoreError>, Duration)>> {
     let mut decided = Vec::with_capacity(request.descriptors.len());
     let mut batch = Vec::new();
@@ -266,7 +267,7 @@ async fn decide_stores(
             continue;
         };
         let (key, client) = (found.key.as_str(), client_address(descriptor));
-        let (cost, mode) = decide::cost(request.hits_addend, descriptor, self.record);
+        let (cost, mode) = decide::cost(request.hits_addend, descriptor, record);
         match store {
             RuleStore::Redis(store) => {
                 batch.push(BatchDecision {
@@ -316,7 +317,7 @@ impl RlsService {
         let mut denied: Option<RetryAfter> = None;
         // Whether this call was counted in an outage (unreachable, full).
         let mut counted = (false, false);
-        let mut decided = decide_stores(limits, request, matched, overrides).await;
+        let mut decided = decide_stores(limits, request, matched, overrides, self.record).await;
         for ((descriptor, found), decided) in
             request.descriptors.iter().zip(matched).zip(&mut decided)
         {
