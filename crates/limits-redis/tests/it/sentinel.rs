@@ -38,6 +38,12 @@ fn options() -> RedisOptions {
 }
 
 /// Polls `check` every 50 ms until it holds, for at most `limit`.
+/// Whether `store` admits (and records) one more request on the key "k".
+async fn records(store: &RedisStore) -> bool {
+    let verdict = store.decide("k", 1, Mode::Record).await;
+    verdict.unwrap().decision.allowed
+}
+
 fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !check() {
@@ -97,22 +103,8 @@ async fn the_store_finds_the_master_through_the_sentinel_with_its_password() {
     let conn = RedisConnection::connect(&url, options()).await.unwrap();
     let rule = Rule::new(Algorithm::SlidingLog, "1/h".parse().unwrap());
     let store = RedisStore::new(&conn, rule, "sentinel").unwrap();
-    assert!(
-        store
-            .decide("k", 1, Mode::Record)
-            .await
-            .unwrap()
-            .decision
-            .allowed
-    );
-    assert!(
-        !store
-            .decide("k", 1, Mode::Record)
-            .await
-            .unwrap()
-            .decision
-            .allowed
-    );
+    assert!(records(&store).await);
+    assert!(!records(&store).await);
     let keyspace = master.command(&["INFO", "keyspace"]).unwrap();
     assert!(keyspace.contains("db4:keys=1"), "{keyspace}");
 
@@ -212,22 +204,9 @@ async fn failover_under_load(crash: bool) {
         .unwrap(),
     );
     for _ in 0..limit {
-        assert!(
-            full.decide("k", 1, Mode::Record)
-                .await
-                .unwrap()
-                .decision
-                .allowed
-        );
+        assert!(records(&full).await);
     }
-    assert!(
-        !full
-            .decide("k", 1, Mode::Record)
-            .await
-            .unwrap()
-            .decision
-            .allowed
-    );
+    assert!(!records(&full).await);
     // The full count on the replica before the switch.
     let acked = master.integer(&["WAIT", "1", "5000"]);
     assert_eq!(acked, 1, "the replica acknowledged the writes");
@@ -360,14 +339,7 @@ async fn failover_under_load(crash: bool) {
         0,
         "a limit reached before the switch admits nothing during or after it"
     );
-    assert!(
-        !full
-            .decide("k", 1, Mode::Record)
-            .await
-            .unwrap()
-            .decision
-            .allowed
-    );
+    assert!(!records(&full).await);
     assert!(
         back < Duration::from_secs(5),
         "calls answered again {back:?} after the failover was asked"
