@@ -53,6 +53,12 @@ impl RlsLimits {
         RlsLimits::new(config, options)
     }
 
+    /// Whether a server with these limits answers health SERVING: always,
+    /// unless `options` wait for a configuration with a domain.
+    pub fn healthy_under(&self, options: &RlsOptions) -> bool {
+        !options.healthy_with_at_least_one_config || !self.config.is_empty()
+    }
+
     /// The store deciding `limit`, if it has one.
     pub fn store(&self, limit: &RlsLimit) -> Option<&Arc<RuleStore>> {
         self.stores.get(&limit.id)

@@ -19,7 +19,7 @@ pub struct RlsReloader {
     /// held during a reload, so that reloads never overlap.
     pub(super) loaded: Arc<Mutex<Fingerprint>>,
     pub(super) events: Arc<Events>,
-    /// Whether health answers SERVING (see `server::healthy`).
+    /// Whether health answers SERVING (see `RlsLimits::healthy_under`).
     pub(super) healthy: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
@@ -55,7 +55,7 @@ impl RlsReloader {
         ) {
             Ok(mut fresh) => {
                 self.healthy
-                    .send_replace(super::server::healthy(&self.config, &fresh));
+                    .send_replace(fresh.healthy_under(&self.config.options));
                 let kept = fresh.keep_state(&self.limits.load());
                 let count = fresh.config.limits().count();
                 self.limits.store(Arc::new(fresh));

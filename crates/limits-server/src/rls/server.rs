@@ -69,7 +69,7 @@ impl RlsServer {
         // Taken before reading: a change while reading is seen by the watch.
         let loaded = Fingerprint::of(&config.config);
         let limits = RlsLimits::load(&config.config, &config.options, &config.stores)?;
-        let healthy = healthy(&config, &limits);
+        let healthy = limits.healthy_under(&config.options);
         if let Some(path) = &config.state {
             state::check_writable(path)?;
             let n = state::load(path, limits.state_entries())?;
@@ -263,12 +263,6 @@ impl RlsServer {
         )
         .await
     }
-}
-
-/// Whether a server of `limits` starts healthy: always, unless its
-/// options wait for a configuration with a domain.
-pub(super) fn healthy(config: &RlsServerConfig, limits: &RlsLimits) -> bool {
-    !config.options.healthy_with_at_least_one_config || !limits.config.is_empty()
 }
 
 /// Reports `serving` under every name health is asked under: the whole
