@@ -442,16 +442,20 @@ mod tests {
             ("EXPIRATION_JITTER_MAX_SECONDS", "300"),
         ])
         .unwrap();
+        assert_eq!(env.shadow_mode, Some(true), "a switch we do apply is read");
         let said = env.ignored.join("\n");
         for name in [
             "NEAR_LIMIT_RATIO=0.9",
             "REDIS_PERSECOND=true",
             "LOG_FORMAT=json",
-            "SHADOW_MODE",
             "EXPIRATION_JITTER_MAX_SECONDS",
         ] {
             assert!(said.contains(name), "{name} not in {said}");
         }
+        assert!(
+            !said.contains("SHADOW_MODE"),
+            "applied, not ignored: {said}"
+        );
         // The accepted values of what we do are not listed.
         assert!(read(&[("NEAR_LIMIT_RATIO", "0.8")])
             .unwrap()
