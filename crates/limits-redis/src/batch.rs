@@ -11,11 +11,17 @@
 //! multiplexed connection may also join commands issued together into one
 //! write, but only when its writer runs after all of them are queued, which
 //! nothing guarantees on a multi-threaded runtime: the pipeline does.
+//!
+//! A batch can also be all or nothing
+//! ([`RedisStore::decide_all_or_nothing`]): a request whose decisions
+//! record only if every one admits, in one script call that decides them
+//! all (`all_or_nothing.lua`, every limiter's script as a function).
 
 use crate::connection::RedisConnection;
 use crate::link::Conn;
-use crate::scripts::Lua;
+use crate::scripts::{Lua, ALL_OR_NOTHING};
 use crate::slots::{key_slot, SlotMap};
+use crate::store::query_loaded;
 use crate::store::RedisStore;
 use limits::{Mode, StoreError, Verdict};
 use redis::aio::ConnectionLike;
@@ -104,6 +110,182 @@ impl RedisStore {
             .map(|a| a.unwrap_or_else(|| Err(StoreError::new("a batched decision was not made"))))
             .collect()
     }
+}
+
+impl RedisStore {
+    /// Decides `decisions` (a request's) all or nothing: when every one
+    /// admits, each records as [`decide_batch`](Self::decide_batch) would
+    /// record it; when any is denied, none of the admitted ones records
+    /// (each answers what a peek answers), and a denied one records what
+    /// its own mode records of a denial ([`Mode::RecordAlways`]: counted).
+    ///
+    /// Whether each admits is asked of the state the request found, each
+    /// decision on its own (two decisions of one key are each looked at
+    /// without the other's hits, then recorded in turn). On one Redis (or
+    /// Sentinel's master), or a cluster when every key is in one slot, the
+    /// whole request is one script call, one atomic step of Redis. A
+    /// denial answered without Redis (the deny cache, the cap on new keys)
+    /// makes the rest only look. Otherwise (keys in several slots of a
+    /// cluster, or stores on several connections), it takes two batches,
+    /// one to look and one to record, and is not atomic: a call between
+    /// them may change what the second finds, which then decides exactly
+    /// as [`decide_batch`](Self::decide_batch) does.
+    pub async fn decide_all_or_nothing(
+        decisions: &[BatchDecision<'_>],
+    ) -> Vec<Result<Verdict, StoreError>> {
+        let mut answers: Vec<Option<Result<Verdict, StoreError>>> = Vec::new();
+        let mut refused_at_once = false;
+        for d in decisions {
+            let at_once = d
+                .store
+                .answered_at_once(d.client, d.key, d.cost, d.mode, true);
+            refused_at_once |= at_once.as_ref().is_some_and(|v| !v.decision.allowed);
+            answers.push(at_once.map(Ok));
+        }
+        let places: Vec<usize> = (0..decisions.len())
+            .filter(|&i| answers[i].is_none())
+            .collect();
+        let mut rest: Vec<BatchDecision<'_>> = places.iter().map(|&i| decisions[i]).collect();
+        let decided = if refused_at_once {
+            for d in &mut rest {
+                d.mode = Mode::Peek;
+            }
+            RedisStore::decide_batch(&rest).await
+        } else {
+            match in_one_call(&rest).await {
+                Some(decided) => decided,
+                None => in_two_batches(&rest).await,
+            }
+        };
+        for (i, answer) in places.into_iter().zip(decided) {
+            answers[i] = Some(answer);
+        }
+        answers
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|| Err(StoreError::new("a batched decision was not made"))))
+            .collect()
+    }
+}
+
+/// Whether a decision admitted.
+fn admitted(answer: &Result<Verdict, StoreError>) -> bool {
+    matches!(answer, Ok(verdict) if verdict.decision.allowed)
+}
+
+/// `decisions` all or nothing in one script call, when they can be: all on
+/// one connection, and on a cluster all in one slot; `None` (nothing sent)
+/// when they cannot.
+async fn in_one_call(decisions: &[BatchDecision<'_>]) -> Option<Vec<Result<Verdict, StoreError>>> {
+    let first = decisions.first()?.store;
+    if !decisions.iter().all(|d| d.store.same_connection(first)) {
+        return None;
+    }
+    let mut calls = Vec::with_capacity(decisions.len());
+    for d in decisions {
+        match d.store.script_call(d.key, None, d.cost, d.mode) {
+            Some(call) => calls.push(Some(call)),
+            // `none` needs no Redis and always admits.
+            None => calls.push(None),
+        }
+    }
+    let connection = first.connection();
+    let mut slots = calls
+        .iter()
+        .flatten()
+        .flat_map(|c| &c.keys)
+        .map(|k| key_slot(k.as_bytes()));
+    let one_slot = match slots.next() {
+        Some(slot) => slots.all(|s| s == slot),
+        None => true,
+    };
+    if matches!(connection.conn.get(), Some(Conn::Cluster(_))) && !one_slot {
+        return None;
+    }
+    let mut command = redis::cmd("EVALSHA");
+    let keys: Vec<&String> = calls.iter().flatten().flat_map(|c| &c.keys).collect();
+    command
+        .arg(ALL_OR_NOTHING.script.get_hash())
+        .arg(keys.len())
+        .arg(keys)
+        .arg(calls.iter().flatten().count());
+    for call in calls.iter().flatten() {
+        let args: Vec<&[u8]> = call.argv().collect();
+        command
+            .arg(call.script.script.get_hash())
+            .arg(call.keys.len())
+            .arg(args.len())
+            .arg(args);
+    }
+    // `calls` counts decisions sent; `run` counts the call as one.
+    let (calls_sent, more) = (&connection.health.calls, decisions.len().saturating_sub(1));
+    let sent = Instant::now();
+    let packed: Result<Vec<Vec<u8>>, StoreError> = connection
+        .run(|conn| {
+            calls_sent.fetch_add(more as u64, Ordering::Relaxed);
+            query_loaded(conn, &ALL_OR_NOTHING, command)
+        })
+        .await;
+    let mut packed = match packed {
+        Ok(packed) if packed.len() == calls.iter().flatten().count() => packed.into_iter(),
+        Ok(_) => {
+            let e = StoreError::new("Redis answered a request's decisions with too few answers");
+            return Some(decisions.iter().map(|_| Err(e.clone())).collect());
+        }
+        Err(e) => {
+            return Some(
+                decisions
+                    .iter()
+                    .map(|d| {
+                        d.store
+                            .answered(Err(e.clone()), sent, d.key, d.cost, d.mode)
+                    })
+                    .collect(),
+            )
+        }
+    };
+    Some(
+        decisions
+            .iter()
+            .zip(&calls)
+            .map(|(d, call)| match call {
+                Some(_) => {
+                    let answer = packed
+                        .next()
+                        .map_or_else(|| Err(StoreError::new("no answer")), |p| d.store.answer(&p));
+                    d.store.answered(answer, sent, d.key, d.cost, d.mode)
+                }
+                None => Ok(d.store.stateless(d.cost, d.mode)),
+            })
+            .collect(),
+    )
+}
+
+/// `decisions` all or nothing in two batches: one that looks, then one that
+/// records what the looks say records.
+async fn in_two_batches(decisions: &[BatchDecision<'_>]) -> Vec<Result<Verdict, StoreError>> {
+    let looks: Vec<BatchDecision<'_>> = decisions
+        .iter()
+        .map(|d| BatchDecision {
+            mode: Mode::Peek,
+            ..*d
+        })
+        .collect();
+    let looked = RedisStore::decide_batch(&looks).await;
+    if looked.iter().all(admitted) {
+        return RedisStore::decide_batch(decisions).await;
+    }
+    let counted: Vec<usize> = (0..decisions.len())
+        .filter(|&i| decisions[i].mode == Mode::RecordAlways && !admitted(&looked[i]))
+        .collect();
+    let denials: Vec<BatchDecision<'_>> = counted.iter().map(|&i| decisions[i]).collect();
+    let mut answers = looked;
+    for (i, answer) in counted
+        .into_iter()
+        .zip(RedisStore::decide_batch(&denials).await)
+    {
+        answers[i] = answer;
+    }
+    answers
 }
 
 impl RedisConnection {

@@ -3,36 +3,38 @@
 //! all-or-nothing driver, joined at compile time (the sliding log's is
 //! written whole, without the driver); and for every stateful limiter a
 //! second one for rules of one rate, straight-line code that costs Redis a
-//! fraction of the general one (BENCHMARKS.md). Each is
+//! fraction of the general one (BENCHMARKS.md); and one that holds all of
+//! them as functions, to decide a request's decisions all or nothing in one
+//! call (`all_or_nothing.lua`). Each is
 //! sent once (`SCRIPT LOAD`) and then called by its SHA1 (`EVALSHA`); the
 //! `redis` crate sends it again if Redis answers NOSCRIPT (after a restart
 //! or `SCRIPT FLUSH`).
 
 use limits::Algorithm;
 use redis::{Cmd, Script};
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 /// A script and its source: `SCRIPT LOAD` needs the source, and a batch
 /// sends it in its own pipeline.
 pub(crate) struct Lua {
     /// The source.
-    code: &'static str,
+    code: Cow<'static, str>,
     /// The source and its SHA1, for `EVALSHA`.
     pub script: Script,
 }
 
 impl Lua {
-    fn new(code: &'static str) -> Lua {
-        Lua {
-            code,
-            script: Script::new(code),
-        }
+    fn new(code: impl Into<Cow<'static, str>>) -> Lua {
+        let code = code.into();
+        let script = Script::new(&code);
+        Lua { code, script }
     }
 
     /// The `SCRIPT LOAD` of this script.
     pub fn load_command(&self) -> Cmd {
         let mut command = redis::cmd("SCRIPT");
-        command.arg("LOAD").arg(self.code);
+        command.arg("LOAD").arg(&*self.code);
         command
     }
 }
@@ -89,6 +91,33 @@ static SLIDING_LOG_1: LazyLock<Lua> = one_rate_script!("sliding_log_1.lua");
 static TOKEN_BUCKET_1: LazyLock<Lua> = one_rate_script!("token_bucket_1.lua");
 static SLIDING_WINDOW_1: LazyLock<Lua> = one_rate_script!("sliding_window_1.lua");
 static LEAKY_BUCKET_1: LazyLock<Lua> = one_rate_script!("leaky_bucket_1.lua");
+
+/// Every limiter's script above as a function of its keys and arguments,
+/// by its SHA1, and the driver that decides a request's decisions all or
+/// nothing in one call (`all_or_nothing.lua`).
+pub(crate) static ALL_OR_NOTHING: LazyLock<Lua> = LazyLock::new(|| {
+    let mut code = String::from("local DECIDE = {}\n");
+    for lua in [
+        &FIXED_WINDOW,
+        &SLIDING_LOG,
+        &TOKEN_BUCKET,
+        &SLIDING_WINDOW,
+        &LEAKY_BUCKET,
+        &FIXED_WINDOW_1,
+        &SLIDING_LOG_1,
+        &TOKEN_BUCKET_1,
+        &SLIDING_WINDOW_1,
+        &LEAKY_BUCKET_1,
+    ] {
+        let sha = lua.script.get_hash();
+        code += &format!(
+            "DECIDE['{sha}'] = function(KEYS, ARGV)\n{}\nend\n",
+            lua.code
+        );
+    }
+    code += include_str!("lua/all_or_nothing.lua");
+    Lua::new(code)
+});
 
 /// The script of `algorithm` for a rule of `rates` rates; `None` for
 /// `none`, which needs no state.

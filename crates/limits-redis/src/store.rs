@@ -10,7 +10,8 @@ use limits::{
     Algorithm, Decision, KeyedLimiter, Mode, Options, RetryAfter, Rule, Store, StoreError,
     SystemClock, Verdict,
 };
-use redis::{Cmd, ErrorKind, ServerErrorKind};
+use redis::aio::ConnectionLike;
+use redis::{Arg, Cmd, ErrorKind, FromRedisValue, ServerErrorKind};
 use smallvec::SmallVec;
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
@@ -145,17 +146,7 @@ impl RedisStore {
         };
         let packed: Vec<u8> = self
             .connection
-            .run(|mut conn| async move {
-                match command.query_async(&mut conn).await {
-                    Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                        // Redis restarted or its scripts were flushed: load
-                        // it again, once, and ask again.
-                        script.script.load_async(&mut conn).await?;
-                        command.query_async(&mut conn).await
-                    }
-                    answered => answered,
-                }
-            })
+            .run(|conn| query_loaded(conn, script, command))
             .await?;
         self.answer(&packed)
     }
@@ -170,21 +161,35 @@ impl RedisStore {
         cost: u64,
         mode: Mode,
     ) -> Option<(&'static Lua, Cmd)> {
+        let call = self.script_call(key, now, cost, mode)?;
+        let mut command = redis::cmd("EVALSHA");
+        command
+            .arg(call.script.script.get_hash())
+            .arg(call.keys.len())
+            .arg(&call.keys);
+        for arg in call.argv() {
+            command.arg(arg);
+        }
+        Some((call.script, command))
+    }
+
+    /// The script, keys and arguments of one decision; `None` for `none`.
+    pub(crate) fn script_call(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        cost: u64,
+        mode: Mode,
+    ) -> Option<ScriptCall> {
         let script = self.script?;
         // Every cost above every rate's capacity is "never" for all of them.
         let cost = cost.min(self.shape.max_capacity + 1);
-        let keys = self.redis_keys(key);
-        let mut command = redis::cmd("EVALSHA");
-        command
-            .arg(script.script.get_hash())
-            .arg(keys.len())
-            .arg(keys);
+        let mut args = Cmd::new();
         match now {
-            Some(now) => command.arg(now),
-            None => command.arg(""),
+            Some(now) => args.arg(now),
+            None => args.arg(""),
         };
-        command
-            .arg(cost)
+        args.arg(cost)
             .arg(match mode {
                 Mode::Peek => 0u8,
                 Mode::Record => 1,
@@ -192,7 +197,11 @@ impl RedisStore {
             })
             .arg(if now.is_some() { EXPLICIT_TTL_MS } else { 0 })
             .arg(&self.shape.args);
-        Some((script, command))
+        Some(ScriptCall {
+            script,
+            keys: self.redis_keys(key),
+            args,
+        })
     }
 
     /// The verdict of a rule of `none`: the core's, without Redis.
@@ -346,6 +355,43 @@ impl Shape {
     /// The number of rates (the first script argument).
     fn key_count_rates(&self) -> usize {
         self.args[0] as usize
+    }
+}
+
+/// One decision's script call in pieces: a batch joins several into one
+/// call.
+pub(crate) struct ScriptCall {
+    /// The limiter's script.
+    pub script: &'static Lua,
+    /// Its keys.
+    pub keys: Vec<String>,
+    /// Its arguments (a command of arguments only).
+    pub args: Cmd,
+}
+
+impl ScriptCall {
+    /// The arguments, each as Redis receives it.
+    pub fn argv(&self) -> impl Iterator<Item = &[u8]> {
+        self.args.args_iter().filter_map(|arg| match arg {
+            Arg::Simple(arg) => Some(arg),
+            _ => None,
+        })
+    }
+}
+
+/// `command` (a call of `script`) answered; when Redis has forgotten the
+/// script (a restart, `SCRIPT FLUSH`), loaded again, once, and asked again.
+pub(crate) async fn query_loaded<T: FromRedisValue>(
+    mut conn: impl ConnectionLike + Send,
+    script: &Lua,
+    command: Cmd,
+) -> redis::RedisResult<T> {
+    match command.query_async(&mut conn).await {
+        Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+            script.script.load_async(&mut conn).await?;
+            command.query_async(&mut conn).await
+        }
+        answered => answered,
     }
 }
 

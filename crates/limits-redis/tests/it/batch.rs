@@ -259,3 +259,243 @@ async fn on_a_cluster_a_batch_reaches_each_node_as_one_read() {
         assert!(!answer.unwrap().decision.allowed);
     }
 }
+
+/// Two fixed-window limits of an hour, 15 and 14 (the reference's
+/// `TestOverLimitWithStopCacheKeyIncrementWhenOverlimitConfig`), decided
+/// all or nothing in `mode`: each call is the pair at `cost`; the answers'
+/// (allowed, remaining).
+async fn reference_pair(
+    conn: &RedisConnection,
+    mode: Mode,
+    costs: &[u64],
+) -> Vec<[(bool, u64); 2]> {
+    let hour = |limit: &str| Rule::new(Algorithm::FixedWindow, limit.parse().unwrap());
+    let four = RedisStore::new(conn, hour("15/h"), "key4").unwrap();
+    let five = RedisStore::new(conn, hour("14/h"), "key5").unwrap();
+    let mut answers = Vec::new();
+    for &cost in costs {
+        let pair = [&four, &five].map(|store| BatchDecision {
+            store,
+            client: None,
+            key: "value",
+            cost,
+            mode,
+        });
+        let got = RedisStore::decide_all_or_nothing(&pair).await;
+        answers.push([0, 1].map(|i| {
+            let d = got[i].as_ref().unwrap().decision;
+            (d.allowed, d.remaining)
+        }));
+    }
+    answers
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_or_nothing_a_request_over_one_limit_takes_nothing_from_the_other() {
+    let redis = RedisServer::start();
+    let conn = quiet(&redis.url(), "aon:").await;
+    // 10, then 1, 2: both admit and record; then 2 would take key5 to 15
+    // of 14: key4 records nothing and says what it has left (2, as the
+    // reference's INCRBY 0 answers), key5 is over; then 1: key4 still
+    // has 2 (it took nothing), and key5, which a denial did not count,
+    // takes its last hit.
+    let answers = reference_pair(&conn, Mode::Record, &[10, 1, 2, 2, 1]).await;
+    assert_eq!(
+        answers,
+        [
+            [(true, 5), (true, 4)],
+            [(true, 4), (true, 3)],
+            [(true, 2), (true, 1)],
+            [(true, 2), (false, 1)],
+            [(true, 1), (true, 0)],
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_or_nothing_with_counted_denials_is_the_reference_call_for_call() {
+    // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true: the descriptor going
+    // over is counted (INCRBY), the other is not (INCRBY 0); the reference
+    // then answers key5 over until its window ends, key4 as it was.
+    let redis = RedisServer::start();
+    let conn = quiet(&redis.url(), "aon-counted:").await;
+    let answers = reference_pair(&conn, Mode::RecordAlways, &[10, 1, 2, 2, 1, 1]).await;
+    assert_eq!(
+        answers,
+        [
+            [(true, 5), (true, 4)],
+            [(true, 4), (true, 3)],
+            [(true, 2), (true, 1)],
+            [(true, 2), (false, 0)],
+            [(true, 2), (false, 0)],
+            [(true, 2), (false, 0)],
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_or_nothing_is_one_script_call_and_records_every_limiter_or_none() {
+    let redis = RedisServer::start();
+    let conn = quiet(&redis.url(), "aon-one:").await;
+    let stores = stores(&conn);
+    // Every limiter (and `none`) in one request, each key once.
+    let asks = |cost: u64| -> Vec<BatchDecision<'_>> {
+        stores
+            .iter()
+            .map(|store| BatchDecision {
+                store,
+                client: None,
+                key: "carol",
+                cost,
+                mode: Mode::Record,
+            })
+            .collect()
+    };
+    let mut traffic = redis.traffic();
+    // The first call also loads the script.
+    let first = RedisStore::decide_all_or_nothing(&asks(1)).await;
+    assert!(first.iter().all(|a| a.as_ref().unwrap().decision.allowed));
+    for round in 0..2 {
+        let before = traffic.now();
+        let peeks: Vec<_> = asks(1)
+            .into_iter()
+            .map(|d| BatchDecision {
+                mode: Mode::Peek,
+                ..d
+            })
+            .collect();
+        let looked = RedisStore::decide_batch(&peeks).await;
+        let _ = traffic.since(before);
+        // A cost of 2 is over the fixed window's and the leaky bucket's
+        // 2/h after one hit: the request is refused, and nothing records.
+        let before = traffic.now();
+        let answers = RedisStore::decide_all_or_nothing(&asks(2)).await;
+        // Round 1: the deny cache answers round 0's denial at once, and the
+        // rest only look, in one pipeline.
+        let (reads, scripts) = traffic.since(before);
+        assert_eq!(reads, 1, "round {round}: one read");
+        assert_eq!(scripts == 1, round == 0, "round {round}: {scripts} scripts");
+        assert!(answers
+            .iter()
+            .any(|a| !a.as_ref().unwrap().decision.allowed));
+        let after = RedisStore::decide_batch(&peeks).await;
+        for (i, (l, a)) in looked.iter().zip(&after).enumerate() {
+            assert_eq!(
+                timeless(l.as_ref().unwrap()),
+                timeless(a.as_ref().unwrap()),
+                "store {i}: a refused request recorded nothing"
+            );
+        }
+    }
+    // A cost every limiter admits: every one records.
+    let before: Vec<u64> = RedisStore::decide_batch(
+        &asks(1)
+            .into_iter()
+            .map(|d| BatchDecision {
+                mode: Mode::Peek,
+                ..d
+            })
+            .collect::<Vec<_>>(),
+    )
+    .await
+    .iter()
+    .map(|a| a.as_ref().unwrap().decision.remaining)
+    .collect();
+    let answers = RedisStore::decide_all_or_nothing(&asks(1)).await;
+    for (i, (answer, before)) in answers.iter().zip(before).enumerate() {
+        let d = answer.as_ref().unwrap().decision;
+        assert!(d.allowed, "store {i}");
+        if i != 6 {
+            assert!(
+                d.remaining < before,
+                "store {i} recorded: {} < {before}",
+                d.remaining
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn all_or_nothing_under_concurrent_requests_records_both_limits_or_neither() {
+    // 40 requests at once, each one hit of a limit of 10 and one of 25:
+    // exactly 10 are admitted, and the larger limit took exactly their 10.
+    let redis = RedisServer::start();
+    let conn = quiet(&redis.url(), "aon-race:").await;
+    let rule = |r: &str| Rule::new(Algorithm::SlidingLog, r.parse().unwrap());
+    let small = std::sync::Arc::new(RedisStore::new(&conn, rule("10/h"), "small").unwrap());
+    let large = std::sync::Arc::new(RedisStore::new(&conn, rule("25/h"), "large").unwrap());
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..40 {
+        let (small, large) = (small.clone(), large.clone());
+        calls.spawn(async move {
+            let pair = [&*small, &*large].map(|store| BatchDecision {
+                store,
+                client: None,
+                key: "k",
+                cost: 1,
+                mode: Mode::Record,
+            });
+            let answers = RedisStore::decide_all_or_nothing(&pair).await;
+            answers.iter().all(|a| a.as_ref().unwrap().decision.allowed)
+        });
+    }
+    let mut admitted = 0;
+    while let Some(call) = calls.join_next().await {
+        admitted += u32::from(call.unwrap());
+    }
+    assert_eq!(admitted, 10);
+    let left = large.decide("k", 0, Mode::Peek).await.unwrap();
+    assert_eq!(left.decision.remaining, 15);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_or_nothing_on_a_cluster_is_one_script_in_one_slot_and_two_batches_across() {
+    let cluster = RedisCluster::start();
+    let conn = quiet(&cluster.url(), "aon-cluster:").await;
+    let rule = |r: &str| Rule::new(Algorithm::FixedWindow, r.parse().unwrap());
+    let (small, large) = (
+        RedisStore::new(&conn, rule("1/h"), "small").unwrap(),
+        RedisStore::new(&conn, rule("5/h"), "large").unwrap(),
+    );
+    let ask = |store, key| BatchDecision {
+        store,
+        client: None,
+        key,
+        cost: 1,
+        mode: Mode::Record,
+    };
+    // One key in both stores: one slot (the key is the hash tag).
+    for (round, want) in [(0, true), (1, false)] {
+        let pair = [ask(&small, "same"), ask(&large, "same")];
+        let answers = RedisStore::decide_all_or_nothing(&pair).await;
+        let allowed: Vec<bool> = answers
+            .iter()
+            .map(|a| a.as_ref().unwrap().decision.allowed)
+            .collect();
+        assert_eq!(allowed, [want, true], "round {round}");
+        let left = large.decide("same", 0, Mode::Peek).await.unwrap();
+        assert_eq!(
+            left.decision.remaining, 4,
+            "round {round}: the large limit took one hit"
+        );
+    }
+    // Keys in other slots: answered all or nothing all the same.
+    let keys: Vec<String> = (0..8).map(|i| format!("user-{i}")).collect();
+    for round in 0..2 {
+        let asks: Vec<_> = keys
+            .iter()
+            .map(|k| ask(&large, k))
+            .chain(std::iter::once(ask(&small, "other")))
+            .collect();
+        let answers = RedisStore::decide_all_or_nothing(&asks).await;
+        let small_admits = answers[8].as_ref().unwrap().decision.allowed;
+        assert_eq!(small_admits, round == 0, "round {round}");
+    }
+    for key in &keys {
+        let left = large.decide(key, 0, Mode::Peek).await.unwrap();
+        assert_eq!(
+            left.decision.remaining, 4,
+            "{key}: only the admitted request took a hit"
+        );
+    }
+}
