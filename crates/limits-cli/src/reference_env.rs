@@ -25,9 +25,12 @@ pub struct ReferenceEnv {
     pub store: Option<String>,
     /// `CACHE_KEY_PREFIX`: prepended to every Redis key.
     pub prefix: Option<String>,
-    /// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false`: count denied hits
-    /// (`--count-denied-hits`); `true`: do not (ours).
+    /// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT` set, `false` or `true`:
+    /// count denied hits (`--count-denied-hits`); unset: do not (ours).
     pub count_denied_hits: Option<bool>,
+    /// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true`: a request over one
+    /// limit takes nothing from its others (`--all-or-nothing`).
+    pub all_or_nothing: Option<bool>,
     /// Variables set that change nothing here, each with the reason: logged
     /// once at start.
     pub ignored: Vec<String>,
@@ -177,8 +180,11 @@ impl ReferenceEnv {
         out.admin = address(&var, "HOST", "PORT", 8080, reference_layout)?;
         out.store = store(&var)?;
         out.prefix = var("CACHE_KEY_PREFIX");
-        out.count_denied_hits =
-            boolean(&var, "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT")?.map(|stop| !stop);
+        // Set either way, the reference counts the hits of a descriptor
+        // over its limit; `true` leaves the request's others untouched.
+        let stop = boolean(&var, "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT")?;
+        out.count_denied_hits = stop.map(|_| true);
+        out.all_or_nothing = stop;
         out.merge_domain_config = boolean(&var, "MERGE_DOMAIN_CONFIG")?;
         out.shadow_mode = boolean(&var, "SHADOW_MODE")?;
         out.quota_mode = boolean(&var, "QUOTA_MODE")?;
@@ -409,8 +415,11 @@ mod tests {
     fn stop_cache_key_increment_false_counts_denied_hits() {
         let count = |v| read(&[("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", v)]).unwrap();
         assert_eq!(count("false").count_denied_hits, Some(true));
-        assert_eq!(count("1").count_denied_hits, Some(false));
+        assert_eq!(count("false").all_or_nothing, Some(false));
+        assert_eq!(count("1").count_denied_hits, Some(true));
+        assert_eq!(count("1").all_or_nothing, Some(true));
         assert_eq!(read(&[]).unwrap().count_denied_hits, None);
+        assert_eq!(read(&[]).unwrap().all_or_nothing, None);
     }
 
     #[test]

@@ -93,9 +93,18 @@ pub struct RlsArgs {
     /// counts every hit (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false
     /// there, its default): fixed-window and sliding-window limits only (a
     /// config with another limiter is refused). Without it, a denial takes
-    /// nothing, unless that variable is set to false.
+    /// nothing, unless that variable is set (to false or true).
     #[arg(long)]
     count_denied_hits: bool,
+
+    /// A call's descriptors take their hits all or nothing: when one is
+    /// over its limit, the others take nothing (the reference's
+    /// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true, which also counts the
+    /// over one's hits: that variable sets --count-denied-hits too).
+    /// Atomic: in memory, one such call decides at a time; on one Redis,
+    /// a call is one script.
+    #[arg(long)]
+    all_or_nothing: bool,
 
     /// Merge several files of one domain into one tree (the reference's
     /// MERGE_DOMAIN_CONFIG); without it a second file of a domain is
@@ -209,6 +218,7 @@ fn apply_reference_env(
     // when it is not.
     for (flag, variable) in [
         (&mut args.count_denied_hits, env.count_denied_hits),
+        (&mut args.all_or_nothing, env.all_or_nothing),
         (&mut args.merge_domains, env.merge_domain_config),
         (&mut args.shadow_mode, env.shadow_mode),
         (&mut args.quota_mode, env.quota_mode),
@@ -252,6 +262,7 @@ enum StoreErrorAnswer {
 fn options(args: &RlsArgs) -> RlsOptions {
     RlsOptions::default()
         .count_denied_hits(args.count_denied_hits)
+        .all_or_nothing(args.all_or_nothing)
         .merge_domains(args.merge_domains)
         .global_shadow(args.shadow_mode)
         .global_quota(args.quota_mode)

@@ -130,8 +130,12 @@ impl RedisStore {
     /// one to look and one to record, and is not atomic: a call between
     /// them may change what the second finds, which then decides exactly
     /// as [`decide_batch`](Self::decide_batch) does.
+    ///
+    /// `refused`: the request is refused already (by a decision made
+    /// elsewhere): nothing admitted records.
     pub async fn decide_all_or_nothing(
         decisions: &[BatchDecision<'_>],
+        refused: bool,
     ) -> Vec<Result<Verdict, StoreError>> {
         let mut answers: Vec<Option<Result<Verdict, StoreError>>> = Vec::new();
         let mut refused_at_once = false;
@@ -145,16 +149,13 @@ impl RedisStore {
         let places: Vec<usize> = (0..decisions.len())
             .filter(|&i| answers[i].is_none())
             .collect();
-        let mut rest: Vec<BatchDecision<'_>> = places.iter().map(|&i| decisions[i]).collect();
-        let decided = if refused_at_once {
-            for d in &mut rest {
-                d.mode = Mode::Peek;
-            }
-            RedisStore::decide_batch(&rest).await
+        let rest: Vec<BatchDecision<'_>> = places.iter().map(|&i| decisions[i]).collect();
+        let decided = if refused || refused_at_once {
+            in_two_batches(&rest, true).await
         } else {
             match in_one_call(&rest).await {
                 Some(decided) => decided,
-                None => in_two_batches(&rest).await,
+                None => in_two_batches(&rest, false).await,
             }
         };
         for (i, answer) in places.into_iter().zip(decided) {
@@ -261,8 +262,11 @@ async fn in_one_call(decisions: &[BatchDecision<'_>]) -> Option<Vec<Result<Verdi
 }
 
 /// `decisions` all or nothing in two batches: one that looks, then one that
-/// records what the looks say records.
-async fn in_two_batches(decisions: &[BatchDecision<'_>]) -> Vec<Result<Verdict, StoreError>> {
+/// records what the looks say records (nothing admitted if `refused`).
+async fn in_two_batches(
+    decisions: &[BatchDecision<'_>],
+    refused: bool,
+) -> Vec<Result<Verdict, StoreError>> {
     let looks: Vec<BatchDecision<'_>> = decisions
         .iter()
         .map(|d| BatchDecision {
@@ -271,18 +275,17 @@ async fn in_two_batches(decisions: &[BatchDecision<'_>]) -> Vec<Result<Verdict, 
         })
         .collect();
     let looked = RedisStore::decide_batch(&looks).await;
-    if looked.iter().all(admitted) {
-        return RedisStore::decide_batch(decisions).await;
-    }
-    let counted: Vec<usize> = (0..decisions.len())
-        .filter(|&i| decisions[i].mode == Mode::RecordAlways && !admitted(&looked[i]))
+    let every_one = !refused && looked.iter().all(admitted);
+    let again: Vec<usize> = (0..decisions.len())
+        .filter(|&i| {
+            decisions[i]
+                .mode
+                .decides_after_looks(every_one, admitted(&looked[i]))
+        })
         .collect();
-    let denials: Vec<BatchDecision<'_>> = counted.iter().map(|&i| decisions[i]).collect();
+    let asks: Vec<BatchDecision<'_>> = again.iter().map(|&i| decisions[i]).collect();
     let mut answers = looked;
-    for (i, answer) in counted
-        .into_iter()
-        .zip(RedisStore::decide_batch(&denials).await)
-    {
+    for (i, answer) in again.into_iter().zip(RedisStore::decide_batch(&asks).await) {
         answers[i] = answer;
     }
     answers

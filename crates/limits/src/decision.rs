@@ -81,6 +81,24 @@ impl Mode {
     pub fn records(self) -> bool {
         self != Mode::Peek
     }
+
+    /// Of a request decided all or nothing, whose decisions each first
+    /// only looked (a peek): whether one in this mode then decides again,
+    /// in this mode. Every one does when every look admitted; when one was
+    /// denied, the admitted ones record nothing, and a denied one decides
+    /// again only if this mode records a denial ([`Mode::RecordAlways`]).
+    ///
+    /// ```
+    /// use limits::Mode;
+    /// assert!(Mode::Record.decides_after_looks(true, true));
+    /// assert!(!Mode::Record.decides_after_looks(false, true));
+    /// assert!(!Mode::Record.decides_after_looks(false, false));
+    /// assert!(Mode::RecordAlways.decides_after_looks(false, false));
+    /// assert!(!Mode::RecordAlways.decides_after_looks(false, true));
+    /// ```
+    pub fn decides_after_looks(self, every_one_admitted: bool, this_one_admitted: bool) -> bool {
+        every_one_admitted || (self == Mode::RecordAlways && !this_one_admitted)
+    }
 }
 
 /// The outcome of one check of one key.

@@ -238,3 +238,91 @@ fn counting_denied_hits_refuses_a_limiter_without_a_count_naming_it() {
     assert!(stderr.contains("config.yaml:4:"), "{stderr}");
     assert!(stderr.contains("decides with token-bucket"), "{stderr}");
 }
+
+/// Two limits of one call: 3 an hour on the address, 5 on the route.
+const TWO_LIMITS: &str = "\
+domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit: { unit: hour, requests_per_unit: 3 }
+  - key: route
+    rate_limit: { unit: hour, requests_per_unit: 5 }
+";
+
+/// Each status's (code, limit_remaining) of a call of both limits.
+async fn both(url: &str, hits: u32) -> Vec<(i32, u32)> {
+    let channel = tonic::transport::Channel::from_shared(format!("http://{url}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let entry = |key: &str, value: &str| RateLimitDescriptor {
+        entries: vec![Entry {
+            key: key.into(),
+            value: value.into(),
+        }],
+        ..RateLimitDescriptor::default()
+    };
+    let request = RateLimitRequest {
+        domain: "edge".into(),
+        descriptors: vec![entry("remote_address", "192.0.2.7"), entry("route", "/a")],
+        hits_addend: hits,
+    };
+    let response = RateLimitServiceClient::new(channel)
+        .should_rate_limit(request)
+        .await
+        .unwrap()
+        .into_inner();
+    response
+        .statuses
+        .iter()
+        .map(|s| (s.code, s.limit_remaining))
+        .collect()
+}
+
+/// Calls of 2, 2 and 1 hits of both limits.
+async fn three_calls(url: &str) -> Vec<Vec<(i32, u32)>> {
+    let mut answers = Vec::new();
+    for hits in [2, 2, 1] {
+        answers.push(both(url, hits).await);
+    }
+    answers
+}
+
+#[tokio::test]
+async fn stop_cache_key_increment_true_leaves_a_calls_other_limits_untouched() {
+    let root = runtime_root(TWO_LIMITS);
+    let dir = config_dir(root.path());
+    let (ok, over) = (Code::Ok as i32, Code::OverLimit as i32);
+    // 2 hits, then 2 more: over the address's 3. With the variable true,
+    // the route takes nothing (5 - 2 left) and the address, counted, stays
+    // over; unset, the route takes them (ours: each on its own).
+    let env = [("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true")];
+    let listen = ["--config", dir.as_str(), "--listen", "127.0.0.1:0"];
+    let stopped = Server::try_start_with_env("rls", &listen, &env).unwrap();
+    let got = three_calls(&stopped.url).await;
+    assert_eq!(
+        got,
+        [
+            vec![(ok, 1), (ok, 3)],
+            vec![(over, 0), (ok, 3)],
+            vec![(over, 0), (ok, 3)],
+        ]
+    );
+    let flags = ["--config", &dir, "--all-or-nothing", "--count-denied-hits"];
+    let flagged = Server::start_command("rls", &flags, false);
+    assert_eq!(
+        three_calls(&flagged.url).await,
+        got,
+        "the variable is the two flags"
+    );
+    let ours = Server::start_command("rls", &["--config", &dir], false);
+    assert_eq!(
+        three_calls(&ours.url).await,
+        [
+            vec![(ok, 1), (ok, 3)],
+            vec![(over, 0), (ok, 1)],
+            vec![(ok, 0), (ok, 0)],
+        ]
+    );
+}

@@ -51,6 +51,7 @@ end
 local out = {}
 for i = 1, n do
   local c = calls[i]
+  -- Mode::decides_after_looks: all, or a denial its mode counts.
   if all or (c.args[3] == '2' and not admitted(looked[i])) then
     out[i] = c.decide(c.keys, c.args)
   else

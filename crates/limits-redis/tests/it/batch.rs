@@ -281,7 +281,7 @@ async fn reference_pair(
             cost,
             mode,
         });
-        let got = RedisStore::decide_all_or_nothing(&pair).await;
+        let got = RedisStore::decide_all_or_nothing(&pair, false).await;
         answers.push([0, 1].map(|i| {
             let d = got[i].as_ref().unwrap().decision;
             (d.allowed, d.remaining)
@@ -353,7 +353,7 @@ async fn all_or_nothing_is_one_script_call_and_records_every_limiter_or_none() {
     };
     let mut traffic = redis.traffic();
     // The first call also loads the script.
-    let first = RedisStore::decide_all_or_nothing(&asks(1)).await;
+    let first = RedisStore::decide_all_or_nothing(&asks(1), false).await;
     assert!(first.iter().all(|a| a.as_ref().unwrap().decision.allowed));
     for round in 0..2 {
         let before = traffic.now();
@@ -369,7 +369,7 @@ async fn all_or_nothing_is_one_script_call_and_records_every_limiter_or_none() {
         // A cost of 2 is over the fixed window's and the leaky bucket's
         // 2/h after one hit: the request is refused, and nothing records.
         let before = traffic.now();
-        let answers = RedisStore::decide_all_or_nothing(&asks(2)).await;
+        let answers = RedisStore::decide_all_or_nothing(&asks(2), false).await;
         // Round 1: the deny cache answers round 0's denial at once, and the
         // rest only look, in one pipeline.
         let (reads, scripts) = traffic.since(before);
@@ -401,7 +401,7 @@ async fn all_or_nothing_is_one_script_call_and_records_every_limiter_or_none() {
     .iter()
     .map(|a| a.as_ref().unwrap().decision.remaining)
     .collect();
-    let answers = RedisStore::decide_all_or_nothing(&asks(1)).await;
+    let answers = RedisStore::decide_all_or_nothing(&asks(1), false).await;
     for (i, (answer, before)) in answers.iter().zip(before).enumerate() {
         let d = answer.as_ref().unwrap().decision;
         assert!(d.allowed, "store {i}");
@@ -435,7 +435,7 @@ async fn all_or_nothing_under_concurrent_requests_records_both_limits_or_neither
                 cost: 1,
                 mode: Mode::Record,
             });
-            let answers = RedisStore::decide_all_or_nothing(&pair).await;
+            let answers = RedisStore::decide_all_or_nothing(&pair, false).await;
             answers.iter().all(|a| a.as_ref().unwrap().decision.allowed)
         });
     }
@@ -467,7 +467,7 @@ async fn all_or_nothing_on_a_cluster_is_one_script_in_one_slot_and_two_batches_a
     // One key in both stores: one slot (the key is the hash tag).
     for (round, want) in [(0, true), (1, false)] {
         let pair = [ask(&small, "same"), ask(&large, "same")];
-        let answers = RedisStore::decide_all_or_nothing(&pair).await;
+        let answers = RedisStore::decide_all_or_nothing(&pair, false).await;
         let allowed: Vec<bool> = answers
             .iter()
             .map(|a| a.as_ref().unwrap().decision.allowed)
@@ -487,7 +487,7 @@ async fn all_or_nothing_on_a_cluster_is_one_script_in_one_slot_and_two_batches_a
             .map(|k| ask(&large, k))
             .chain(std::iter::once(ask(&small, "other")))
             .collect();
-        let answers = RedisStore::decide_all_or_nothing(&asks).await;
+        let answers = RedisStore::decide_all_or_nothing(&asks, false).await;
         let small_admits = answers[8].as_ref().unwrap().decision.allowed;
         assert_eq!(small_admits, round == 0, "round {round}");
     }

@@ -51,6 +51,16 @@ pub struct RlsOptions {
     /// limits only; a configuration with any other limiter is refused).
     /// Off, a denial takes nothing.
     pub count_denied_hits: bool,
+    /// A request's descriptors record all or nothing: when any is over its
+    /// limit (a blocked limit included), the others take nothing, as the
+    /// reference's `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true` (which
+    /// also counts the over descriptor's hits: with
+    /// [`count_denied_hits`](Self::count_denied_hits)). Whether each
+    /// descriptor admits is asked of the counts the request found, as the
+    /// reference asks; then all record, atomically: in memory, one such
+    /// request decides at a time; on one Redis, the request is one script
+    /// call. Off, each descriptor is decided, and counted, on its own.
+    pub all_or_nothing: bool,
 }
 
 impl RlsOptions {
@@ -87,6 +97,12 @@ impl RlsOptions {
     /// Sets [`count_denied_hits`](Self::count_denied_hits).
     pub fn count_denied_hits(mut self, on: bool) -> Self {
         self.count_denied_hits = on;
+        self
+    }
+
+    /// Sets [`all_or_nothing`](Self::all_or_nothing).
+    pub fn all_or_nothing(mut self, on: bool) -> Self {
+        self.all_or_nothing = on;
         self
     }
 

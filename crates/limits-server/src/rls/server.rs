@@ -173,6 +173,7 @@ impl RlsServer {
             response_headers: self.config.response_headers.clone(),
             options: self.config.options.clone(),
             record: super::count_denied::record_mode(self.config.options.count_denied_hits),
+            memory_requests: std::sync::Mutex::new(()),
         };
         let (health_reporter, health) = tonic_health::server::health_reporter();
         let mut healthy = self.healthy.subscribe();

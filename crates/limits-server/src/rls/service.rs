@@ -8,10 +8,11 @@
 //! limit named in another matched limit's `replaces` is dropped; a
 //! shadow-mode limit is decided and counted but reports OK; the overall code
 //! is OVER_LIMIT if any enforced descriptor is over. Descriptors are decided
-//! independently, as the reference does: one that admits takes its hits even
-//! when another of the same request is over (several limits that must all
-//! admit or all not take anything are one limit with several rates: that one
-//! is all or nothing). Being independent, they are decided together: what
+//! independently, as the reference does by default: one that admits takes
+//! its hits even when another of the same request is over; with
+//! `RlsOptions::all_or_nothing` (the reference's
+//! `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true`) it takes nothing then.
+//! Either way they are decided together: what
 //! Redis decides is sent in one pipeline (one round trip per Redis, per node
 //! of a cluster), as the reference pipelines its Redis commands. An empty
 //! domain, no descriptors, or `is_negative_hits` (a refund: no limiter here
@@ -36,7 +37,7 @@ use limits_redis::{BatchDecision, RedisStore};
 use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tonic::{Request, Response, Status};
 
@@ -62,6 +63,9 @@ pub struct RlsService {
     pub(crate) options: RlsOptions,
     /// How a descriptor's hits are recorded: denied hits too, or not.
     pub(crate) record: Mode,
+    /// Held while an all-or-nothing request decides in memory, from its
+    /// looks to its records.
+    pub(crate) memory_requests: Mutex<()>,
 }
 
 /// Counts a call in flight while it lives.
@@ -237,71 +241,134 @@ fn deciding_store<'a>(
     store.map(Arc::as_ref)
 }
 
-/// Decides every descriptor that a store decides, with how long its
-/// decision took; `None` for the others. Each is decided on its own, as
-/// when one follows another, but not waiting for each in turn: what
-/// memory (or a Redis store's local answers) decides is decided at once,
-/// without a future, and everything Redis must decide is sent in one
-/// batch, one round trip per Redis (per node of a cluster).
-async fn decide_stores(
-    limits: &RlsLimits,
-    request: &RateLimitRequest,
-    matched: &[Option<Matched<'_>>],
-    overrides: &[Option<Arc<Override>>],
-    record: Mode,
-) -> Vec<Option<(Result<Verdict, StoreError>, Duration)>> {
-    let mut decided = Vec::with_capacity(request.descriptors.len());
-    let mut batch = Vec::new();
-    let mut batched = Vec::new();
-    for (i, ((descriptor, found), own)) in request
-        .descriptors
-        .iter()
-        .zip(matched)
-        .zip(overrides)
-        .enumerate()
-    {
-        let (Some(found), Some(store)) =
-            (found, deciding_store(limits, found.as_ref(), own.as_ref()))
-        else {
-            decided.push(None);
-            continue;
-        };
-        let (key, client) = (found.key.as_str(), client_address(descriptor));
-        let (cost, mode) = decide::cost(request.hits_addend, descriptor, record);
-        match store {
-            RuleStore::Redis(store) => {
-                batch.push(BatchDecision {
-                    store,
-                    client,
-                    key,
-                    cost,
-                    mode,
-                });
-                batched.push(i);
-                decided.push(None);
-            }
-            store => {
-                let at = Instant::now();
-                let decision = match store.decide_now_from(client, key, cost, mode) {
-                    Some(decision) => decision,
-                    None => store.decide_from(client, key, cost, mode).await,
-                };
-                decided.push(Some((decision, at.elapsed())));
-            }
-        }
+/// A descriptor that a store decides: its place in the request, and what
+/// its store is asked.
+struct Asked<'a> {
+    index: usize,
+    store: &'a RuleStore,
+    client: Option<IpAddr>,
+    key: &'a str,
+    cost: u64,
+    mode: Mode,
+}
+
+impl Asked<'_> {
+    /// Decided in memory, at once, in `mode`.
+    fn now(&self, mode: Mode) -> Result<Verdict, StoreError> {
+        self.store
+            .decide_now_from(self.client, self.key, self.cost, mode)
+            .unwrap_or_else(|| Err(StoreError::new("a store in memory did not decide at once")))
     }
-    if !batch.is_empty() {
-        let sent = Instant::now();
-        let answers = RedisStore::decide_batch(&batch).await;
-        let took = sent.elapsed();
-        for (i, answer) in batched.into_iter().zip(answers) {
-            decided[i] = Some((answer, took));
-        }
-    }
-    decided
+}
+
+fn admitted(answer: &Result<Verdict, StoreError>) -> bool {
+    matches!(answer, Ok(verdict) if verdict.decision.allowed)
 }
 
 impl RlsService {
+    /// Decides every descriptor that a store decides, at its cost and in
+    /// its mode (`costs`), with how long its decision took; `None` for the
+    /// others. Each is decided on its own, as when one follows another, but
+    /// not waiting for each in turn: what memory (or a Redis store's local
+    /// answers) decides is decided at once, without a future, and
+    /// everything Redis must decide is sent in one batch, one round trip
+    /// per Redis (per node of a cluster). With
+    /// [`all_or_nothing`](RlsOptions::all_or_nothing), the descriptors
+    /// record only if every one admits (a blocked limit admits none).
+    async fn decide_stores(
+        &self,
+        limits: &RlsLimits,
+        request: &RateLimitRequest,
+        matched: &[Option<Matched<'_>>],
+        overrides: &[Option<Arc<Override>>],
+        costs: &[(u64, Mode)],
+    ) -> Vec<Option<(Result<Verdict, StoreError>, Duration)>> {
+        let all_or_nothing = self.options.all_or_nothing;
+        // A blocked limit is over without asking: what admits records nothing.
+        let refused = all_or_nothing && matched.iter().flatten().any(|m| m.limit.blocked);
+        let mut decided: Vec<Option<(Result<Verdict, StoreError>, Duration)>> =
+            std::iter::repeat_with(|| None)
+                .take(request.descriptors.len())
+                .collect();
+        let (mut in_redis, mut in_memory) = (Vec::new(), Vec::new());
+        for (index, ((descriptor, found), own)) in request
+            .descriptors
+            .iter()
+            .zip(matched)
+            .zip(overrides)
+            .enumerate()
+        {
+            let (Some(found), Some(store)) =
+                (found, deciding_store(limits, found.as_ref(), own.as_ref()))
+            else {
+                continue;
+            };
+            let (cost, mode) = costs[index];
+            let asked = Asked {
+                index,
+                store,
+                client: client_address(descriptor),
+                key: found.key.as_str(),
+                cost,
+                mode,
+            };
+            match store {
+                RuleStore::Redis(_) => in_redis.push(asked),
+                _ => in_memory.push(asked),
+            }
+        }
+        let at = Instant::now();
+        let mut refused = refused;
+        if all_or_nothing {
+            // One all-or-nothing request at a time: no other call's
+            // decision comes between this one's looks and its records.
+            let _one_request = self
+                .memory_requests
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let looked: Vec<_> = in_memory.iter().map(|a| a.now(Mode::Peek)).collect();
+            refused |= !looked.iter().all(admitted);
+            let every_one = !refused;
+            for (asked, looked) in in_memory.iter().zip(looked) {
+                let answer = match asked.mode.decides_after_looks(every_one, admitted(&looked)) {
+                    true => asked.now(asked.mode),
+                    false => looked,
+                };
+                decided[asked.index] = Some((answer, at.elapsed()));
+            }
+        } else {
+            for asked in &in_memory {
+                decided[asked.index] = Some((asked.now(asked.mode), at.elapsed()));
+            }
+        }
+        if in_redis.is_empty() {
+            return decided;
+        }
+        let batch: Vec<BatchDecision<'_>> = in_redis
+            .iter()
+            .filter_map(|a| match a.store {
+                RuleStore::Redis(store) => Some(BatchDecision {
+                    store,
+                    client: a.client,
+                    key: a.key,
+                    cost: a.cost,
+                    mode: a.mode,
+                }),
+                _ => None,
+            })
+            .collect();
+        let sent = Instant::now();
+        let answers = match all_or_nothing {
+            true => RedisStore::decide_all_or_nothing(&batch, refused).await,
+            false => RedisStore::decide_batch(&batch).await,
+        };
+        let took = sent.elapsed();
+        for (asked, answer) in in_redis.iter().zip(answers) {
+            decided[asked.index] = Some((answer, took));
+        }
+        decided
+    }
+
     async fn decide_all(
         &self,
         limits: &RlsLimits,
@@ -317,16 +384,20 @@ impl RlsService {
         let mut denied: Option<RetryAfter> = None;
         // Whether this call was counted in an outage (unreachable, full).
         let mut counted = (false, false);
-        let mut decided = decide_stores(limits, request, matched, overrides, self.record).await;
-        for ((descriptor, found), decided) in
-            request.descriptors.iter().zip(matched).zip(&mut decided)
-        {
+        let costs: Vec<(u64, Mode)> = request
+            .descriptors
+            .iter()
+            .map(|d| decide::cost(request.hits_addend, d, self.record))
+            .collect();
+        let mut decided = self
+            .decide_stores(limits, request, matched, overrides, &costs)
+            .await;
+        for ((found, decided), &(cost, _)) in matched.iter().zip(&mut decided).zip(&costs) {
             let Some(found) = found else {
                 response.statuses.push(decide::ok(0));
                 continue;
             };
             let (limit, label) = (found.limit, self.metrics.label(found));
-            let (cost, _) = decide::cost(request.hits_addend, descriptor, self.record);
             if limit.blocked {
                 // `requests_per_unit: 0`: every request over, as the reference.
                 let hits = Hits {
@@ -424,8 +495,6 @@ impl RlsService {
                 let wait = verdict.decision.retry_after;
                 denied = Some(denied.map_or(wait, |d| d.max(wait)));
             }
-            // A descriptor of a request another descriptor denies still took
-            // its hits: decided independently, as the reference does.
         }
         // The request's verdict from its descriptors' (quota mode, global
         // shadow mode), and what it carries beside them.

@@ -13,6 +13,7 @@ mod connection_caps;
 mod drain_connections;
 mod embed;
 mod header_timeout;
+mod rls_all_or_nothing;
 mod rls_config;
 mod rls_config_docs;
 mod rls_config_errors;

@@ -8,7 +8,6 @@ use crate::rls_common;
 use crate::redis_server;
 
 use limits_server::rls::OnStoreError;
-use limits_server::{RedisConnection, RedisOptions, StoreOptions};
 use redis_server::RedisServer;
 use rls_common::*;
 use std::time::Duration;
@@ -20,21 +19,10 @@ descriptors:
     rate_limit: {algorithm: sliding-log, unit: hour, requests_per_unit: 3}
 ";
 
-async fn on_redis(url: &str) -> StoreOptions {
-    let options = RedisOptions {
-        timeout: Duration::from_millis(50),
-        ..RedisOptions::default()
-    };
-    StoreOptions {
-        redis: Some(RedisConnection::connect(url, options).await.unwrap()),
-        ..StoreOptions::default()
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_on_one_redis_share_the_limit_and_each_store_error_answer_holds() {
     let mut redis = RedisServer::start();
-    let stores = on_redis(&redis.url()).await;
+    let stores = on_redis(&redis.url(), Duration::from_millis(50)).await;
     let mut servers = Vec::new();
     for policy in [
         OnStoreError::Unavailable,
@@ -86,7 +74,7 @@ async fn two_servers_on_one_redis_share_the_limit_and_each_store_error_answer_ho
 async fn a_full_redis_is_over_limit_by_default_whatever_the_outage_policy() {
     let redis =
         RedisServer::start_with(&["--maxmemory", "3mb", "--maxmemory-policy", "noeviction"]);
-    let stores = on_redis(&redis.url()).await;
+    let stores = on_redis(&redis.url(), Duration::from_millis(50)).await;
     let mut servers = Vec::new();
     for full in [None, Some(OnStoreError::Allow)] {
         let stores = stores.clone();

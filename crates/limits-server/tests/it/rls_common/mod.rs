@@ -159,6 +159,19 @@ pub fn request(domain: &str, descriptors: Vec<RateLimitDescriptor>, hits: u32) -
     }
 }
 
+/// Stores on the Redis at `url`, each call given `timeout`.
+pub async fn on_redis(url: &str, timeout: std::time::Duration) -> StoreOptions {
+    let options = limits_server::RedisOptions {
+        timeout,
+        ..limits_server::RedisOptions::default()
+    };
+    let conn = limits_server::RedisConnection::connect(url, options);
+    StoreOptions {
+        redis: Some(conn.await.unwrap()),
+        ..StoreOptions::default()
+    }
+}
+
 /// Turns on the draft `RateLimit-Policy`/`RateLimit` fields, off by
 /// default as the reference sends none.
 pub fn draft_headers(config: &mut RlsServerConfig) {
