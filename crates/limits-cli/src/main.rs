@@ -14,6 +14,7 @@ mod runtime;
 mod serve;
 mod simulate;
 
+use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -23,6 +24,21 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+
+    /// How log lines are written on stderr: text, or one JSON object a
+    /// line (`rls` reads the reference's LOG_FORMAT when this is not
+    /// given).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object a line (time, level, message, fields, target).
+    Json,
 }
 
 #[derive(Subcommand, Debug)]
@@ -46,13 +62,24 @@ enum Command {
 fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    // `rls` reads the reference's LOG_LEVEL when RUST_LOG says nothing.
-    let level = match &cli.command {
-        Command::Rls(_) => reference_env::log_level(&|name| std::env::var(name).ok()),
-        _ => Ok(None),
+    // `rls` reads the reference's LOG_LEVEL when RUST_LOG says nothing, and
+    // its LOG_FORMAT when --log-format is not given.
+    let format_given = matches.value_source("log_format") == Some(ValueSource::CommandLine);
+    let env = |name: &str| std::env::var(name).ok();
+    let logging = match &cli.command {
+        Command::Rls(_) => reference_env::log_level(&env).and_then(|level| {
+            let json = reference_env::log_json(&env)?.filter(|_| !format_given);
+            let format = match json {
+                Some(true) => LogFormat::Json,
+                Some(false) => LogFormat::Text,
+                None => cli.log_format,
+            };
+            Ok((level, format))
+        }),
+        _ => Ok((None, cli.log_format)),
     };
-    match level {
-        Ok(level) => init_logging(level),
+    match logging {
+        Ok((level, format)) => init_logging(level, format),
         Err(message) => {
             eprintln!("error: {message}");
             return ExitCode::FAILURE;
@@ -100,14 +127,18 @@ fn run(
     }
 }
 
-/// Structured logs on stderr, filtered by RUST_LOG, else by `level`
-/// (default: info).
-fn init_logging(level: Option<&str>) {
+/// Structured logs on stderr in `format`, filtered by RUST_LOG, else by
+/// `level` (default: info).
+fn init_logging(level: Option<&str>, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level.unwrap_or("info")));
-    let _ = tracing_subscriber::fmt()
+    let logger = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => logger
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+        LogFormat::Json => logger.json().try_init(),
+    };
 }

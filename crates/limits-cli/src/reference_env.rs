@@ -222,13 +222,8 @@ impl ReferenceEnv {
                     .into(),
             );
         }
-        match var("LOG_FORMAT").map(|f| f.to_ascii_lowercase()).as_deref() {
-            None | Some("text") => {}
-            Some("json") => out
-                .ignored
-                .push("LOG_FORMAT=json: logs are written as text lines".into()),
-            Some(other) => return Err(format!("LOG_FORMAT={other}: expected text or json")),
-        }
+        // Applied by the logger, set up before the command runs.
+        log_json(&var)?;
         for (pattern, why) in IGNORED {
             for name in matching(pattern) {
                 if var(&name).is_some() {
@@ -237,6 +232,19 @@ impl ReferenceEnv {
             }
         }
         Ok(out)
+    }
+}
+
+/// Whether `LOG_FORMAT` asks for JSON lines (`json`) or text (`text`),
+/// `None` when unset; an error naming a bad value.
+pub fn log_json(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<bool>, String> {
+    let Some(format) = env("LOG_FORMAT").filter(|v| !v.trim().is_empty()) else {
+        return Ok(None);
+    };
+    match format.trim().to_ascii_lowercase().as_str() {
+        "text" => Ok(Some(false)),
+        "json" => Ok(Some(true)),
+        _ => Err(format!("LOG_FORMAT={format}: expected text or json")),
     }
 }
 
@@ -456,15 +464,13 @@ mod tests {
         for name in [
             "NEAR_LIMIT_RATIO=0.9",
             "REDIS_PERSECOND=true",
-            "LOG_FORMAT=json",
             "EXPIRATION_JITTER_MAX_SECONDS",
         ] {
             assert!(said.contains(name), "{name} not in {said}");
         }
-        assert!(
-            !said.contains("SHADOW_MODE"),
-            "applied, not ignored: {said}"
-        );
+        for applied in ["SHADOW_MODE", "LOG_FORMAT"] {
+            assert!(!said.contains(applied), "applied, not ignored: {said}");
+        }
         // The accepted values of what we do are not listed.
         assert!(read(&[("NEAR_LIMIT_RATIO", "0.8")])
             .unwrap()
@@ -483,5 +489,10 @@ mod tests {
         assert_eq!(level("Fatal").unwrap(), Some("error"));
         assert_eq!(log_level(&|_| None).unwrap(), None);
         assert!(level("loud").unwrap_err().starts_with("LOG_LEVEL=loud"));
+        let format = |value: &str| log_json(&|name| (name == "LOG_FORMAT").then(|| value.into()));
+        assert_eq!(format("JSON"), Ok(Some(true)));
+        assert_eq!(format("text"), Ok(Some(false)));
+        assert_eq!(format(""), Ok(None));
+        assert!(format("xml").unwrap_err().starts_with("LOG_FORMAT=xml"));
     }
 }

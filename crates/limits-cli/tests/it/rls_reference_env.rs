@@ -326,3 +326,43 @@ async fn stop_cache_key_increment_true_leaves_a_calls_other_limits_untouched() {
         ]
     );
 }
+
+/// The start's log line saying a variable is not applied, parsed as JSON:
+/// its level and message.
+fn not_applied_as_json(server: &Server) -> (String, String) {
+    let line = server
+        .startup
+        .iter()
+        .find(|l| l.contains("not applied"))
+        .unwrap_or_else(|| panic!("no 'not applied' line in {:?}", server.startup));
+    let json = line.strip_prefix("stderr: ").unwrap();
+    let parsed: serde_json::Value =
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    (text(&parsed["level"]), text(&parsed["fields"]["message"]))
+}
+
+#[test]
+fn log_format_json_writes_each_log_line_as_a_json_object() {
+    let root = runtime_root(CONFIG);
+    let dir = config_dir(root.path());
+    let listen = ["--config", dir.as_str(), "--listen", "127.0.0.1:0"];
+    // USE_STATSD is logged at start as not applied: a line to read.
+    let env = [("LOG_FORMAT", "json"), ("USE_STATSD", "true")];
+    let json = Server::try_start_with_env("rls", &listen, &env).unwrap();
+    let (level, message) = not_applied_as_json(&json);
+    assert_eq!(level, "WARN");
+    assert!(message.contains("USE_STATSD"), "{message}");
+    // The flag does the same, and wins over the variable.
+    let flag = [&listen[..], &["--log-format", "json"]].concat();
+    let by_flag = Server::try_start_with_env("rls", &flag, &[("USE_STATSD", "true")]).unwrap();
+    assert_eq!(not_applied_as_json(&by_flag).0, "WARN");
+    let text = [&listen[..], &["--log-format", "text"]].concat();
+    let as_text = Server::try_start_with_env("rls", &text, &env).unwrap();
+    let line = as_text
+        .startup
+        .iter()
+        .find(|l| l.contains("not applied"))
+        .unwrap();
+    assert!(!line.contains('{'), "{line}");
+}
