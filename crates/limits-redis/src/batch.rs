@@ -152,6 +152,9 @@ impl RedisStore {
         let rest: Vec<BatchDecision<'_>> = places.iter().map(|&i| decisions[i]).collect();
         let decided = if refused || refused_at_once {
             in_two_batches(&rest, true).await
+        } else if rest.len() == 1 {
+            // One decision alone is its own all or nothing.
+            RedisStore::decide_batch(&rest).await
         } else {
             match in_one_call(&rest).await {
                 Some(decided) => decided,
@@ -229,7 +232,9 @@ async fn in_one_call(decisions: &[BatchDecision<'_>]) -> Option<Vec<Result<Verdi
     let mut packed = match packed {
         Ok(packed) if packed.len() == calls.iter().flatten().count() => packed.into_iter(),
         Ok(_) => {
-            let e = StoreError::new("Redis answered a request's decisions with too few answers");
+            let e = StoreError::new(
+                "Redis's answers to a request's decisions are not one per decision",
+            );
             return Some(decisions.iter().map(|_| Err(e.clone())).collect());
         }
         Err(e) => {
