@@ -75,7 +75,7 @@ pub struct BenchArgs {
     store: String,
 
     #[command(flatten)]
-    redis_ca: crate::args::RedisCaArgs,
+    redis_tls: crate::args::RedisTlsArgs,
 
     /// Print JSON on stdout instead of the table.
     #[arg(long)]
@@ -223,7 +223,7 @@ pub fn bench(args: BenchArgs, matches: Option<&ArgMatches>) -> Result<(), String
     };
     let store = match args.store.as_str() {
         "memory" => {
-            args.redis_ca.for_store("memory")?;
+            args.redis_tls.for_store("memory")?;
             None
         }
         url => Some(url),
@@ -241,8 +241,8 @@ pub fn bench(args: BenchArgs, matches: Option<&ArgMatches>) -> Result<(), String
             }
         }
         Some(url) => {
-            let ca_file = args.redis_ca.for_store(url)?;
-            results = redis::run(url, ca_file, &args.limiter.0, &plan)?
+            let tls = args.redis_tls.for_store(url)?;
+            results = redis::run(url, tls, &args.limiter.0, &plan)?
         }
     }
     let report = Report {

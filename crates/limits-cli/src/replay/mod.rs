@@ -70,7 +70,7 @@ pub struct ReplayArgs {
     store: String,
 
     #[command(flatten)]
-    redis_ca: crate::args::RedisCaArgs,
+    redis_tls: crate::args::RedisTlsArgs,
 }
 
 /// A duration, or zero ("0", "0s") for no reordering at all.
