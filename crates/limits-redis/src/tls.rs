@@ -8,6 +8,7 @@ use rustls::crypto::ring::default_provider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
+use rustls::InconsistentKeys;
 use std::path::{Path, PathBuf};
 
 /// The PEM files of a TLS Redis (`rediss://`, `rediss+cluster://`,
@@ -89,13 +90,40 @@ fn client_identity(cert_path: &Path, key_path: &Path) -> Result<ClientTlsConfig,
             key_path.display()
         )
     })?;
-    CertifiedKey::from_der(chain, key, &default_provider()).map_err(|e| {
-        format!(
-            "the Redis {KEY} {}: not the key of the certificate {} ({e})",
-            key_path.display(),
-            cert_path.display()
-        )
-    })?;
+    let signing_key = default_provider()
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| {
+            format!(
+                "the Redis {KEY} {}: cannot be used ({e})",
+                key_path.display()
+            )
+        })?;
+    match CertifiedKey::new(chain, signing_key).keys_match() {
+        Ok(()) | Err(rustls::Error::InconsistentKeys(InconsistentKeys::Unknown)) => {}
+        Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => {
+            return Err(format!(
+                "the Redis {KEY} {}: not the key of the certificate {}",
+                key_path.display(),
+                cert_path.display()
+            ))
+        }
+        // rustls reads its own certificate before sending it, and takes
+        // X.509 version 3 only.
+        Err(e) => {
+            let hint = match e.to_string().contains("UnsupportedCertVersion") {
+                true => {
+                    "; only X.509 version 3 certificates are taken: sign it with \
+                     extensions (openssl x509 -req ... -extfile FILE)"
+                }
+                false => "",
+            };
+            return Err(format!(
+                "the Redis {CERT} {}: cannot be used ({e}){hint}",
+                cert_path.display()
+            ));
+        }
+    }
     Ok(ClientTlsConfig {
         client_cert: cert_pem,
         client_key: key_pem,

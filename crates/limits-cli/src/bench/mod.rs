@@ -69,8 +69,9 @@ pub struct BenchArgs {
     seed: u64,
 
     /// Where the limiter decides: `memory`, or a Redis (any URL `serve
-    /// --store` takes: redis://, rediss://, redis+unix://, redis+cluster://,
-    /// redis+sentinel://) under a fresh key prefix, removed afterwards.
+    /// --store` takes: redis://, rediss://, redis+unix://,
+    /// redis[s]+cluster://, redis[s]+sentinel://) under a fresh key prefix,
+    /// removed afterwards.
     #[arg(long, default_value = "memory", value_name = "URL")]
     store: String,
 

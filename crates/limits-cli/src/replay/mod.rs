@@ -63,9 +63,9 @@ pub struct ReplayArgs {
     top: usize,
 
     /// Where the limiters decide: `memory`, or a Redis (any URL `serve
-    /// --store` takes: redis://, rediss://, redis+unix://, redis+cluster://,
-    /// redis+sentinel://) with the trace's times floored to the
-    /// microsecond, under a fresh key prefix per run.
+    /// --store` takes: redis://, rediss://, redis+unix://,
+    /// redis[s]+cluster://, redis[s]+sentinel://) with the trace's times
+    /// floored to the microsecond, under a fresh key prefix per run.
     #[arg(long, default_value = "memory", value_name = "URL")]
     store: String,
 

@@ -245,6 +245,64 @@ async fn client_certificate_and_key_files_that_cannot_be_used_are_refused_naming
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_client_certificate_is_refused_naming_it_not_as_a_key_mismatch() {
+    // `openssl x509 -req` without extensions signs an X.509 version 1
+    // certificate, which rustls does not take: said at start, naming the
+    // certificate and how to make one it takes.
+    let pki = make_pki("mtls-v1", &["127.0.0.1"]);
+    let dir = pki.ca.parent().unwrap();
+    let (key, csr, cert) = (dir.join("v1.key"), dir.join("v1.csr"), dir.join("v1.pem"));
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .output()
+            .expect("openssl (Debian's openssl package)");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let path = |p: &PathBuf| p.to_string_lossy().into_owned();
+    openssl(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        &path(&key),
+        "-out",
+        &path(&csr),
+        "-subj",
+        "/CN=limits-client",
+    ]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        &path(&csr),
+        "-signkey",
+        &path(&key),
+        "-out",
+        &path(&cert),
+        "-days",
+        "1",
+    ]);
+    let err = RedisConnection::start(
+        "rediss://127.0.0.1:1",
+        with_files(client_files(&pki, &cert, &key)),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains(&path(&cert)), "{err}");
+    assert!(err.contains("only X.509 version 3"), "{err}");
+    assert!(!err.contains("not the key"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_node_of_a_tls_cluster_is_reached_over_tls_with_the_same_files() {
     let pki = make_pki("cluster", &["127.0.0.1"]);
     let (cluster, tls_ports) = tls_cluster(
