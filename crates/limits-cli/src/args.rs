@@ -3,32 +3,53 @@
 
 use clap::Args;
 use limits::{parse_duration, Algorithm, Rate, Rates, Rule, DEFAULT_WINDOW};
+use limits_redis::TlsFiles;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 /// What `--store` takes besides `memory`, for its errors.
-pub const REDIS_URLS: &str = "expected memory, redis://[USER:PASSWORD@]HOST:PORT[/DB], rediss://... (TLS), redis+unix:///PATH, redis+cluster://HOST:PORT,... or redis+sentinel://HOST:PORT,.../MASTER";
+pub const REDIS_URLS: &str = "expected memory, redis://[USER:PASSWORD@]HOST:PORT[/DB], rediss://... (TLS), redis+unix:///PATH, redis+cluster://HOST:PORT,... or redis+sentinel://HOST:PORT,.../MASTER (rediss+cluster://, rediss+sentinel:// over TLS)";
 
-/// `--redis-ca FILE`, beside every `--store` that takes a Redis URL.
+/// `--redis-ca FILE`, `--redis-cert FILE` and `--redis-key FILE`, beside
+/// every `--store` that takes a Redis URL.
 #[derive(Args, Clone, Debug, Default)]
-pub struct RedisCaArgs {
-    /// The CA certificates (a PEM file) that a rediss:// --store's
-    /// certificate must chain to, instead of the system's trusted roots.
+pub struct RedisTlsArgs {
+    /// The CA certificates (a PEM file) that a TLS --store's certificates
+    /// (rediss://, rediss+cluster://, rediss+sentinel://) must chain to,
+    /// instead of the system's trusted roots.
     #[arg(long, value_name = "FILE")]
     pub redis_ca: Option<PathBuf>,
+
+    /// This client's certificate (a PEM file, with its chain), for a TLS
+    /// --store that asks clients for one (tls-auth-clients); with
+    /// --redis-key.
+    #[arg(long, value_name = "FILE")]
+    pub redis_cert: Option<PathBuf>,
+
+    /// The private key (a PEM file) of --redis-cert.
+    #[arg(long, value_name = "FILE")]
+    pub redis_key: Option<PathBuf>,
 }
 
-impl RedisCaArgs {
-    /// The CA file for a store at `url` (`None` for memory); refused with
-    /// any store but rediss://.
-    pub fn for_store(&self, url: &str) -> Result<Option<PathBuf>, String> {
-        match &self.redis_ca {
-            Some(_) if !url.starts_with("rediss://") => {
-                Err("--redis-ca: for a rediss:// --store only".to_owned())
-            }
-            ca => Ok(ca.clone()),
+impl RedisTlsArgs {
+    /// The TLS files for a store at `url` (none for memory); refused with
+    /// any store but a TLS one. The files themselves are read and checked
+    /// when connecting.
+    pub fn for_store(&self, url: &str) -> Result<TlsFiles, String> {
+        let files = TlsFiles {
+            ca_file: self.redis_ca.clone(),
+            cert_file: self.redis_cert.clone(),
+            key_file: self.redis_key.clone(),
+        };
+        if files.any() && !limits_redis::is_tls_url(url) {
+            return Err(
+                "--redis-ca, --redis-cert, --redis-key: for a TLS --store only \
+                        (rediss://, rediss+cluster://, rediss+sentinel://)"
+                    .to_owned(),
+            );
         }
+        Ok(files)
     }
 }
 

@@ -44,8 +44,13 @@ pub struct ReferenceEnv {
     pub response_dynamic_metadata: Option<bool>,
     /// `HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED` (`--healthy-with-one-config`).
     pub healthy_with_one_config: Option<bool>,
-    /// `REDIS_TLS_CACERT`: the CA file of a `rediss://` store (`--redis-ca`).
+    /// `REDIS_TLS_CACERT`: the CA file of a TLS store (`--redis-ca`).
     pub redis_ca: Option<PathBuf>,
+    /// `REDIS_TLS_CLIENT_CERT`: the client certificate of a TLS store
+    /// (`--redis-cert`).
+    pub redis_cert: Option<PathBuf>,
+    /// `REDIS_TLS_CLIENT_KEY`: its private key (`--redis-key`).
+    pub redis_key: Option<PathBuf>,
 }
 
 /// Variables with no counterpart here, by name or by prefix (`*`), with
@@ -129,7 +134,6 @@ const IGNORED: &[(&str, &str)] = &[
         "REDIS_PIPELINE_*",
         "each descriptor is one script call: no implicit pipelining to tune",
     ),
-    ("REDIS_TLS_CLIENT_*", "no client certificate for Redis"),
     (
         "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION",
         "the Redis certificate's name is always checked",
@@ -137,10 +141,6 @@ const IGNORED: &[(&str, &str)] = &[
     (
         "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION",
         "/readyz already answers 503 while Redis is unreachable",
-    ),
-    (
-        "REDIS_SENTINEL_AUTH",
-        "REDIS_AUTH is the one credential (in the store URL)",
     ),
     (
         "REDIS_PERSECOND_*",
@@ -191,6 +191,8 @@ impl ReferenceEnv {
         out.response_dynamic_metadata = boolean(&var, "RESPONSE_DYNAMIC_METADATA")?;
         out.healthy_with_one_config = boolean(&var, "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED")?;
         out.redis_ca = var("REDIS_TLS_CACERT").map(PathBuf::from);
+        out.redis_cert = var("REDIS_TLS_CLIENT_CERT").map(PathBuf::from);
+        out.redis_key = var("REDIS_TLS_CLIENT_KEY").map(PathBuf::from);
         for name in [
             "REDIS_POOL_SIZE",
             "EXPIRATION_JITTER_MAX_SECONDS",
@@ -365,6 +367,7 @@ fn store(var: &dyn Fn(&str) -> Option<String>) -> Result<Option<String>, String>
         url: var("REDIS_URL").unwrap_or_default(),
         redis_type: var("REDIS_TYPE").unwrap_or_default(),
         auth: var("REDIS_AUTH").unwrap_or_default(),
+        sentinel_auth: var("REDIS_SENTINEL_AUTH").unwrap_or_default(),
         tls: boolean(var, "REDIS_TLS")?.unwrap_or(false),
     };
     redis.url().map(Some)
@@ -476,6 +479,30 @@ mod tests {
             .unwrap()
             .ignored
             .is_empty());
+    }
+
+    #[test]
+    fn the_redis_tls_files_and_the_sentinels_password_are_applied() {
+        let env = read(&[
+            ("REDIS_SOCKET_TYPE", "tcp"),
+            ("REDIS_TYPE", "sentinel"),
+            ("REDIS_URL", "mymaster,s1:26379"),
+            ("REDIS_TLS", "true"),
+            ("REDIS_AUTH", "m4ster"),
+            ("REDIS_SENTINEL_AUTH", "s3ntinel"),
+            ("REDIS_TLS_CACERT", "/etc/redis/ca.pem"),
+            ("REDIS_TLS_CLIENT_CERT", "/etc/redis/client.pem"),
+            ("REDIS_TLS_CLIENT_KEY", "/etc/redis/client.key"),
+        ])
+        .unwrap();
+        assert_eq!(
+            env.store.as_deref(),
+            Some("rediss+sentinel://:m4ster@s1:26379/mymaster?sentinel_password=s3ntinel")
+        );
+        assert_eq!(env.redis_ca, Some(PathBuf::from("/etc/redis/ca.pem")));
+        assert_eq!(env.redis_cert, Some(PathBuf::from("/etc/redis/client.pem")));
+        assert_eq!(env.redis_key, Some(PathBuf::from("/etc/redis/client.key")));
+        assert!(env.ignored.is_empty(), "{:?}", env.ignored);
     }
 
     #[test]

@@ -1,13 +1,16 @@
 //! envoyproxy/ratelimit's Redis settings (`REDIS_SOCKET_TYPE`, `REDIS_URL`,
-//! `REDIS_TYPE`, `REDIS_AUTH`, `REDIS_TLS`) as the one URL `--store` takes.
+//! `REDIS_TYPE`, `REDIS_AUTH`, `REDIS_SENTINEL_AUTH`, `REDIS_TLS`) as the
+//! one URL `--store` takes.
 //!
 //! The reference spells its Redis in pieces: `REDIS_URL` is `HOST:PORT` (a
 //! socket path when `REDIS_SOCKET_TYPE=unix`, its default), a list
 //! `H1:P1,H2:P2` for a cluster, and `MASTER,S1:P1,S2:P2` for Sentinel (the
 //! master's name, then the sentinels); `REDIS_AUTH` is `PASSWORD` or
-//! `USER:PASSWORD`. Ours is one URL: `redis://[USER:PASSWORD@]HOST:PORT`,
-//! `rediss://...` (TLS), `redis+unix:///PATH`, `redis+cluster://H1:P1,H2:P2`
-//! and `redis+sentinel://[USER:PASSWORD@]S1:P1,S2:P2/MASTER`.
+//! `USER:PASSWORD`, and `REDIS_SENTINEL_AUTH` the sentinels' own, in the same
+//! form. Ours is one URL: `redis://[USER:PASSWORD@]HOST:PORT`,
+//! `redis+unix:///PATH`, `redis+cluster://H1:P1,H2:P2` and
+//! `redis+sentinel://[USER:PASSWORD@]S1:P1,S2:P2/MASTER[?sentinel_user=U&sentinel_password=P]`,
+//! each but the socket with `rediss` for TLS.
 
 /// The reference's Redis settings, as its variables spell them (empty
 /// strings for the unset ones; [`ReferenceRedis::url`] applies its
@@ -23,6 +26,9 @@ pub struct ReferenceRedis {
     pub redis_type: String,
     /// `REDIS_AUTH`: `PASSWORD` or `USER:PASSWORD`.
     pub auth: String,
+    /// `REDIS_SENTINEL_AUTH`: the sentinels' own `PASSWORD` or
+    /// `USER:PASSWORD` (Sentinel only).
+    pub sentinel_auth: String,
     /// `REDIS_TLS`.
     pub tls: bool,
 }
@@ -51,6 +57,14 @@ impl ReferenceRedis {
             ));
         }
         let auth = userinfo(&self.auth);
+        if !self.sentinel_auth.is_empty() && kind != "sentinel" {
+            return Err(format!(
+                "REDIS_SENTINEL_AUTH is set, and REDIS_TYPE={}: the sentinels' password is for \
+                 REDIS_TYPE=sentinel only",
+                self.redis_type
+            ));
+        }
+        let tls = if self.tls { "s" } else { "" };
         match (socket, kind.as_str()) {
             (Socket::Unix, "" | "single") => {
                 if self.tls {
@@ -76,14 +90,15 @@ impl ReferenceRedis {
                 Ok(format!("{scheme}://{auth}{url}"))
             }
             (Socket::Tcp, "cluster") => {
-                no_tls(self.tls, &kind)?;
                 for node in url.split(',') {
                     host_port(node.trim(), "REDIS_URL", url)?;
                 }
-                Ok(format!("redis+cluster://{auth}{}", without_spaces(url)))
+                Ok(format!(
+                    "redis{tls}+cluster://{auth}{}",
+                    without_spaces(url)
+                ))
             }
             (Socket::Tcp, "sentinel") => {
-                no_tls(self.tls, &kind)?;
                 let mut parts = url.split(',').map(str::trim);
                 let master = parts.next().unwrap_or_default();
                 let sentinels: Vec<&str> = parts.collect();
@@ -96,8 +111,17 @@ impl ReferenceRedis {
                 for sentinel in &sentinels {
                     host_port(sentinel, "REDIS_URL", url)?;
                 }
+                let sentinel_auth = match split_auth(&self.sentinel_auth) {
+                    ("", "") => String::new(),
+                    ("", password) => format!("?sentinel_password={}", encode(password)),
+                    (user, password) => format!(
+                        "?sentinel_user={}&sentinel_password={}",
+                        encode(user),
+                        encode(password)
+                    ),
+                };
                 Ok(format!(
-                    "redis+sentinel://{auth}{}/{master}",
+                    "redis{tls}+sentinel://{auth}{}/{master}{sentinel_auth}",
                     sentinels.join(",")
                 ))
             }
@@ -113,18 +137,6 @@ impl ReferenceRedis {
 enum Socket {
     Tcp,
     Unix,
-}
-
-/// Refuses TLS for a cluster or Sentinel: the store's URLs have no TLS
-/// form for them.
-fn no_tls(tls: bool, kind: &str) -> Result<(), String> {
-    match tls {
-        true => Err(format!(
-            "REDIS_TLS=true with REDIS_TYPE={kind}: TLS is supported for a single Redis \
-             (rediss://) only"
-        )),
-        false => Ok(()),
-    }
 }
 
 /// Checks `HOST:PORT` (IPv6 in brackets), naming the variable and its whole
@@ -194,6 +206,7 @@ mod tests {
             url: url.into(),
             redis_type: kind.into(),
             auth: auth.into(),
+            sentinel_auth: String::new(),
             tls,
         }
     }
@@ -247,6 +260,8 @@ mod tests {
         );
         let r = redis("tcp", "mymaster,s1:26379", "SENTINEL", "u:p", false);
         assert_eq!(r.url().unwrap(), "redis+sentinel://u:p@s1:26379/mymaster");
+        let r = redis("tcp", "mymaster,s1:26379", "sentinel", "m", true);
+        assert_eq!(r.url().unwrap(), "rediss+sentinel://:m@s1:26379/mymaster");
         let err = redis("tcp", "s1:26379", "sentinel", "", false)
             .url()
             .unwrap_err();
@@ -284,14 +299,44 @@ mod tests {
                 "REDIS_TYPE=cluster",
             ),
             (
-                redis("tcp", "h:1,h:2", "cluster", "", true),
-                "REDIS_TLS=true",
+                ReferenceRedis {
+                    sentinel_auth: "p".into(),
+                    ..redis("tcp", "h:1,h:2", "cluster", "", false)
+                },
+                "REDIS_SENTINEL_AUTH",
             ),
         ];
         for (r, start) in cases {
             let err = r.url().unwrap_err();
             assert!(err.starts_with(start), "{r:?}: {err}");
         }
+    }
+
+    #[test]
+    fn tls_reaches_a_cluster_and_sentinels_too() {
+        let r = redis("tcp", "h1:7000,h2:7001", "cluster", "pw", true);
+        assert_eq!(r.url().unwrap(), "rediss+cluster://:pw@h1:7000,h2:7001");
+    }
+
+    #[test]
+    fn the_sentinels_own_auth_is_the_urls_query_percent_encoded() {
+        let with = |sentinel_auth: &str| ReferenceRedis {
+            sentinel_auth: sentinel_auth.into(),
+            ..redis("tcp", "mymaster,s1:26379", "sentinel", "m4ster", false)
+        };
+        assert_eq!(
+            with("s3nt&nel").url().unwrap(),
+            "redis+sentinel://:m4ster@s1:26379/mymaster?sentinel_password=s3nt%26nel"
+        );
+        assert_eq!(
+            with("watcher:p=w").url().unwrap(),
+            "redis+sentinel://:m4ster@s1:26379/mymaster?sentinel_user=watcher&sentinel_password=p%3Dw"
+        );
+        let shown = limits_redis::redact(&with("hunter2").url().unwrap());
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("m4ster"),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -211,8 +211,15 @@ fn apply_reference_env(
     if let Some(prefix) = &env.prefix {
         args.stores.set_prefix(prefix.clone());
     }
-    if let (Some(ca), false) = (&env.redis_ca, given("redis_ca")) {
-        args.stores.set_redis_ca(ca.clone());
+    let tls = args.stores.redis_tls_mut();
+    for (flag, file, variable) in [
+        ("redis_ca", &mut tls.redis_ca, &env.redis_ca),
+        ("redis_cert", &mut tls.redis_cert, &env.redis_cert),
+        ("redis_key", &mut tls.redis_key, &env.redis_key),
+    ] {
+        if let (Some(path), false) = (variable, given(flag)) {
+            *file = Some(path.clone());
+        }
     }
     // A switch given on the command line is on; its variable decides only
     // when it is not.

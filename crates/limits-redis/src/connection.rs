@@ -18,8 +18,8 @@ use crate::dial::{redact, Dial, Target};
 use crate::link::{Conn, Health};
 use crate::memory_policy;
 use crate::slots::SlotCache;
+use crate::tls::TlsFiles;
 use limits::{Rate, StoreError};
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -65,10 +65,12 @@ pub struct RedisOptions {
     /// and most client addresses and recent keys it tracks for the cap on
     /// new keys (default 1,000,000).
     pub local_max_keys: usize,
-    /// The CA certificates (a PEM file) that a `rediss://` Redis's
-    /// certificate must chain to, instead of the system's trusted roots
-    /// (default: none, the system's). Refused with any other URL.
-    pub ca_file: Option<PathBuf>,
+    /// The PEM files of a TLS Redis (`rediss://`, `rediss+cluster://`,
+    /// `rediss+sentinel://`): the CA its certificates must chain to
+    /// (default: none, the system's trusted roots), and a client
+    /// certificate and key for a Redis that asks for one. Refused with any
+    /// other URL.
+    pub tls: TlsFiles,
 }
 
 /// What a store does when Redis cannot decide.
@@ -98,7 +100,7 @@ impl Default for RedisOptions {
                 Rate::new(1000, Duration::from_secs(60)).expect("a valid rate"),
             ),
             local_max_keys: 1_000_000,
-            ca_file: None,
+            tls: TlsFiles::default(),
         }
     }
 }
@@ -147,7 +149,8 @@ impl RedisConnection {
     ///   ACL user (percent-encode `@`, `:` and `/` in either);
     /// - `rediss://[USER:PASSWORD@]HOST:PORT[/DB]`: over TLS (rustls), the
     ///   server's certificate checked against the system's roots or
-    ///   [`RedisOptions::ca_file`], and its name against `HOST`;
+    ///   [`RedisOptions::tls`]'s CA file, and its name against `HOST`; with
+    ///   a client certificate when the TLS files name one;
     /// - `redis+unix:///PATH/TO/SOCKET[?db=N&user=USER&pass=PASSWORD]` or
     ///   `unix:///PATH/TO/SOCKET[?...]`: a unix socket;
     /// - `redis+cluster://[USER:PASSWORD@]HOST1:PORT1,HOST2:PORT2,...`: a
@@ -155,9 +158,13 @@ impl RedisConnection {
     ///   discovered; the credentials are used on every node);
     /// - `redis+sentinel://[USER:PASSWORD@]HOST1:PORT1,HOST2:PORT2,.../MASTER[/DB]`:
     ///   the master named `MASTER` that these sentinels watch (the
-    ///   credentials and database are the master's; the sentinels are asked
-    ///   without). After a failover the sentinels are asked again, and the
-    ///   store follows the master they name.
+    ///   credentials and database are the master's). Sentinels with a
+    ///   password of their own (`requirepass` in their config) take it in
+    ///   the query: `...?sentinel_password=P[&sentinel_user=U]`. After a
+    ///   failover the sentinels are asked again, and the store follows the
+    ///   master they name;
+    /// - `rediss+cluster://...` and `rediss+sentinel://...`: the same over
+    ///   TLS, every node (and every sentinel) with the same TLS files.
     ///
     /// Fails if Redis does not answer now (or refuses the credentials, or
     /// its certificate is refused), with the URL, its password hidden; see
@@ -205,11 +212,11 @@ impl RedisConnection {
         Ok(connection)
     }
 
-    /// `url` checked with the options' timeout and CA file.
+    /// `url` checked with the options' timeout and TLS files.
     fn target(url: &str, options: &RedisOptions) -> Result<Target, ConnectError> {
         let dial = Dial {
             timeout: options.timeout,
-            ca_file: options.ca_file.as_deref(),
+            tls: &options.tls,
             probe_interval: options.probe_interval,
         };
         Target::new(url, &dial).map_err(ConnectError)
@@ -461,7 +468,8 @@ fn failure(url: &str, e: &redis::RedisError) -> String {
 }
 
 /// What Redis refused, if it answered but refused us: the credentials, or
-/// the TLS handshake (its certificate not trusted, or not for its name).
+/// the TLS handshake (its certificate not trusted, or not for its name; our
+/// client certificate missing or not trusted).
 fn refusal(e: &redis::RedisError) -> Option<&'static str> {
     let text = e.to_string();
     if e.kind() == redis::ErrorKind::AuthenticationFailed
@@ -475,6 +483,20 @@ fn refusal(e: &redis::RedisError) -> Option<&'static str> {
         .any(|code| text.contains(code))
     {
         return Some("authentication failed: wrong user or password");
+    }
+    if text.contains("CertificateRequired") {
+        return Some("it asks for a client certificate (tls-auth-clients), and none was given");
+    }
+    if [
+        "BadCertificate",
+        "UnknownCA",
+        "CertificateUnknown",
+        "DecryptError",
+    ]
+    .iter()
+    .any(|alert| text.contains(&format!("received fatal alert: {alert}")))
+    {
+        return Some("it refused the client certificate (not signed by a CA it trusts)");
     }
     if text.contains("invalid peer certificate") || text.contains("certificate") {
         return Some("its TLS certificate was refused (not signed by a trusted CA, or not for this host name)");

@@ -2,30 +2,44 @@
 //! ([`Target`]), which can then be asked to open a connection as often as it
 //! takes, at start or in the background while Redis is not up yet.
 //!
-//! The URL forms: `redis://` (and `rediss://` for TLS), `redis+unix://` or
-//! `unix://` for a unix socket, `redis+cluster://` for a Redis Cluster and
-//! `redis+sentinel://` for a master found through Sentinel. A URL is never
-//! printed as given: [`redact`] hides its password first.
+//! The URL forms: `redis://`, `redis+unix://` or `unix://` for a unix
+//! socket, `redis+cluster://` for a Redis Cluster and `redis+sentinel://`
+//! for a master found through Sentinel; `rediss://`, `rediss+cluster://`
+//! and `rediss+sentinel://` are the same over TLS, every connection (each
+//! cluster node, each sentinel and the data nodes they name) with the same
+//! [`TlsFiles`]. A URL is never printed as given: [`redact`] hides its
+//! passwords first.
 
 use crate::link::Conn;
-use crate::sentinel::{SentinelLink, Sentinels};
+use crate::sentinel::{SentinelAddress, SentinelLink, Sentinels};
+use crate::tls::TlsFiles;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
-use redis::IntoConnectionInfo;
-use std::path::Path;
+use redis::{IntoConnectionInfo, RedisConnectionInfo};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The schemes [`Target::new`] accepts, as a caller checks `--store` with
 /// [`is_redis_url`].
-const SCHEMES: [&str; 6] = [
+const SCHEMES: [&str; 8] = [
     "redis://",
     "rediss://",
     "redis+unix://",
     "unix://",
     "redis+cluster://",
+    "rediss+cluster://",
     "redis+sentinel://",
+    "rediss+sentinel://",
 ];
+
+/// The schemes of a connection over TLS, which alone take [`TlsFiles`].
+const TLS_SCHEMES: &str = "rediss://, rediss+cluster:// or rediss+sentinel://";
+
+/// Whether `url` names a Redis reached over TLS (`rediss://`,
+/// `rediss+cluster://`, `rediss+sentinel://`).
+pub fn is_tls_url(url: &str) -> bool {
+    url.starts_with("rediss://") || url.starts_with("rediss+")
+}
 
 /// Whether `url` names a Redis by one of the URL forms
 /// [`RedisConnection::connect`](crate::RedisConnection::connect) accepts (its
@@ -34,8 +48,9 @@ pub fn is_redis_url(url: &str) -> bool {
     SCHEMES.iter().any(|scheme| url.starts_with(scheme))
 }
 
-/// `url` with its password replaced by `***` (the `user:password@` of a
-/// host URL, the `pass=` of a unix socket's), fit for errors and logs.
+/// `url` with its passwords replaced by `***` (the `user:password@` of a
+/// host URL, the `pass=` of a unix socket's, the `sentinel_password=` of a
+/// Sentinel URL), fit for errors and logs.
 pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
@@ -58,7 +73,7 @@ pub fn redact(url: &str) -> String {
             let query: Vec<String> = query
                 .split('&')
                 .map(|pair| match pair.split_once('=') {
-                    Some(("pass" | "password", _)) => {
+                    Some(("pass" | "password" | "sentinel_password", _)) => {
                         format!("{}=***", pair.split('=').next().unwrap_or_default())
                     }
                     _ => pair.to_owned(),
@@ -86,34 +101,33 @@ pub(crate) enum Target {
 pub(crate) struct Dial<'a> {
     /// Bounds each call on the connections opened.
     pub timeout: Duration,
-    /// The CA certificates (PEM) a `rediss://` server's certificate must
-    /// chain to, instead of the system's.
-    pub ca_file: Option<&'a Path>,
+    /// The CA, client certificate and key of a TLS URL.
+    pub tls: &'a TlsFiles,
     /// How often the sentinels are asked whether the master moved.
     pub probe_interval: Duration,
 }
 
 impl Target {
-    /// Checks `url` (a bad scheme, host, port or CA file is refused here,
-    /// before any connection is tried, with what is wrong and the URL,
-    /// its password hidden).
+    /// Checks `url` (a bad scheme, host, port, CA, certificate or key file
+    /// is refused here, before any connection is tried, with what is wrong
+    /// and the URL, its passwords hidden).
     pub(crate) fn new(url: &str, dial: &Dial<'_>) -> Result<Target, String> {
         let shown = redact(url);
         let err = |e: redis::RedisError| format!("Redis at {shown}: {e}");
         if !is_redis_url(url) {
             return Err(format!(
-                "{shown}: not a Redis URL (expected redis://, rediss://, redis+unix://, unix://, redis+cluster:// or redis+sentinel://)"
+                "{shown}: not a Redis URL (expected redis://, rediss://, redis+unix://, unix://, \
+                 redis[s]+cluster:// or redis[s]+sentinel://)"
             ));
         }
-        let ca = match dial.ca_file {
-            None => None,
-            Some(_) if !url.starts_with("rediss://") => {
-                return Err(format!(
-                    "{shown}: a CA file is for a TLS Redis (rediss://HOST:PORT) only"
-                ))
-            }
-            Some(path) => Some(read_ca(path)?),
-        };
+        let tls = is_tls_url(url);
+        if dial.tls.any() && !tls {
+            return Err(format!(
+                "{shown}: a CA file, client certificate or key is for a TLS Redis \
+                 ({TLS_SCHEMES}) only"
+            ));
+        }
+        let certs = dial.tls.certificates()?;
         // Connecting may take longer than a call: a new TCP (and maybe TLS
         // and AUTH) handshake.
         let connect_timeout = dial.timeout.max(Duration::from_millis(500));
@@ -122,56 +136,37 @@ impl Target {
             .set_response_timeout(Some(dial.timeout))
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_millis(500));
-        if let Some(rest) = url.strip_prefix("redis+cluster://") {
-            let nodes = hosts(url, rest)?;
-            let (userinfo, nodes) = nodes;
-            // Every node with the same credentials: the cluster client
-            // uses them on the nodes it discovers too.
+        let node_scheme = if tls { "rediss" } else { "redis" };
+        if let Some(rest) = url
+            .strip_prefix("redis+cluster://")
+            .or_else(|| url.strip_prefix("rediss+cluster://"))
+        {
+            let (userinfo, nodes) = hosts(url, rest)?;
+            // Every node with the same credentials and TLS: the cluster
+            // client uses them on the nodes it discovers too.
             let nodes: Vec<String> = nodes
                 .iter()
-                .map(|n| format!("redis://{userinfo}{n}"))
+                .map(|n| format!("{node_scheme}://{userinfo}{n}"))
                 .collect();
-            let client = ClusterClient::builder(nodes)
+            let mut builder = ClusterClient::builder(nodes)
                 .connection_timeout(connect_timeout)
-                .response_timeout(dial.timeout)
-                .build()
-                .map_err(err)?;
-            return Ok(Target::Cluster(client));
+                .response_timeout(dial.timeout);
+            if let Some(certs) = certs {
+                builder = builder.certs(certs);
+            }
+            return Ok(Target::Cluster(builder.build().map_err(err)?));
         }
-        if let Some(rest) = url.strip_prefix("redis+sentinel://") {
-            let (userinfo, sentinels) = hosts(url, rest)?;
-            let path = rest.split_once('/').map(|(_, path)| path).unwrap_or("");
-            let mut parts = path.split('/');
-            let master = parts.next().filter(|m| !m.is_empty()).ok_or_else(|| {
-                format!("{shown}: no master name (redis+sentinel://HOST:PORT,.../MASTER[/DB])")
-            })?;
-            let db = parts.next().filter(|db| !db.is_empty()).unwrap_or("0");
-            // The data nodes' credentials and database, read as redis-rs
-            // reads a redis:// URL's.
-            let node = format!("redis://{userinfo}sentinel-master/{db}")
-                .into_connection_info()
-                .map_err(err)?
-                .redis_settings()
-                .clone();
-            let sentinels = Sentinels::new(
-                &sentinels,
-                master,
-                node,
-                config,
-                connect_timeout,
-                dial.probe_interval,
-            )
-            .map_err(err)?;
+        if let Some(rest) = url
+            .strip_prefix("redis+sentinel://")
+            .or_else(|| url.strip_prefix("rediss+sentinel://"))
+        {
+            let address = sentinel_address(url, rest, tls, certs)?;
+            let sentinels = Sentinels::new(address, config, connect_timeout, dial.probe_interval)
+                .map_err(err)?;
             return Ok(Target::Sentinel(Arc::new(sentinels)));
         }
-        let client = match ca {
-            Some(pem) => redis::Client::build_with_tls(
-                url,
-                redis::TlsCertificates {
-                    client_tls: None,
-                    root_cert: Some(pem),
-                },
-            ),
+        let client = match certs {
+            Some(certs) => redis::Client::build_with_tls(url, certs),
             None => redis::Client::open(url),
         }
         .map_err(err)?;
@@ -221,18 +216,59 @@ fn hosts(url: &str, rest: &str) -> Result<(String, Vec<String>), String> {
     Ok((userinfo, hosts))
 }
 
-/// The PEM certificates of `path`, refused with the path and the reason if
-/// unreadable or not PEM.
-fn read_ca(path: &Path) -> Result<Vec<u8>, String> {
-    let pem =
-        std::fs::read(path).map_err(|e| format!("the Redis CA file {}: {e}", path.display()))?;
-    if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
-        return Err(format!(
-            "the Redis CA file {}: no PEM certificate in it (expected -----BEGIN CERTIFICATE-----)",
-            path.display()
-        ));
+/// A Sentinel URL's body `rest` (after the scheme):
+/// `[USER:PASSWORD@]S1:P1,.../MASTER[/DB][?sentinel_user=U&sentinel_password=P]`,
+/// the credentials and database the master's, the query the sentinels'
+/// own (percent-encoded as the credentials are).
+fn sentinel_address(
+    url: &str,
+    rest: &str,
+    tls: bool,
+    certs: Option<redis::TlsCertificates>,
+) -> Result<SentinelAddress, String> {
+    let shown = redact(url);
+    let credentials = |userinfo: &str, db: &str| -> Result<RedisConnectionInfo, String> {
+        // Read as redis-rs reads a redis:// URL's.
+        Ok(format!("redis://{userinfo}sentinel/{db}")
+            .into_connection_info()
+            .map_err(|e| format!("Redis at {shown}: {e}"))?
+            .redis_settings()
+            .clone())
+    };
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (userinfo, hosts) = hosts(url, rest)?;
+    let path = rest.split_once('/').map(|(_, path)| path).unwrap_or("");
+    let mut parts = path.split('/');
+    let master = parts.next().filter(|m| !m.is_empty()).ok_or_else(|| {
+        format!("{shown}: no master name (redis+sentinel://HOST:PORT,.../MASTER[/DB])")
+    })?;
+    let db = parts.next().filter(|db| !db.is_empty()).unwrap_or("0");
+    let (mut user, mut password) = ("", "");
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("sentinel_user", value)) => user = value,
+            Some(("sentinel_password", value)) => password = value,
+            _ => {
+                let name = pair.split('=').next().unwrap_or_default();
+                return Err(format!(
+                    "{shown}: unknown parameter {name:?} (a Sentinel URL takes sentinel_user \
+                     and sentinel_password, the sentinels' own credentials)"
+                ));
+            }
+        }
     }
-    Ok(pem)
+    let sentinel_userinfo = match (user, password) {
+        ("", "") => String::new(),
+        (user, password) => format!("{user}:{password}@"),
+    };
+    Ok(SentinelAddress {
+        hosts,
+        master: master.to_owned(),
+        node: credentials(&userinfo, db)?,
+        sentinel: credentials(&sentinel_userinfo, "0")?,
+        tls,
+        certs,
+    })
 }
 
 #[cfg(test)]
@@ -253,6 +289,10 @@ mod tests {
             (
                 "redis+sentinel://u:s3cret@a:1,b:2/mymaster",
                 "redis+sentinel://u:***@a:1,b:2/mymaster",
+            ),
+            (
+                "rediss+sentinel://:s3cret@a:1/m?sentinel_user=u&sentinel_password=s3cret",
+                "rediss+sentinel://:***@a:1/m?sentinel_user=u&sentinel_password=***",
             ),
             (
                 "redis+unix:///run/r.sock?db=1&pass=s3cret",

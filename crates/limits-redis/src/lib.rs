@@ -55,9 +55,11 @@ mod sentinel;
 mod shape;
 mod slots;
 mod store;
+mod tls;
 
 pub use batch::BatchDecision;
 pub use connection::{ConnectError, Fallback, RedisConnection, RedisOptions};
-pub use dial::{is_redis_url, redact};
+pub use dial::{is_redis_url, is_tls_url, redact};
 pub use shape::UnsupportedRule;
 pub use store::RedisStore;
+pub use tls::TlsFiles;

@@ -10,19 +10,41 @@
 //! where the master is (`SENTINEL GET-MASTER-ADDR-BY-NAME`, over one kept
 //! connection), and every failure the circuit sees asks too; once they name
 //! another address, the connection is replaced.
+//!
+//! Over TLS (`rediss+sentinel://`), the sentinels and the data nodes they
+//! name are all reached over TLS with the same certificates; the sentinels
+//! may ask for credentials of their own (`requirepass` in their config),
+//! distinct from the data nodes'.
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
-use redis::{ErrorKind, RedisConnectionInfo, RedisError};
+use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
+use redis::{ErrorKind, IntoConnectionInfo, RedisConnectionInfo, RedisError, TlsCertificates};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
+/// Where a master is asked for: its sentinels, its name, and how each is
+/// spoken to.
+pub(crate) struct SentinelAddress {
+    /// `HOST:PORT` of each sentinel.
+    pub hosts: Vec<String>,
+    /// The master's name, as the sentinels know it.
+    pub master: String,
+    /// The data nodes' credentials and database.
+    pub node: RedisConnectionInfo,
+    /// The sentinels' own credentials (none: they ask for none).
+    pub sentinel: RedisConnectionInfo,
+    /// Whether the sentinels and the data nodes are reached over TLS.
+    pub tls: bool,
+    /// The CA and client certificate of that TLS (none: the system's roots).
+    pub certs: Option<TlsCertificates>,
+}
+
 /// The sentinels of one master, checked once.
 pub(crate) struct Sentinels {
     client: tokio::sync::Mutex<SentinelClient>,
-    /// `redis://HOST:PORT` of each sentinel.
-    hosts: Vec<String>,
+    /// A client for each sentinel (its TLS and credentials), for the watch.
+    hosts: Vec<redis::Client>,
     master: String,
     config: ConnectionManagerConfig,
     /// Bounds one lookup: the sentinels, then the master's `ROLE`.
@@ -34,28 +56,54 @@ pub(crate) struct Sentinels {
 }
 
 impl Sentinels {
-    /// The sentinels at `hosts` (`HOST:PORT` each) that know `master`,
-    /// whose data nodes take `node` (credentials and database).
+    /// The sentinels of `address`, their connections to the master made
+    /// with `config`.
     pub(crate) fn new(
-        hosts: &[String],
-        master: &str,
-        node: RedisConnectionInfo,
+        address: SentinelAddress,
         config: ConnectionManagerConfig,
         connect_timeout: Duration,
         watch_every: Duration,
     ) -> Result<Sentinels, RedisError> {
-        let sentinels: Vec<String> = hosts.iter().map(|h| format!("redis://{h}")).collect();
-        let node = SentinelNodeConnectionInfo::default().set_redis_connection_info(node);
-        let client = SentinelClient::build(
-            sentinels.clone(),
-            master,
-            Some(node),
-            SentinelServerType::Master,
-        )?;
+        let scheme = if address.tls { "rediss" } else { "redis" };
+        let hosts = address
+            .hosts
+            .iter()
+            .map(|host| {
+                let info = format!("{scheme}://{host}")
+                    .into_connection_info()?
+                    .set_redis_settings(address.sentinel.clone());
+                match &address.certs {
+                    Some(certs) => redis::Client::build_with_tls(info, certs.clone()),
+                    None => redis::Client::open(info),
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let addrs = hosts.iter().map(|c| c.get_connection_info().addr().clone());
+        let mut builder =
+            SentinelClientBuilder::new(addrs, &address.master, SentinelServerType::Master)?
+                .set_client_to_redis_db(address.node.db());
+        if let Some(user) = address.node.username() {
+            builder = builder.set_client_to_redis_username(user);
+        }
+        if let Some(password) = address.node.password() {
+            builder = builder.set_client_to_redis_password(password);
+        }
+        if let Some(user) = address.sentinel.username() {
+            builder = builder.set_client_to_sentinel_username(user);
+        }
+        if let Some(password) = address.sentinel.password() {
+            builder = builder.set_client_to_sentinel_password(password);
+        }
+        if address.tls {
+            builder = builder.set_client_to_redis_tls_mode(redis::TlsMode::Secure);
+            if let Some(certs) = address.certs {
+                builder = builder.set_client_to_redis_certificates(certs);
+            }
+        }
         Ok(Sentinels {
-            client: tokio::sync::Mutex::new(client),
-            hosts: sentinels,
-            master: master.to_owned(),
+            client: tokio::sync::Mutex::new(builder.build()?),
+            hosts,
+            master: address.master,
             config,
             // Sentinels tried one after another, then the master: a few
             // connection handshakes.
@@ -189,11 +237,7 @@ async fn watch(link: Weak<SentinelLink>) {
         if sentinel.is_none() {
             let host = &hosts[next % hosts.len()];
             next += 1;
-            let open = async {
-                redis::Client::open(host.as_str())?
-                    .get_multiplexed_async_connection()
-                    .await
-            };
+            let open = host.get_multiplexed_async_connection();
             if let Ok(Ok(conn)) = tokio::time::timeout(link.sentinels.lookup_timeout, open).await {
                 sentinel = Some(conn);
             }

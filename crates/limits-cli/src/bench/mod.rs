@@ -69,13 +69,14 @@ pub struct BenchArgs {
     seed: u64,
 
     /// Where the limiter decides: `memory`, or a Redis (any URL `serve
-    /// --store` takes: redis://, rediss://, redis+unix://, redis+cluster://,
-    /// redis+sentinel://) under a fresh key prefix, removed afterwards.
+    /// --store` takes: redis://, rediss://, redis+unix://,
+    /// redis[s]+cluster://, redis[s]+sentinel://) under a fresh key prefix,
+    /// removed afterwards.
     #[arg(long, default_value = "memory", value_name = "URL")]
     store: String,
 
     #[command(flatten)]
-    redis_ca: crate::args::RedisCaArgs,
+    redis_tls: crate::args::RedisTlsArgs,
 
     /// Print JSON on stdout instead of the table.
     #[arg(long)]
@@ -223,7 +224,7 @@ pub fn bench(args: BenchArgs, matches: Option<&ArgMatches>) -> Result<(), String
     };
     let store = match args.store.as_str() {
         "memory" => {
-            args.redis_ca.for_store("memory")?;
+            args.redis_tls.for_store("memory")?;
             None
         }
         url => Some(url),
@@ -241,8 +242,8 @@ pub fn bench(args: BenchArgs, matches: Option<&ArgMatches>) -> Result<(), String
             }
         }
         Some(url) => {
-            let ca_file = args.redis_ca.for_store(url)?;
-            results = redis::run(url, ca_file, &args.limiter.0, &plan)?
+            let tls = args.redis_tls.for_store(url)?;
+            results = redis::run(url, tls, &args.limiter.0, &plan)?
         }
     }
     let report = Report {

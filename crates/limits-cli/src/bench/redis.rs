@@ -37,10 +37,11 @@ fn keys(plan: &Plan) -> Arc<Vec<String>> {
     )
 }
 
-/// Measures each of `algorithms` in the Redis at `url`.
+/// Measures each of `algorithms` in the Redis at `url` (with the `tls`
+/// files of a TLS one).
 pub fn run(
     url: &str,
-    ca_file: Option<std::path::PathBuf>,
+    tls: limits_redis::TlsFiles,
     algorithms: &[Algorithm],
     plan: &Plan,
 ) -> Result<Vec<Measured>, String> {
@@ -61,7 +62,7 @@ pub fn run(
             prefix: prefix.clone(),
             timeout: TIMEOUT,
             deny_cache: 0,
-            ca_file,
+            tls,
             ..RedisOptions::default()
         };
         let connection = RedisConnection::connect(url, options)

@@ -63,14 +63,14 @@ pub struct ReplayArgs {
     top: usize,
 
     /// Where the limiters decide: `memory`, or a Redis (any URL `serve
-    /// --store` takes: redis://, rediss://, redis+unix://, redis+cluster://,
-    /// redis+sentinel://) with the trace's times floored to the
-    /// microsecond, under a fresh key prefix per run.
+    /// --store` takes: redis://, rediss://, redis+unix://,
+    /// redis[s]+cluster://, redis[s]+sentinel://) with the trace's times
+    /// floored to the microsecond, under a fresh key prefix per run.
     #[arg(long, default_value = "memory", value_name = "URL")]
     store: String,
 
     #[command(flatten)]
-    redis_ca: crate::args::RedisCaArgs,
+    redis_tls: crate::args::RedisTlsArgs,
 }
 
 /// A duration, or zero ("0", "0s") for no reordering at all.

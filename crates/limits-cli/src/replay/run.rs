@@ -66,11 +66,11 @@ impl Run {
         let keyed = |r: Rule| KeyedLimiter::with_clock(r, ManualClock::new(0));
         let redis = match args.store.as_str() {
             "memory" => {
-                args.redis_ca.for_store("memory")?;
+                args.redis_tls.for_store("memory")?;
                 None
             }
             url => {
-                let redis = Redis::connect(url, args.redis_ca.for_store(url)?)?;
+                let redis = Redis::connect(url, args.redis_tls.for_store(url)?)?;
                 eprintln!(
                     "replaying in {}, keys under {}",
                     limits_redis::redact(url),

@@ -57,10 +57,9 @@ pub struct Redis {
 }
 
 impl Redis {
-    /// Connects to `url` (any Redis URL `serve --store` takes), trusting
-    /// the CA certificates of `ca_file` for rediss://, with a key prefix no
-    /// other run has used.
-    pub fn connect(url: &str, ca_file: Option<std::path::PathBuf>) -> Result<Redis, String> {
+    /// Connects to `url` (any Redis URL `serve --store` takes), with the
+    /// `tls` files of a TLS one, under a key prefix no other run has used.
+    pub fn connect(url: &str, tls: limits_redis::TlsFiles) -> Result<Redis, String> {
         if !limits_redis::is_redis_url(url) {
             return Err(format!(
                 "--store {:?}: {}",
@@ -78,7 +77,7 @@ impl Redis {
             timeout: TIMEOUT,
             // The deny cache only serves decisions at Redis's own time.
             deny_cache: 0,
-            ca_file,
+            tls,
             ..RedisOptions::default()
         };
         let connection = runtime

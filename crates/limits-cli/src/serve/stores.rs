@@ -4,7 +4,7 @@
 //! `limits rls` both take it.
 
 use super::flags;
-use crate::args::{RedisCaArgs, REDIS_URLS};
+use crate::args::{RedisTlsArgs, REDIS_URLS};
 use clap::{Args, ValueEnum};
 use limits::Rate;
 use limits_server::{Fallback, RedisConnection, RedisOptions, StoreOptions};
@@ -32,12 +32,14 @@ pub struct StoreArgs {
     /// rediss://... over TLS, redis+unix:///PATH (or unix:///PATH) for a
     /// unix socket, redis+cluster://HOST1:PORT1,HOST2:PORT2 for a Redis
     /// Cluster, or redis+sentinel://HOST1:PORT1,.../MASTER for the master
-    /// its sentinels name (followed through a failover).
+    /// its sentinels name (followed through a failover;
+    /// ?sentinel_password=P for sentinels with a password of their own);
+    /// rediss+cluster:// and rediss+sentinel:// over TLS.
     #[arg(long, value_name = "URL", default_value = "memory")]
     store: String,
 
     #[command(flatten)]
-    redis_ca: RedisCaArgs,
+    redis_tls: RedisTlsArgs,
 
     /// The longest a Redis store may take to decide; past it the request is
     /// answered per --on-store-error, and Redis is not asked again until it
@@ -89,9 +91,11 @@ impl StoreArgs {
         self.store = url;
     }
 
-    /// The CA file of a rediss:// store (`limits rls`: REDIS_TLS_CACERT).
-    pub fn set_redis_ca(&mut self, ca: std::path::PathBuf) {
-        self.redis_ca.redis_ca = Some(ca);
+    /// The TLS files of a TLS store, for values that come from elsewhere
+    /// than the flags (`limits rls`: REDIS_TLS_CACERT and
+    /// REDIS_TLS_CLIENT_*).
+    pub fn redis_tls_mut(&mut self) -> &mut RedisTlsArgs {
+        &mut self.redis_tls
     }
 
     /// Every Redis key's prefix (`limits rls`: CACHE_KEY_PREFIX).
@@ -124,7 +128,7 @@ impl StoreArgs {
                     on_full: local(self.on_store_full == OnStoreFull::Local),
                     new_keys_per_client: self.max_new_keys_per_client.0,
                     local_max_keys: self.max_keys,
-                    ca_file: self.redis_ca.for_store(url)?,
+                    tls: self.redis_tls.for_store(url)?,
                     ..default
                 };
                 let connection = if self.require_store {
@@ -142,7 +146,7 @@ impl StoreArgs {
                 ))
             }
         };
-        self.redis_ca.for_store(&self.store)?;
+        self.redis_tls.for_store(&self.store)?;
         Ok(StoreOptions {
             max_keys: self.max_keys,
             redis,

@@ -4,10 +4,13 @@
 //! a real redis-server, PORT and GRPC_PORT for its listeners) answers as it
 //! does when started with our flags; a flag wins over its variable; a bad
 //! value stops it naming the variable; and the reference's counting of
-//! denied hits is one variable away.
+//! denied hits is one variable away. Its TLS variables (REDIS_TLS,
+//! REDIS_TLS_CACERT, REDIS_TLS_CLIENT_CERT, REDIS_TLS_CLIENT_KEY) reach a
+//! Redis that asks for client certificates.
 
 use crate::common;
 use crate::redis_server::{free_port, RedisServer};
+use crate::tls_pki;
 
 use common::server::Server;
 use limits_server::rls::proto::rate_limit_descriptor::Entry;
@@ -127,6 +130,48 @@ async fn rls_started_with_the_references_environment_answers_as_with_our_flags()
         [(ok, 4), (ok, 2), (ok, 1), (over, 0), (ok, 0), (over, 0)]
     );
     assert_eq!(with_env, with_flags);
+}
+
+#[tokio::test]
+async fn the_references_tls_variables_reach_a_redis_that_asks_for_client_certificates() {
+    let pki = tls_pki::make_pki("rls-mtls", &["127.0.0.1"]);
+    let (redis, tls_port) = tls_pki::tls_server(&pki, &["--tls-auth-clients", "yes"]);
+    let root = runtime_root(CONFIG);
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    let (ca, cert, key) = (path(&pki.ca), path(&pki.client_cert), path(&pki.client_key));
+    let mut env = vec![
+        ("REDIS_SOCKET_TYPE", "tcp".to_owned()),
+        ("REDIS_URL", format!("127.0.0.1:{tls_port}")),
+        ("REDIS_TLS", "true".to_owned()),
+        ("REDIS_TLS_CACERT", ca),
+        ("REDIS_TLS_CLIENT_CERT", cert),
+        ("REDIS_TLS_CLIENT_KEY", key),
+        ("RUNTIME_ROOT", path(root.path())),
+        ("RUNTIME_SUBDIRECTORY", "ratelimit".to_owned()),
+        ("HOST", "127.0.0.1".to_owned()),
+        ("PORT", "0".to_owned()),
+        ("GRPC_HOST", "127.0.0.1".to_owned()),
+        ("GRPC_PORT", free_port().to_string()),
+    ];
+    let started: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let rls = Server::try_start_with_env("rls", &["--require-store"], &started).unwrap();
+    let ok = Code::Ok as i32;
+    let over = Code::OverLimit as i32;
+    assert_eq!(
+        answers(&rls.url, &[4, 1, 1]).await,
+        [(ok, 1), (ok, 0), (over, 0)]
+    );
+    assert!(
+        redis.integer(&["DBSIZE"]) > 0,
+        "the counts live in the TLS Redis"
+    );
+    drop(rls);
+
+    // Without the client key, the certificate alone is refused at start.
+    env.retain(|(k, _)| *k != "REDIS_TLS_CLIENT_KEY");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let err = refused(&["--require-store"], &env);
+    assert!(err.contains("no key given"), "{err}");
 }
 
 #[tokio::test]

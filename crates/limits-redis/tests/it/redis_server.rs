@@ -68,6 +68,17 @@ impl RedisServer {
     /// and waits until it answers PING. A master is judged down after
     /// `down_after_ms` without an answer.
     pub fn start_sentinel(name: &str, master: u16, down_after_ms: u64) -> RedisServer {
+        Self::start_sentinel_with(name, master, down_after_ms, &[])
+    }
+
+    /// As [`start_sentinel`](Self::start_sentinel), with `extra` arguments
+    /// (TLS, `--requirepass`).
+    pub fn start_sentinel_with(
+        name: &str,
+        master: u16,
+        down_after_ms: u64,
+        extra: &[&str],
+    ) -> RedisServer {
         let mut last = String::new();
         for _ in 0..5 {
             let port = free_port();
@@ -85,7 +96,11 @@ impl RedisServer {
             let mut server = RedisServer {
                 child: None,
                 port,
-                extra: vec!["--sentinel".to_owned()],
+                extra: ["--sentinel"]
+                    .iter()
+                    .chain(extra)
+                    .map(|a| a.to_string())
+                    .collect(),
                 config: Some(config),
             };
             match server.spawn() {
@@ -374,25 +389,34 @@ impl RedisCluster {
             .chain(extra.iter().copied())
             .collect();
         let nodes: Vec<RedisServer> = (0..3).map(|_| RedisServer::start_with(&args)).collect();
-        let auth: Vec<String> = match nodes[0].password() {
-            Some(password) => vec!["-a".to_owned(), password, "--no-auth-warning".to_owned()],
-            None => Vec::new(),
-        };
         let addrs: Vec<String> = nodes
             .iter()
             .map(|n| format!("127.0.0.1:{}", n.port))
             .collect();
+        Self::join(nodes, &addrs, &[])
+    }
+
+    /// Joins `nodes` into a cluster with `redis-cli --cluster create`,
+    /// which reaches them at `addrs` with the arguments `cli` (TLS) and
+    /// their `--requirepass`, and waits for `cluster_state:ok`.
+    pub fn join(nodes: Vec<RedisServer>, addrs: &[String], cli: &[String]) -> RedisCluster {
+        let auth: Vec<String> = match nodes[0].password() {
+            Some(password) => vec!["-a".to_owned(), password, "--no-auth-warning".to_owned()],
+            None => Vec::new(),
+        };
         let out = Command::new("redis-cli")
+            .args(cli)
             .args(&auth)
             .args(["--cluster", "create"])
-            .args(&addrs)
+            .args(addrs)
             .args(["--cluster-replicas", "0", "--cluster-yes"])
             .output()
             .expect("redis-cli (scripts/test installs redis-server, which brings it)");
         assert!(
             out.status.success(),
-            "redis-cli --cluster create: {}",
-            String::from_utf8_lossy(&out.stdout)
+            "redis-cli --cluster create: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
         );
         let deadline = Instant::now() + Duration::from_secs(30);
         while !nodes.iter().all(|n| {

@@ -13,12 +13,18 @@
 //! outage policy answers (here [`Fallback::Error`]: the caller's, which
 //! admits nothing). A key whose count reached the replica before the switch
 //! admits nothing more, during or after it.
+//!
+//! The same over TLS (`rediss+sentinel://`): sentinels, master and replica
+//! all on TLS ports (`tls-replication yes`), the store reaching each with
+//! the test's CA. And sentinels with a password of their own, apart from
+//! the master's.
 
 use crate::redis_server;
+use crate::tls_pki::{make_pki, tls_args, tls_server_on, Pki};
 
 use limits::{Algorithm, Mode, Rule, Store};
-use limits_redis::{Fallback, RedisConnection, RedisOptions, RedisStore};
-use redis_server::RedisServer;
+use limits_redis::{Fallback, RedisConnection, RedisOptions, RedisStore, TlsFiles};
+use redis_server::{free_port, RedisServer};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -37,13 +43,25 @@ fn options() -> RedisOptions {
     }
 }
 
-/// Polls `check` every 50 ms until it holds, for at most `limit`.
 /// Whether `store` admits (and records) one more request on the key "k".
 async fn records(store: &RedisStore) -> bool {
     let verdict = store.decide("k", 1, Mode::Record).await;
     verdict.unwrap().decision.allowed
 }
 
+/// A store at `url` admits one request and denies the next, its key in
+/// `master`'s database `db`.
+async fn limits_in(url: &str, master: &RedisServer, db: u32) {
+    let conn = RedisConnection::connect(url, options()).await.unwrap();
+    let rule = Rule::new(Algorithm::SlidingLog, "1/h".parse().unwrap());
+    let store = RedisStore::new(&conn, rule, "sentinel").unwrap();
+    assert!(records(&store).await);
+    assert!(!records(&store).await);
+    let keyspace = master.command(&["INFO", "keyspace"]).unwrap();
+    assert!(keyspace.contains(&format!("db{db}:keys=1")), "{keyspace}");
+}
+
+/// Polls `check` every 50 ms until it holds, for at most `limit`.
 fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !check() {
@@ -52,28 +70,86 @@ fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
     }
 }
 
-/// A master, its replica (in sync) and a sentinel that knows both.
-fn topology() -> (RedisServer, RedisServer, RedisServer) {
-    let master = RedisServer::start();
-    let port = master.port.to_string();
-    let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &port]);
+/// A master, its replica (in sync) and a sentinel that knows both; over
+/// TLS with `pki`'s certificates, each on a TLS port beside its plain one
+/// (the test's own commands), replicating and watched over TLS.
+struct Topology {
+    master: RedisServer,
+    replica: RedisServer,
+    sentinel: RedisServer,
+    /// The ports the store reaches them on (TLS ones, with `pki`).
+    master_port: u16,
+    replica_port: u16,
+    /// The store's URL and options.
+    url: String,
+    options: RedisOptions,
+}
+
+fn topology(pki: Option<&Pki>) -> Topology {
+    let tls_port = || pki.map(|_| free_port());
+    let node = |port: Option<u16>, extra: &[&str]| match (pki, port) {
+        (Some(pki), Some(port)) => {
+            let mut args = vec!["--tls-replication", "yes"];
+            args.extend_from_slice(extra);
+            tls_server_on(pki, port, &args)
+        }
+        _ => RedisServer::start_with(extra),
+    };
+    let master_tls = tls_port();
+    let master = node(master_tls, &[]);
+    let master_port = master_tls.unwrap_or(master.port);
+    let replica_tls = tls_port();
+    let replica = node(
+        replica_tls,
+        &["--replicaof", "127.0.0.1", &master_port.to_string()],
+    );
+    let replica_port = replica_tls.unwrap_or(replica.port);
     wait_for("the replica in sync", Duration::from_secs(10), || {
         replica
             .command(&["INFO", "replication"])
             .is_ok_and(|info| info.contains("master_link_status:up"))
     });
-    let sentinel = RedisServer::start_sentinel(MASTER, master.port, 1000);
-    let replica_port = replica.port.to_string();
+    let (sentinel, sentinel_port) = match pki {
+        Some(pki) => {
+            let port = free_port();
+            let mut args = tls_args(pki, port);
+            args.extend(["--tls-replication".to_owned(), "yes".to_owned()]);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let sentinel = RedisServer::start_sentinel_with(MASTER, master_port, 1000, &args);
+            (sentinel, port)
+        }
+        None => {
+            let sentinel = RedisServer::start_sentinel(MASTER, master_port, 1000);
+            let port = sentinel.port;
+            (sentinel, port)
+        }
+    };
+    let replica_named = replica_port.to_string();
     wait_for(
         "the sentinel to know the replica",
         Duration::from_secs(20),
         || {
             sentinel
                 .command(&["SENTINEL", "REPLICAS", MASTER])
-                .is_ok_and(|r| r.contains(&replica_port) && !r.contains("disconnected"))
+                .is_ok_and(|r| r.contains(&replica_named) && !r.contains("disconnected"))
         },
     );
-    (master, replica, sentinel)
+    let scheme = if pki.is_some() { "rediss" } else { "redis" };
+    Topology {
+        master,
+        replica,
+        sentinel,
+        master_port,
+        replica_port,
+        url: format!("{scheme}+sentinel://127.0.0.1:{sentinel_port}/{MASTER}"),
+        options: RedisOptions {
+            tls: TlsFiles {
+                ca_file: pki.map(|pki| pki.ca.clone()),
+                ..TlsFiles::default()
+            },
+            ..options()
+        },
+    }
 }
 
 /// The port the sentinel names as the master's.
@@ -100,13 +176,7 @@ async fn the_store_finds_the_master_through_the_sentinel_with_its_password() {
         "redis+sentinel://:s3cret@127.0.0.1:{}/{MASTER}/4",
         sentinel.port
     );
-    let conn = RedisConnection::connect(&url, options()).await.unwrap();
-    let rule = Rule::new(Algorithm::SlidingLog, "1/h".parse().unwrap());
-    let store = RedisStore::new(&conn, rule, "sentinel").unwrap();
-    assert!(records(&store).await);
-    assert!(!records(&store).await);
-    let keyspace = master.command(&["INFO", "keyspace"]).unwrap();
-    assert!(keyspace.contains("db4:keys=1"), "{keyspace}");
+    limits_in(&url, &master, 4).await;
 
     let wrong = format!(
         "redis+sentinel://:nope@127.0.0.1:{}/{MASTER}",
@@ -124,6 +194,47 @@ async fn the_store_finds_the_master_through_the_sentinel_with_its_password() {
         sentinel.port
     );
     assert!(RedisConnection::connect(&unknown, options()).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinels_with_a_password_of_their_own_take_it_from_the_url_apart_from_the_masters() {
+    let master = RedisServer::start_with(&["--requirepass", "m4ster"]);
+    let sentinel =
+        RedisServer::start_sentinel_with(MASTER, master.port, 1000, &["--requirepass", "s3ntinel"]);
+    let set = sentinel
+        .command(&["SENTINEL", "SET", MASTER, "auth-pass", "m4ster"])
+        .unwrap();
+    assert!(set.starts_with("+OK"), "{set}");
+    let at = format!("127.0.0.1:{}/{MASTER}", sentinel.port);
+
+    let url = format!("redis+sentinel://:m4ster@{at}/2?sentinel_password=s3ntinel");
+    limits_in(&url, &master, 2).await;
+    // An ACL user of the sentinels: the default one, named.
+    let url =
+        format!("redis+sentinel://:m4ster@{at}?sentinel_user=default&sentinel_password=s3ntinel");
+    assert!(RedisConnection::connect(&url, options()).await.is_ok());
+
+    // The sentinels refuse a URL without their password, or with the
+    // master's; neither password is ever shown.
+    for url in [
+        format!("redis+sentinel://:m4ster@{at}"),
+        format!("redis+sentinel://:m4ster@{at}?sentinel_password=m4ster"),
+        format!("redis+sentinel://:m4ster@{at}?sentinel_password=n0pe"),
+    ] {
+        let err = RedisConnection::connect(&url, options())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("m4ster") && !err.contains("n0pe"), "{err}");
+        assert!(err.contains("redis+sentinel://:***@"), "{err}");
+        assert!(err.contains("authentication failed"), "{err}");
+    }
+    let err =
+        RedisConnection::connect(&format!("redis+sentinel://{at}?sentinel_pass=x"), options())
+            .await
+            .unwrap_err()
+            .to_string();
+    assert!(err.contains("unknown parameter \"sentinel_pass\""), "{err}");
 }
 
 /// The scripts the store ran on `server` itself (a replica receives a
@@ -164,7 +275,7 @@ async fn a_forced_failover_under_load_admits_nothing_past_a_full_limit_and_recov
 {
     // The old master stays up and keeps answering as a master until the
     // sentinel demotes it: only watching the sentinel moves the store.
-    failover_under_load(false).await;
+    failover_under_load(false, topology(None)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,16 +283,32 @@ async fn a_crashed_master_under_load_admits_nothing_past_a_full_limit_and_recove
 {
     // Calls fail until the sentinel judges the master down and promotes
     // the replica: the outage policy answers them meanwhile.
-    failover_under_load(true).await;
+    failover_under_load(true, topology(None)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_tls_a_forced_failover_under_load_admits_nothing_past_a_full_limit_and_recovers_within_seconds(
+) {
+    // The sentinel and both data nodes speak TLS only to the store; the
+    // store finds the new master's TLS port through the sentinel.
+    let pki = make_pki("sentinel", &["127.0.0.1"]);
+    failover_under_load(false, topology(Some(&pki))).await;
 }
 
 /// A load of decisions on two keys while the master is replaced: made to
 /// fail over by the sentinel, or killed (`crash`).
-async fn failover_under_load(crash: bool) {
-    let (mut master, replica, sentinel) = topology();
-    assert_eq!(master_port(&sentinel), Some(master.port));
-    let url = format!("redis+sentinel://127.0.0.1:{}/{MASTER}", sentinel.port);
-    let conn = RedisConnection::connect(&url, options()).await.unwrap();
+async fn failover_under_load(crash: bool, topology: Topology) {
+    let Topology {
+        mut master,
+        replica,
+        sentinel,
+        master_port: old_master_port,
+        replica_port,
+        url,
+        options,
+    } = topology;
+    assert_eq!(master_port(&sentinel), Some(old_master_port));
+    let conn = RedisConnection::connect(&url, options).await.unwrap();
     let limit = 50;
     let full = Arc::new(
         RedisStore::new(
@@ -266,7 +393,6 @@ async fn failover_under_load(crash: bool) {
         .await
         .unwrap()
     };
-    let replica_port = replica.port;
     let _sentinel = tokio::task::spawn_blocking(move || {
         wait_for(
             "the sentinel names the replica",
