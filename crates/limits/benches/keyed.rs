@@ -3,7 +3,10 @@
 //! threads on distinct keys. Ours is `limits` (`check`, the whole
 //! decision). Each group holds `limits` and `governor` on the
 //! same key stream and the same virtual clock scheme (see common), so that
-//! every figure is read as a ratio to governor's in the same run.
+//! every figure is read as a ratio to governor's in the same run. The
+//! `real/` groups read the real clocks, as a server does: ours
+//! `SystemClock`, governor's quanta clock (scripts/bench-check runs them in
+//! rounds).
 //!
 //! `cargo bench -p limits --bench keyed` (a filter after `--` picks groups,
 //! e.g. `-- token-bucket/10k`). Limiters are built only for the groups run.
@@ -13,7 +16,8 @@ mod common;
 use common::{Governor, KeyStream, Ours, Outcome, Scenario, ALGORITHMS, BATCH};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use governor::clock::{Clock as _, DefaultClock};
-use limits::{Clock as _, SystemClock};
+use limits::{Algorithm, Clock as _, SystemClock};
+use std::cell::OnceCell;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -62,6 +66,50 @@ fn one_thread(c: &mut Criterion) {
             }
         }
     }
+}
+
+/// Real clocks, mostly allowed: every check reads the clock, as in a
+/// server. The rule is sized from governor's pace in a calibration pass
+/// (real time has no fixed step), as if checks came twice as fast, so that a
+/// bucket stays near full and every check passes whatever the pace of the
+/// timed runs.
+fn real_clocks(c: &mut Criterion) {
+    for algorithm in ALGORITHMS {
+        for (keys, keys_name) in KEY_COUNTS {
+            let name = format!("real/{}/{keys_name}", algorithm.name());
+            let mut group = c.benchmark_group(name);
+            group.throughput(Throughput::Elements(1));
+            let ks = KeyStream::new(keys, STREAM, 0x5eed + keys as u64);
+            // Calibrated in the first function run, so that only the groups
+            // a filter picks pay for it.
+            let scenario = OnceCell::new();
+            let sized = || *scenario.get_or_init(|| real_scenario(algorithm, &ks));
+            group.bench_function("limits", |b| {
+                let ours = Ours::real(&sized(), &ks.keys);
+                let mut pos = 0;
+                b.iter_custom(|iters| timed(&ks.stream, iters, &mut pos, |k| ours.run(k)));
+            });
+            group.bench_function("governor", |b| {
+                let gov = Governor::real(&sized(), &ks.keys);
+                let mut pos = 0;
+                b.iter_custom(|iters| timed(&ks.stream, iters, &mut pos, |k| gov.run(k)));
+            });
+            group.finish();
+        }
+    }
+}
+
+/// The real-clock scenario for `algorithm` on `ks`: governor's time per
+/// check over one pass of up to 2^20 checks, halved, taken as the pace.
+fn real_scenario(algorithm: Algorithm, ks: &KeyStream) -> Scenario {
+    let keys = ks.keys.len();
+    let guess = Scenario::new(algorithm, keys, Outcome::Allowed);
+    let gov = Governor::real(&guess, &ks.keys);
+    let checks = (4 * keys).clamp(200_000, ks.stream.len());
+    let mut pos = 0;
+    let took = timed(&ks.stream, checks as u64, &mut pos, |k| gov.run(k));
+    let pace = (took.as_nanos() / (2 * checks as u128)).max(1) as u64;
+    Scenario::paced(algorithm, keys, Outcome::Allowed, pace)
 }
 
 /// Two threads on distinct keys (half the keys each), mostly allowed: the
@@ -129,6 +177,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = clocks, one_thread, two_threads
+    targets = clocks, one_thread, two_threads, real_clocks
 }
 criterion_main!(benches);
