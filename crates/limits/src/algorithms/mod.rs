@@ -10,6 +10,7 @@
 //! (see [`MAX_LIMIT`](crate::MAX_LIMIT)) so that nothing overflows.
 
 mod cost_bound;
+mod divisor;
 mod fixed_window;
 mod gcra;
 mod leaky_bucket;
