@@ -70,8 +70,8 @@ impl WholePeriod {
     /// `(a, b, T)` with `x = a * L + b`, `b < L`, when T is whole and `a <
     /// 2^62` (one shift to test); `None` otherwise.
     #[inline]
-    pub(crate) fn split(&self, x: u128) -> Option<(u64, u64, Divisor)> {
-        let t = self.t?;
+    pub(crate) fn split(&self, x: u128) -> Option<(u64, u64, &Divisor)> {
+        let t = self.t.as_ref()?;
         let (hi, lo) = ((x >> 64) as u64, x as u64);
         let (a, b) = if hi == 0 {
             self.limit.div_rem(lo)

@@ -68,7 +68,7 @@ impl Period {
     /// `(a, b, T)` with `ahead = a * L + b` ([`WholePeriod::split`]), or
     /// `None` for the general path.
     #[inline]
-    pub(super) fn split(&self, ahead: u128) -> Option<(u64, u64, Divisor)> {
+    pub(super) fn split(&self, ahead: u128) -> Option<(u64, u64, &Divisor)> {
         self.whole.split(ahead)
     }
 }
@@ -83,7 +83,7 @@ impl LeakyBucket {
         &self,
         s: &mut LeakyBucketState,
         start: u128,
-        (a, b, period): (u64, u64, Divisor),
+        (a, b, period): (u64, u64, &Divisor),
         cost: u64,
         mode: Mode,
     ) -> Decision {
