@@ -9,7 +9,8 @@
 //! rounds).
 //!
 //! `cargo bench -p limits --bench keyed` (a filter after `--` picks groups,
-//! e.g. `-- token-bucket/10k`). Limiters are built only for the groups run.
+//! e.g. `-- token-bucket/10k`). Key streams and limiters are made only for
+//! the groups run.
 
 mod common;
 
@@ -51,13 +52,16 @@ fn one_thread(c: &mut Criterion) {
                 let name = format!("{}/{keys_name}/{}", algorithm.name(), outcome.name());
                 let mut group = c.benchmark_group(name);
                 group.throughput(Throughput::Elements(1));
-                let ks = KeyStream::new(keys, STREAM, 0x5eed + keys as u64);
+                let ks = OnceCell::new();
+                let ks = || ks.get_or_init(|| KeyStream::new(keys, STREAM, 0x5eed + keys as u64));
                 group.bench_function("limits", |b| {
+                    let ks = ks();
                     let ours = Ours::new(&s, &ks.keys);
                     let mut pos = 0;
                     b.iter_custom(|iters| timed(&ks.stream, iters, &mut pos, |k| ours.run(k)));
                 });
                 group.bench_function("governor", |b| {
+                    let ks = ks();
                     let gov = Governor::new(&s, &ks.keys);
                     let mut pos = 0;
                     b.iter_custom(|iters| timed(&ks.stream, iters, &mut pos, |k| gov.run(k)));
@@ -79,17 +83,20 @@ fn real_clocks(c: &mut Criterion) {
             let name = format!("real/{}/{keys_name}", algorithm.name());
             let mut group = c.benchmark_group(name);
             group.throughput(Throughput::Elements(1));
-            let ks = KeyStream::new(keys, STREAM, 0x5eed + keys as u64);
-            // Calibrated in the first function run, so that only the groups
-            // a filter picks pay for it.
+            // The keys made and the rule calibrated in the first function
+            // run, so that only the groups a filter picks pay for them.
+            let ks = OnceCell::new();
+            let ks = || ks.get_or_init(|| KeyStream::new(keys, STREAM, 0x5eed + keys as u64));
             let scenario = OnceCell::new();
-            let sized = || *scenario.get_or_init(|| real_scenario(algorithm, &ks));
+            let sized = || *scenario.get_or_init(|| real_scenario(algorithm, ks()));
             group.bench_function("limits", |b| {
+                let ks = ks();
                 let ours = Ours::real(&sized(), &ks.keys);
                 let mut pos = 0;
                 b.iter_custom(|iters| timed(&ks.stream, iters, &mut pos, |k| ours.run(k)));
             });
             group.bench_function("governor", |b| {
+                let ks = ks();
                 let gov = Governor::real(&sized(), &ks.keys);
                 let mut pos = 0;
                 b.iter_custom(|iters| timed(&ks.stream, iters, &mut pos, |k| gov.run(k)));
@@ -122,18 +129,27 @@ fn two_threads(c: &mut Criterion) {
             let name = format!("{}/{keys_name}/allowed-2-threads", algorithm.name());
             let mut group = c.benchmark_group(name);
             group.throughput(Throughput::Elements(1));
-            let halves = [
-                KeyStream::new(keys / 2, STREAM, 0xa11ce + *keys as u64),
-                KeyStream::new(keys / 2, STREAM, 0xb0b + *keys as u64),
-            ];
-            let all: Vec<u64> = halves.iter().flat_map(|h| h.keys.clone()).collect();
+            // Each half's keys, and all of them, made in the first function run.
+            let split = OnceCell::new();
+            let split = || {
+                split.get_or_init(|| {
+                    let halves = [
+                        KeyStream::new(keys / 2, STREAM, 0xa11ce + *keys as u64),
+                        KeyStream::new(keys / 2, STREAM, 0xb0b + *keys as u64),
+                    ];
+                    let all: Vec<u64> = halves.iter().flat_map(|h| h.keys.clone()).collect();
+                    (halves, all)
+                })
+            };
             group.bench_function("limits", |b| {
-                let ours = Ours::new(&s, &all);
-                b.iter_custom(|iters| in_two(&halves, iters, |k| ours.run(k)));
+                let (halves, all) = split();
+                let ours = Ours::new(&s, all);
+                b.iter_custom(|iters| in_two(halves, iters, |k| ours.run(k)));
             });
             group.bench_function("governor", |b| {
-                let gov = Governor::new(&s, &all);
-                b.iter_custom(|iters| in_two(&halves, iters, |k| gov.run(k)));
+                let (halves, all) = split();
+                let gov = Governor::new(&s, all);
+                b.iter_custom(|iters| in_two(halves, iters, |k| gov.run(k)));
             });
             group.finish();
         }
