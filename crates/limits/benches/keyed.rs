@@ -17,7 +17,7 @@ mod common;
 use common::{Governor, KeyStream, Ours, Outcome, Scenario, ALGORITHMS, BATCH};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use governor::clock::{Clock as _, DefaultClock};
-use limits::{Algorithm, Clock as _, SystemClock};
+use limits::{Clock as _, SystemClock};
 use std::cell::OnceCell;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -73,10 +73,7 @@ fn one_thread(c: &mut Criterion) {
 }
 
 /// Real clocks, mostly allowed: every check reads the clock, as in a
-/// server. The rule is sized from governor's pace in a calibration pass
-/// (real time has no fixed step), as if checks came twice as fast, so that a
-/// bucket stays near full and every check passes whatever the pace of the
-/// timed runs.
+/// server, with the rule of [`Scenario::real`].
 fn real_clocks(c: &mut Criterion) {
     for algorithm in ALGORITHMS {
         for (keys, keys_name) in KEY_COUNTS {
@@ -88,7 +85,7 @@ fn real_clocks(c: &mut Criterion) {
             let ks = OnceCell::new();
             let ks = || ks.get_or_init(|| KeyStream::new(keys, STREAM, 0x5eed + keys as u64));
             let scenario = OnceCell::new();
-            let sized = || *scenario.get_or_init(|| real_scenario(algorithm, ks()));
+            let sized = || *scenario.get_or_init(|| Scenario::real(algorithm, ks()));
             group.bench_function("limits", |b| {
                 let ks = ks();
                 let ours = Ours::real(&sized(), &ks.keys);
@@ -104,19 +101,6 @@ fn real_clocks(c: &mut Criterion) {
             group.finish();
         }
     }
-}
-
-/// The real-clock scenario for `algorithm` on `ks`: governor's time per
-/// check over one pass of up to 2^20 checks, halved, taken as the pace.
-fn real_scenario(algorithm: Algorithm, ks: &KeyStream) -> Scenario {
-    let keys = ks.keys.len();
-    let guess = Scenario::new(algorithm, keys, Outcome::Allowed);
-    let gov = Governor::real(&guess, &ks.keys);
-    let checks = (4 * keys).clamp(200_000, ks.stream.len());
-    let mut pos = 0;
-    let took = timed(&ks.stream, checks as u64, &mut pos, |k| gov.run(k));
-    let pace = (took.as_nanos() / (2 * checks as u128)).max(1) as u64;
-    Scenario::paced(algorithm, keys, Outcome::Allowed, pace)
 }
 
 /// Two threads on distinct keys (half the keys each), mostly allowed: the

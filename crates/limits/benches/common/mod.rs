@@ -22,7 +22,7 @@ use governor::{Quota, RateLimiter};
 use limits::{Algorithm, KeyedLimiter, ManualClock, Rate, Rates, Rule, SystemClock};
 use std::hint::black_box;
 use std::num::NonZeroU32;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 mod scenario;
 pub use scenario::{sizing, Outcome, XorShift};
@@ -71,6 +71,21 @@ impl Scenario {
             window,
             warm_cost,
         }
+    }
+
+    /// The real-clock scenario for `algorithm` on `ks`, mostly allowed: real
+    /// time has no fixed step, so the pace is governor's time per check over
+    /// one pass of up to 2^20 checks, halved: a bucket then stays near full
+    /// and every check passes whatever the pace of the timed runs.
+    pub fn real(algorithm: Algorithm, ks: &KeyStream) -> Scenario {
+        let keys = ks.keys.len();
+        let guess = Scenario::new(algorithm, keys, Outcome::Allowed);
+        let gov = Governor::real(&guess, &ks.keys);
+        let checks = (4 * keys).clamp(200_000, ks.stream.len());
+        let start = Instant::now();
+        black_box(gov.run(&ks.stream[..checks]));
+        let pace = (start.elapsed().as_nanos() / (2 * checks as u128)).max(1) as u64;
+        Scenario::paced(algorithm, keys, Outcome::Allowed, pace)
     }
 
     pub fn rule(&self) -> Rule {
