@@ -4,7 +4,6 @@
 //! Cheap (two numbers per key) but leaky at the edges: up to 2L requests can
 //! pass within one window length that straddles a boundary.
 
-use super::divisor::Divisor;
 use super::{sat64, wait, CostBound, RateAlgorithm};
 use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
@@ -14,8 +13,7 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug)]
 pub struct FixedWindow {
     limit: u64,
-    /// W, which places a time in its window by its reciprocal.
-    window: Divisor,
+    window: u64,
 }
 
 /// The current window's index and how much cost it has taken.
@@ -32,13 +30,13 @@ impl FixedWindow {
     pub fn new(rate: Rate) -> FixedWindow {
         FixedWindow {
             limit: rate.limit(),
-            window: Divisor::of(rate.window_nanos()),
+            window: rate.window_nanos(),
         }
     }
 
     /// Nanoseconds from `now` to the end of the state's window.
     fn until_window_end(&self, state: &FixedWindowState, now: u64) -> u128 {
-        (u128::from(state.index) + 1) * u128::from(self.window.get()) - u128::from(now)
+        (u128::from(state.index) + 1) * u128::from(self.window) - u128::from(now)
     }
 }
 
@@ -46,12 +44,12 @@ impl RateAlgorithm for FixedWindow {
     type State = FixedWindowState;
 
     fn advance(&self, state: &mut FixedWindowState, now: u64) -> u64 {
-        let index = self.window.quotient(now);
+        let index = now / self.window;
         if index > state.index {
             *state = FixedWindowState { index, count: 0 };
             now
         } else if index < state.index {
-            state.index * self.window.get()
+            state.index * self.window
         } else {
             now
         }
@@ -109,7 +107,7 @@ impl RateAlgorithm for FixedWindow {
     #[inline(always)]
     fn decide_one(&self, s: &mut FixedWindowState, now: u64, cost: u64, mode: Mode) -> Decision {
         let elapsed = self.roll(s, now);
-        let until_end = Duration::from_nanos(self.window.get() - elapsed);
+        let until_end = Duration::from_nanos(self.window - elapsed);
         let mut decision = Decision::allow(0);
         match CostBound::of(cost, self.limit) {
             CostBound::Decided => {
@@ -153,13 +151,15 @@ impl FixedWindow {
     #[inline]
     fn roll(&self, s: &mut FixedWindowState, now: u64) -> u64 {
         // `index * W` fits: a state's window starts within time.
-        match now.checked_sub(s.index * self.window.get()) {
+        match now.checked_sub(s.index * self.window) {
             None => 0,
-            Some(elapsed) if elapsed < self.window.get() => elapsed,
+            Some(elapsed) if elapsed < self.window => elapsed,
             Some(_) => {
-                let (index, elapsed) = self.window.div_rem(now);
-                *s = FixedWindowState { index, count: 0 };
-                elapsed
+                *s = FixedWindowState {
+                    index: now / self.window,
+                    count: 0,
+                };
+                now % self.window
             }
         }
     }

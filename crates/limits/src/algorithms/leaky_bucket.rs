@@ -8,7 +8,6 @@
 //! Times are kept multiplied by L, so that T is the integer W and departures
 //! are exact rationals; delays and waits are rounded up to the nanosecond.
 
-use super::divisor::Divisor;
 use super::gcra::admit;
 use super::{ceil_div, decide_by_steps, sat64, wait, CostBound, RateAlgorithm, ScaledTime};
 use crate::Mode;
@@ -20,8 +19,7 @@ mod period;
 #[derive(Clone, Copy, Debug)]
 pub struct LeakyBucket {
     limit: u64,
-    /// W, which the derived fields divide by its reciprocal.
-    window: Divisor,
+    window: u64,
     burst: u64,
     /// What `decide_one`'s whole-period path needs, computed once.
     period: period::Period,
@@ -42,7 +40,7 @@ impl LeakyBucket {
         let burst = burst.min(crate::MAX_LIMIT);
         LeakyBucket {
             limit,
-            window: Divisor::of(window),
+            window,
             burst,
             period: period::Period::new(limit, window, burst),
         }
@@ -60,7 +58,7 @@ impl LeakyBucket {
     /// How long (ns times L) after `now` a request of `cost` would depart.
     fn departure_wait(&self, s: &LeakyBucketState, now: u64, cost: u64) -> u128 {
         let now = self.now_scaled(now);
-        s.next_slot.get().max(now) + u128::from(cost - 1) * u128::from(self.window.get()) - now
+        s.next_slot.get().max(now) + u128::from(cost - 1) * u128::from(self.window) - now
     }
 }
 
@@ -78,7 +76,7 @@ impl RateAlgorithm for LeakyBucket {
         if CostBound::of(cost, self.capacity()) == CostBound::Never {
             return Err(RetryAfter::Never);
         }
-        let window = u128::from(self.window.get());
+        let window = u128::from(self.window);
         admit(self.ahead(s, now), window, self.capacity(), cost.max(1))
             .or_else(|excess| wait(ceil_div(excess, u128::from(self.limit))))
     }
@@ -86,7 +84,7 @@ impl RateAlgorithm for LeakyBucket {
     fn record(&self, s: &mut LeakyBucketState, now: u64, cost: u64) {
         if cost > 0 {
             let departs = self.departure_wait(s, now, cost);
-            let next = self.now_scaled(now) + departs + u128::from(self.window.get());
+            let next = self.now_scaled(now) + departs + u128::from(self.window);
             s.next_slot.set(next);
         }
     }
@@ -103,7 +101,7 @@ impl RateAlgorithm for LeakyBucket {
 
     fn remaining(&self, s: &LeakyBucketState, now: u64) -> u64 {
         let queued = self.ahead(s, now);
-        let slots = ceil_div(queued, u128::from(self.window.get()));
+        let slots = ceil_div(queued, u128::from(self.window));
         self.capacity().saturating_sub(sat64(slots))
     }
 
@@ -144,12 +142,12 @@ impl RateAlgorithm for LeakyBucket {
 }
 
 impl LeakyBucket {
-    /// `ceil(scaled / L)` nanoseconds, saturating: by L's reciprocal when
+    /// `ceil(scaled / L)` nanoseconds, saturating: one `u64` division when
     /// `scaled` fits (`ceil_div` is a call).
     #[inline]
     fn ceil_nanos(&self, scaled: u128) -> u64 {
         match u64::try_from(scaled) {
-            Ok(a) => self.period.limit().div_ceil(a),
+            Ok(a) => a.div_ceil(self.limit),
             Err(_) => sat64(ceil_div(scaled, u128::from(self.limit))),
         }
     }
@@ -161,34 +159,36 @@ impl LeakyBucket {
     /// of a request of `remaining + 1` units, whose last unit departs
     /// `queued + remaining * W` after now: over `burst * W` by `r`, or by
     /// `W` when `r` is 0 (the token bucket's `derived`, with the burst + 1
-    /// for the limit). Three `u64` divisions (by W and L, each by its
-    /// reciprocal) when `queued` fits; otherwise two in `u128`.
+    /// for the limit). Three `u64` divisions when `queued` fits; otherwise
+    /// two in `u128`.
     #[inline]
     fn derived_of(&self, queued: u128) -> (u64, u64, u64) {
         let capacity = self.capacity();
         if let Ok(d) = u64::try_from(queued) {
-            let (q, r) = self.window.div_rem(d);
+            let (q, r) = (d / self.window, d % self.window);
             let slots = q + u64::from(r > 0);
             if slots == 0 {
                 return (capacity, 0, 0);
             }
             if slots <= capacity {
-                let excess = if r > 0 { r } else { self.window.get() };
-                let limit = self.period.limit();
-                return (capacity - slots, limit.div_ceil(d), limit.div_ceil(excess));
+                let excess = if r > 0 { r } else { self.window };
+                return (
+                    capacity - slots,
+                    d.div_ceil(self.limit),
+                    excess.div_ceil(self.limit),
+                );
             }
         }
         // Past `u64`: the same fields from one `u128` division by W (its
         // remainder by a multiplication) and one by L.
-        let window = u128::from(self.window.get());
+        let window = u128::from(self.window);
         let q = queued / window;
         let r = (queued - q * window) as u64;
         let slots = q + u128::from(r > 0);
         let reset = self.ceil_nanos(queued);
         if slots <= u128::from(capacity) {
-            let excess = if r > 0 { r } else { self.window.get() };
-            let refill = self.period.limit().div_ceil(excess);
-            return (capacity - slots as u64, reset, refill);
+            let excess = if r > 0 { r } else { self.window };
+            return (capacity - slots as u64, reset, excess.div_ceil(self.limit));
         }
         // More queued than the burst allows (a state file's): nothing left,
         // and one unit waits as `check` says.

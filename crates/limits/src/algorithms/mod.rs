@@ -10,7 +10,6 @@
 //! (see [`MAX_LIMIT`](crate::MAX_LIMIT)) so that nothing overflows.
 
 mod cost_bound;
-mod divisor;
 mod fixed_window;
 mod gcra;
 mod leaky_bucket;

@@ -6,7 +6,6 @@
 //! current window. Decided exactly, multiplied through by W; unlike PyPI
 //! `limits`, the estimate is not floored before comparing (stricter, exact).
 
-use super::divisor::Divisor;
 use super::{sat64, CostBound, RateAlgorithm};
 use crate::{Decision, Mode, Rate, RetryAfter};
 
@@ -16,9 +15,7 @@ mod decide;
 #[derive(Clone, Copy, Debug)]
 pub struct SlidingWindow {
     limit: u64,
-    /// W, which places a time in its window and weighs the previous count
-    /// by its reciprocal.
-    window: Divisor,
+    window: u64,
 }
 
 /// The current window's index and the counts of it and of the one before.
@@ -37,17 +34,17 @@ impl SlidingWindow {
     pub fn new(rate: Rate) -> SlidingWindow {
         SlidingWindow {
             limit: rate.limit(),
-            window: Divisor::of(rate.window_nanos()),
+            window: rate.window_nanos(),
         }
     }
 
     fn start(&self, index: u64) -> u128 {
-        u128::from(index) * u128::from(self.window.get())
+        u128::from(index) * u128::from(self.window)
     }
 
     /// The estimate times W, at `now` inside the state's current window.
     fn scaled_estimate(&self, s: &SlidingWindowState, now: u64) -> u128 {
-        let w = u128::from(self.window.get());
+        let w = u128::from(self.window);
         let elapsed = u128::from(now) - self.start(s.index);
         u128::from(s.previous) * (w - elapsed) + u128::from(s.current) * w
     }
@@ -56,7 +53,7 @@ impl SlidingWindow {
     /// which `prev * (W - e) + (curr + cost) * W <= L * W`, or `None` if no
     /// `e < W` will do.
     fn first_fit(&self, prev: u64, curr: u64, cost: u64) -> Option<u128> {
-        let w = u128::from(self.window.get());
+        let w = u128::from(self.window);
         let room = u128::from(self.limit).checked_sub(u128::from(curr) + u128::from(cost))?;
         if prev == 0 {
             return Some(0);
@@ -72,7 +69,7 @@ impl RateAlgorithm for SlidingWindow {
     type State = SlidingWindowState;
 
     fn advance(&self, s: &mut SlidingWindowState, now: u64) -> u64 {
-        let index = self.window.quotient(now);
+        let index = now / self.window;
         if s.index.checked_add(1) == Some(index) {
             *s = SlidingWindowState {
                 index,
@@ -86,7 +83,7 @@ impl RateAlgorithm for SlidingWindow {
                 current: 0,
             };
         } else if index < s.index {
-            return s.index * self.window.get();
+            return s.index * self.window;
         }
         now
     }
@@ -95,7 +92,7 @@ impl RateAlgorithm for SlidingWindow {
         if CostBound::of(cost, self.limit) == CostBound::Never {
             return Err(RetryAfter::Never);
         }
-        let w = u128::from(self.window.get());
+        let w = u128::from(self.window);
         let est = self.scaled_estimate(s, now);
         if est + u128::from(cost) * w <= u128::from(self.limit) * w {
             return Ok(());
@@ -121,13 +118,13 @@ impl RateAlgorithm for SlidingWindow {
     }
 
     fn remaining(&self, s: &SlidingWindowState, now: u64) -> u64 {
-        let w = u128::from(self.window.get());
+        let w = u128::from(self.window);
         let room = (u128::from(self.limit) * w).saturating_sub(self.scaled_estimate(s, now));
         sat64(super::floor_div(room, w))
     }
 
     fn reset_after(&self, s: &SlidingWindowState, now: u64) -> u64 {
-        let w = u128::from(self.window.get());
+        let w = u128::from(self.window);
         let end = if s.current > 0 {
             self.start(s.index) + 2 * w
         } else if s.previous > 0 {
@@ -171,23 +168,23 @@ impl SlidingWindow {
     fn roll(&self, s: &mut SlidingWindowState, now: u64) -> u64 {
         if s.index < u64::MAX {
             // `index * W` fits: a state's window starts within time.
-            let start = s.index * self.window.get();
+            let start = s.index * self.window;
             let Some(elapsed) = now.checked_sub(start) else {
                 return 0; // before the state's window: decided at its start
             };
-            if elapsed < self.window.get() {
+            if elapsed < self.window {
                 return elapsed;
             }
-            if elapsed - self.window.get() < self.window.get() {
+            if elapsed - self.window < self.window {
                 *s = SlidingWindowState {
                     index: s.index + 1,
                     previous: s.current,
                     current: 0,
                 };
-                return elapsed - self.window.get();
+                return elapsed - self.window;
             }
         }
         let t = self.advance(s, now);
-        t - s.index * self.window.get()
+        t - s.index * self.window
     }
 }

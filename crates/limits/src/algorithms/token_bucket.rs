@@ -5,7 +5,6 @@
 //! full again) is stored multiplied by L, so that adding `cost * W / L` is the
 //! integer `cost * W` and nothing drifts when W is not divisible by L.
 
-use super::divisor::Divisor;
 use super::gcra::admit;
 use super::whole_period::WholePeriod;
 use super::{ceil_div, decide_by_steps, sat64, wait, CostBound, RateAlgorithm, ScaledTime};
@@ -18,8 +17,7 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug)]
 pub struct TokenBucket {
     limit: u64,
-    /// W, which the derived fields divide by its reciprocal.
-    window: Divisor,
+    window: u64,
     /// `decide_one`'s whole-period split.
     whole: WholePeriod,
 }
@@ -37,7 +35,7 @@ impl TokenBucket {
         let (limit, window) = (rate.limit(), rate.window_nanos());
         TokenBucket {
             limit,
-            window: Divisor::of(window),
+            window,
             whole: WholePeriod::new(limit, window),
         }
     }
@@ -63,19 +61,18 @@ impl RateAlgorithm for TokenBucket {
             return Err(RetryAfter::Never);
         }
         let debt = self.debt(s, now);
-        admit(debt, u128::from(self.window.get()), self.limit, cost)
+        admit(debt, u128::from(self.window), self.limit, cost)
             .or_else(|excess| wait(ceil_div(excess, u128::from(self.limit))))
     }
 
     fn record(&self, s: &mut TokenBucketState, now: u64, cost: u64) {
         let now_scaled = u128::from(now) * u128::from(self.limit);
-        s.full_at.set(
-            s.full_at.get().max(now_scaled) + u128::from(cost) * u128::from(self.window.get()),
-        );
+        s.full_at
+            .set(s.full_at.get().max(now_scaled) + u128::from(cost) * u128::from(self.window));
     }
 
     fn remaining(&self, s: &TokenBucketState, now: u64) -> u64 {
-        let missing = ceil_div(self.debt(s, now), u128::from(self.window.get()));
+        let missing = ceil_div(self.debt(s, now), u128::from(self.window));
         self.limit.saturating_sub(sat64(missing))
     }
 
@@ -87,8 +84,7 @@ impl RateAlgorithm for TokenBucket {
     /// `remaining` = r < L, `refill_after` is the wait of a request of cost
     /// r + 1, `check`'s formula for that cost (zero if it would pass).
     ///
-    /// A debt of 64 bits (the usual case) takes three `u64` divisions (by
-    /// W and L, each by its reciprocal): with
+    /// A debt of 64 bits (the usual case) takes three `u64` divisions: with
     /// `debt = q * W + r`, `remaining` is `L - ceil(debt / W)` from the one
     /// division's quotient and remainder, and the excess over the allowed
     /// debt of cost r + 1 is `r`, or `W` when `r` is 0.
@@ -96,22 +92,21 @@ impl RateAlgorithm for TokenBucket {
     fn derived(&self, s: &TokenBucketState, now: u64) -> (u64, u64, u64) {
         let debt = self.debt(s, now);
         if let Ok(d) = u64::try_from(debt) {
-            let (q, r) = self.window.div_rem(d);
+            let (q, r) = (d / self.window, d % self.window);
             let missing = q + u64::from(r > 0);
             if missing == 0 {
                 return (self.limit, 0, 0);
             }
             if missing <= self.limit {
-                let excess = if r > 0 { r } else { self.window.get() };
-                let limit = self.whole.limit();
+                let excess = if r > 0 { r } else { self.window };
                 return (
                     self.limit - missing,
-                    limit.div_ceil(d),
-                    limit.div_ceil(excess),
+                    d.div_ceil(self.limit),
+                    excess.div_ceil(self.limit),
                 );
             }
         }
-        let window = u128::from(self.window.get());
+        let window = u128::from(self.window);
         let limit = u128::from(self.limit);
         let remaining = self.limit.saturating_sub(sat64(ceil_div(debt, window)));
         let reset = sat64(ceil_div(debt, limit));
@@ -158,7 +153,7 @@ impl TokenBucket {
     /// 0)`, and `refill_after` (the excess over the allowed debt of
     /// `remaining + 1`, `r` or `W`, divided by L) `rt + f`, or `min(a, T)`
     /// when the debt is a whole number of tokens (T, or 0 when full). Two
-    /// `u64` divisions, by L and T, each by its reciprocal; `None` (no whole period, a debt too large, or more
+    /// `u64` divisions; `None` (no whole period, a debt too large, or more
     /// than L tokens missing) leaves it to the general path. `(L - cost) *
     /// T <= W <= 2^62` and `a < 2^62`: nothing overflows.
     // Written out: as a hint, the usual rate's pass stayed a call.
@@ -171,8 +166,8 @@ impl TokenBucket {
         mode: Mode,
     ) -> Option<Decision> {
         let full_at = s.full_at.get();
-        let (mut a, b, period) = self.whole.split(full_at.saturating_sub(now_scaled))?;
-        let t = period.get();
+        let (mut a, b, nt) = self.whole.split(full_at.saturating_sub(now_scaled))?;
+        let t = nt.get();
         let f = u64::from(b > 0);
         let mut decision = Decision::allow(0);
         let mut recorded = None;
@@ -182,8 +177,7 @@ impl TokenBucket {
                     if mode.records() {
                         a += cost * t;
                         recorded = Some(
-                            full_at.max(now_scaled)
-                                + u128::from(cost) * u128::from(self.window.get()),
+                            full_at.max(now_scaled) + u128::from(cost) * u128::from(self.window),
                         );
                     }
                 }
@@ -198,8 +192,8 @@ impl TokenBucket {
                 decision.retry_after = RetryAfter::Never;
             }
         }
-        let (qt, rt) = period.div_rem(a);
-        let rf = rt + f;
+        let qt = a / nt;
+        let rf = a - qt * t + f;
         let missing = qt + u64::from(rf > 0);
         if missing > self.limit {
             return None;

@@ -8,9 +8,6 @@
 //! qt * T + rt`, `x mod W = rt * L + b`, so `ceil(x / W) = qt + (rt + f >
 //! 0)` and `ceil((x mod W) / L) = rt + f`.
 //!
-//! L and T are fixed with the rate, so both divide by their reciprocals
-//! (`divisor.rs`), computed here once.
-//!
 //! [`WholePeriod::split`] finds `a` and `b` by one `u64` division, also for
 //! `x` past `u64` (a debt is up to L × W, past 2^64 for a large limit over
 //! a long window): with `x = hi * 2^64 + lo` and `2^64 = wrap_q * L +
@@ -20,17 +17,17 @@
 //! overflow; anything else is left to the general `u128` path
 //! (`tests/it/decide_fast_path_edges.rs`).
 
-use super::divisor::Divisor;
 use std::num::NonZeroU64;
 
-/// T and the split of 2^64 by L, computed once per rate; no T when it is
-/// not whole. L and T divide by their reciprocals.
+/// T and the split of 2^64 by L, computed once per rate; `t == 0` when T is
+/// not whole.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct WholePeriod {
-    t: Option<Divisor>,
+    t: u64,
     wrap_q: u64,
     wrap_r: u64,
-    limit: Divisor,
+    // L again, known not zero: no test before each division.
+    limit: NonZeroU64,
 }
 
 impl WholePeriod {
@@ -38,47 +35,43 @@ impl WholePeriod {
     pub(crate) fn new(limit: u64, window: u64) -> WholePeriod {
         let limit = NonZeroU64::new(limit).unwrap_or(NonZeroU64::MIN);
         let t = if window % limit == 0 {
-            NonZeroU64::new(window / limit).map(Divisor::new)
+            window / limit
         } else {
-            None
+            0
         };
         WholePeriod {
             t,
             // 2^64 = wrap_q * L + wrap_r, with 1 <= wrap_r <= L.
             wrap_q: u64::MAX / limit,
             wrap_r: u64::MAX % limit + 1,
-            limit: Divisor::new(limit),
+            limit,
         }
     }
 
     /// T, 0 when not whole.
     pub(crate) fn period(&self) -> u64 {
-        self.t.map_or(0, |t| t.get())
-    }
-
-    /// L, as a divisor.
-    #[inline]
-    pub(crate) fn limit(&self) -> &Divisor {
-        &self.limit
+        self.t
     }
 
     /// The same split with the whole-period path turned off.
     pub(crate) fn off(self) -> WholePeriod {
-        WholePeriod { t: None, ..self }
+        WholePeriod { t: 0, ..self }
     }
 
     /// `(a, b, T)` with `x = a * L + b`, `b < L`, when T is whole and `a <
     /// 2^62` (one shift to test); `None` otherwise.
     #[inline]
-    pub(crate) fn split(&self, x: u128) -> Option<(u64, u64, &Divisor)> {
-        let t = self.t.as_ref()?;
+    pub(crate) fn split(&self, x: u128) -> Option<(u64, u64, NonZeroU64)> {
+        let t = NonZeroU64::new(self.t)?;
         let (hi, lo) = ((x >> 64) as u64, x as u64);
         let (a, b) = if hi == 0 {
-            self.limit.div_rem(lo)
+            let a = lo / self.limit;
+            (a, lo - a * self.limit.get())
         } else {
             let y =
                 u64::try_from(u128::from(hi) * u128::from(self.wrap_r) + u128::from(lo)).ok()?;
-            let (a, b) = self.limit.div_rem(y);
+            let a = y / self.limit;
+            let b = y - a * self.limit.get();
             (hi.checked_mul(self.wrap_q)?.checked_add(a)?, b)
         };
         (a >> 62 == 0).then_some((a, b, t))

@@ -26,7 +26,6 @@
 //! sum here overflows; anything else takes the general path
 //! (`tests/it/decide_fast_path_edges.rs`).
 
-use super::super::divisor::Divisor;
 use super::super::gcra::admit;
 use super::super::whole_period::WholePeriod;
 use super::super::{CostBound, RateAlgorithm};
@@ -34,6 +33,7 @@ use super::{LeakyBucket, LeakyBucketState};
 use crate::duration::of_nanos;
 use crate::Mode;
 use crate::{Decision, RetryAfter};
+use std::num::NonZeroU64;
 use std::time::Duration;
 
 /// The largest `a`, T and `burst * T` the whole-period path takes.
@@ -59,16 +59,10 @@ impl Period {
         }
     }
 
-    /// L, as a divisor.
-    #[inline]
-    pub(super) fn limit(&self) -> &Divisor {
-        self.whole.limit()
-    }
-
     /// `(a, b, T)` with `ahead = a * L + b` ([`WholePeriod::split`]), or
     /// `None` for the general path.
     #[inline]
-    pub(super) fn split(&self, ahead: u128) -> Option<(u64, u64, &Divisor)> {
+    pub(super) fn split(&self, ahead: u128) -> Option<(u64, u64, NonZeroU64)> {
         self.whole.split(ahead)
     }
 }
@@ -83,11 +77,11 @@ impl LeakyBucket {
         &self,
         s: &mut LeakyBucketState,
         start: u128,
-        (a, b, period): (u64, u64, &Divisor),
+        (a, b, nt): (u64, u64, NonZeroU64),
         cost: u64,
         mode: Mode,
     ) -> Decision {
-        let (t, most) = (period.get(), self.period.most);
+        let (t, most) = (nt.get(), self.period.most);
         let f = u64::from(b > 0);
         let mut decision = Decision::allow(0);
         // `floor(queue / L)` after the decision.
@@ -101,7 +95,7 @@ impl LeakyBucket {
                     if mode.records() {
                         q = d + t;
                         s.next_slot
-                            .set(start + u128::from(cost) * u128::from(self.window.get()));
+                            .set(start + u128::from(cost) * u128::from(self.window));
                     }
                 }
                 Err(excess) => {
@@ -116,7 +110,8 @@ impl LeakyBucket {
             }
         }
         let reset = q + f;
-        let (qt, rt) = period.div_rem(q);
+        let qt = q / nt;
+        let rt = q - qt * t;
         // The queue modulo W, in whole ns rounded up: zero iff it is a
         // whole number of slots.
         let rf = rt + f;

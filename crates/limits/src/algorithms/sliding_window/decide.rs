@@ -38,7 +38,7 @@ impl SlidingWindow {
         mode: Mode,
     ) -> Decision {
         let elapsed = self.roll(s, now);
-        let left = self.window.get() - elapsed;
+        let left = self.window - elapsed;
         let mut decision = Decision::allow(0);
         // A denial's wait, and the cost it is the wait of.
         let mut denied = (0, Duration::ZERO);
@@ -87,7 +87,7 @@ impl SlidingWindow {
         let remaining = units.map_or(0, |u| free.saturating_sub(u));
         decision.remaining = remaining;
         let reset = if s.current > 0 {
-            self.window.get() + left
+            self.window + left
         } else if s.previous > 0 {
             left
         } else {
@@ -104,7 +104,7 @@ impl SlidingWindow {
             let refill = match units {
                 Some(0) => self.next_window(s, elapsed, want),
                 Some(u) if u <= free => {
-                    let slack = mul_div(u - 1, self.window.get(), s.previous);
+                    let slack = mul_div(u - 1, self.window, s.previous);
                     if slack > 0 {
                         left - slack
                     } else {
@@ -127,10 +127,8 @@ impl SlidingWindow {
             return 0;
         }
         match previous.checked_mul(left) {
-            Some(x) => self.window.div_ceil(x),
-            None => {
-                sat64((u128::from(previous) * u128::from(left)).div_ceil(self.window.get().into()))
-            }
+            Some(x) => x.div_ceil(self.window),
+            None => sat64((u128::from(previous) * u128::from(left)).div_ceil(self.window.into())),
         }
     }
 
@@ -146,10 +144,10 @@ impl SlidingWindow {
         // count is not zero (the request did not fit); tested all the same.
         let room = self.limit.checked_sub(s.current.saturating_add(cost));
         if let (Some(room), true) = (room, s.previous > 0) {
-            let slack = mul_div(room, self.window.get(), s.previous);
+            let slack = mul_div(room, self.window, s.previous);
             if slack > 0 {
                 // slack <= W - elapsed - 1 < W: the fit is later in this window.
-                let e = self.window.get() - slack.min(self.window.get());
+                let e = self.window - slack.min(self.window);
                 return e - elapsed;
             }
         }
@@ -162,11 +160,11 @@ impl SlidingWindow {
     #[inline]
     fn next_window(&self, s: &SlidingWindowState, elapsed: u64, cost: u64) -> u64 {
         let slack = if s.current == 0 {
-            self.window.get()
+            self.window
         } else {
-            mul_div(self.limit - cost, self.window.get(), s.current).min(self.window.get())
+            mul_div(self.limit - cost, self.window, s.current).min(self.window)
         };
-        2 * self.window.get() - slack - elapsed
+        2 * self.window - slack - elapsed
     }
 }
 
