@@ -3,10 +3,14 @@
 //! threads on distinct keys. Ours is `limits` (`check`, the whole
 //! decision). Each group holds `limits` and `governor` on the
 //! same key stream and the same virtual clock scheme (see common), so that
-//! every figure is read as a ratio to governor's in the same run.
+//! every figure is read as a ratio to governor's in the same run. The
+//! `real/` groups read the real clocks, as a server does: ours
+//! `SystemClock`, governor's quanta clock (scripts/bench-check runs them in
+//! rounds).
 //!
 //! `cargo bench -p limits --bench keyed` (a filter after `--` picks groups,
-//! e.g. `-- token-bucket/10k`). Limiters are built only for the groups run.
+//! e.g. `-- token-bucket/10k`). Key streams and limiters are made only for
+//! the groups run.
 
 mod common;
 
@@ -14,6 +18,7 @@ use common::{Governor, KeyStream, Ours, Outcome, Scenario, ALGORITHMS, BATCH};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use governor::clock::{Clock as _, DefaultClock};
 use limits::{Clock as _, SystemClock};
+use std::cell::OnceCell;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -47,19 +52,53 @@ fn one_thread(c: &mut Criterion) {
                 let name = format!("{}/{keys_name}/{}", algorithm.name(), outcome.name());
                 let mut group = c.benchmark_group(name);
                 group.throughput(Throughput::Elements(1));
-                let ks = KeyStream::new(keys, STREAM, 0x5eed + keys as u64);
+                let ks = OnceCell::new();
+                let ks = || ks.get_or_init(|| KeyStream::new(keys, STREAM, 0x5eed + keys as u64));
                 group.bench_function("limits", |b| {
+                    let ks = ks();
                     let ours = Ours::new(&s, &ks.keys);
                     let mut pos = 0;
                     b.iter_custom(|iters| timed(&ks.stream, iters, &mut pos, |k| ours.run(k)));
                 });
                 group.bench_function("governor", |b| {
+                    let ks = ks();
                     let gov = Governor::new(&s, &ks.keys);
                     let mut pos = 0;
                     b.iter_custom(|iters| timed(&ks.stream, iters, &mut pos, |k| gov.run(k)));
                 });
                 group.finish();
             }
+        }
+    }
+}
+
+/// Real clocks, mostly allowed: every check reads the clock, as in a
+/// server, with the rule of [`Scenario::real`].
+fn real_clocks(c: &mut Criterion) {
+    for algorithm in ALGORITHMS {
+        for (keys, keys_name) in KEY_COUNTS {
+            let name = format!("real/{}/{keys_name}", algorithm.name());
+            let mut group = c.benchmark_group(name);
+            group.throughput(Throughput::Elements(1));
+            // The keys made and the rule calibrated in the first function
+            // run, so that only the groups a filter picks pay for them.
+            let ks = OnceCell::new();
+            let ks = || ks.get_or_init(|| KeyStream::new(keys, STREAM, 0x5eed + keys as u64));
+            let scenario = OnceCell::new();
+            let sized = || *scenario.get_or_init(|| Scenario::real(algorithm, ks()));
+            group.bench_function("limits", |b| {
+                let ks = ks();
+                let ours = Ours::real(&sized(), &ks.keys);
+                let mut pos = 0;
+                b.iter_custom(|iters| timed(&ks.stream, iters, &mut pos, |k| ours.run(k)));
+            });
+            group.bench_function("governor", |b| {
+                let ks = ks();
+                let gov = Governor::real(&sized(), &ks.keys);
+                let mut pos = 0;
+                b.iter_custom(|iters| timed(&ks.stream, iters, &mut pos, |k| gov.run(k)));
+            });
+            group.finish();
         }
     }
 }
@@ -74,18 +113,27 @@ fn two_threads(c: &mut Criterion) {
             let name = format!("{}/{keys_name}/allowed-2-threads", algorithm.name());
             let mut group = c.benchmark_group(name);
             group.throughput(Throughput::Elements(1));
-            let halves = [
-                KeyStream::new(keys / 2, STREAM, 0xa11ce + *keys as u64),
-                KeyStream::new(keys / 2, STREAM, 0xb0b + *keys as u64),
-            ];
-            let all: Vec<u64> = halves.iter().flat_map(|h| h.keys.clone()).collect();
+            // Each half's keys, and all of them, made in the first function run.
+            let split = OnceCell::new();
+            let split = || {
+                split.get_or_init(|| {
+                    let halves = [
+                        KeyStream::new(keys / 2, STREAM, 0xa11ce + *keys as u64),
+                        KeyStream::new(keys / 2, STREAM, 0xb0b + *keys as u64),
+                    ];
+                    let all: Vec<u64> = halves.iter().flat_map(|h| h.keys.clone()).collect();
+                    (halves, all)
+                })
+            };
             group.bench_function("limits", |b| {
-                let ours = Ours::new(&s, &all);
-                b.iter_custom(|iters| in_two(&halves, iters, |k| ours.run(k)));
+                let (halves, all) = split();
+                let ours = Ours::new(&s, all);
+                b.iter_custom(|iters| in_two(halves, iters, |k| ours.run(k)));
             });
             group.bench_function("governor", |b| {
-                let gov = Governor::new(&s, &all);
-                b.iter_custom(|iters| in_two(&halves, iters, |k| gov.run(k)));
+                let (halves, all) = split();
+                let gov = Governor::new(&s, all);
+                b.iter_custom(|iters| in_two(halves, iters, |k| gov.run(k)));
             });
             group.finish();
         }
@@ -129,6 +177,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = clocks, one_thread, two_threads
+    targets = clocks, one_thread, two_threads, real_clocks
 }
 criterion_main!(benches);
