@@ -8,12 +8,13 @@
 //! the request is handed to a pooled connection when the
 //! future is made ([`Pool::start`]: hyper's `try_send_request` sends it at
 //! once, and its future only waits for the answer), so the future holds
-//! that wait, the connection and nothing else. Opening a connection, and
+//! that wait, the connection (driven here while the answer is awaited: see
+//! `pool`) and nothing else. Opening a connection, and
 //! trying the next one after a pooled one was found closed, are rare:
 //! those go to [`Pool::send`], boxed, so that they do not size the future
 //! of every request (`service::Exchange`, this and the timer).
 
-use super::pool::{Pool, Returning, Sender};
+use super::pool::{Open, Pool, Returning, Upstream};
 use super::upstream::UpstreamError;
 use axum::body::Body;
 use http::{Request, Response};
@@ -36,10 +37,11 @@ pin_project_lite::pin_project! {
     /// `H` is hyper's future for an exchange on a pooled connection, which
     /// has no name.
     pub(super) struct Sending<H> {
-        // The exchange on a pooled connection, and that connection.
+        // The exchange on a pooled connection, and that connection (`None`
+        // once it has ended).
         #[pin]
         sent: Option<H>,
-        sender: Option<Sender>,
+        upstream: Option<Open>,
         pool: Arc<Pool>,
         // Anything else.
         slow: Option<Slow>,
@@ -55,8 +57,11 @@ impl Pool {
         request: Request<Body>,
     ) -> Sending<impl Future<Output = Sent> + Send + 'static> {
         let pool = Arc::clone(self);
-        let (sent, sender, slow) = match self.take_idle() {
-            Some(mut sender) => (Some(sender.try_send_request(request)), Some(sender), None),
+        let (sent, upstream, slow) = match self.take_idle() {
+            Some(mut upstream) => {
+                let sent = upstream.sender.try_send_request(request);
+                (Some(sent), Some(upstream), None)
+            }
             None => {
                 let slow: Slow = Box::pin(Arc::clone(&pool).send(request));
                 (None, None, Some(slow))
@@ -64,7 +69,7 @@ impl Pool {
         };
         Sending {
             sent,
-            sender,
+            upstream,
             pool,
             slow,
         }
@@ -80,22 +85,22 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         if let Some(sent) = this.sent.as_mut().as_pin_mut() {
-            let answer = ready!(sent.poll(cx));
+            let answer = ready!(Upstream::answer(this.upstream, sent, cx));
             this.sent.set(None);
             match answer {
                 Ok(response) => {
-                    let sender = this.sender.take();
+                    let upstream = this.upstream.take();
                     let pool = &*this.pool;
-                    return Poll::Ready(
-                        Ok(response.map(|body| Returning::new(body, sender, pool))),
-                    );
+                    return Poll::Ready(Ok(
+                        response.map(|body| Returning::new(body, upstream, pool))
+                    ));
                 }
                 // The connection closed before the request was written to
                 // it (the upstream hung up while it was idle): hyper hands
                 // the request back unsent, and it goes to the next one.
                 Err(mut e) => match e.take_message() {
                     Some(unsent) => {
-                        *this.sender = None;
+                        *this.upstream = None;
                         let pool = Arc::clone(this.pool);
                         *this.slow = Some(Box::pin(pool.send(unsent)));
                     }
