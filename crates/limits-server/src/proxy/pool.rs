@@ -1,5 +1,5 @@
 //! The connections to the upstream: a stack of idle HTTP/1.1 connections,
-//! each hyper's `SendRequest` with its `Connection` beside it.
+//! each a hyper `SendRequest` whose connection task runs on its own.
 //!
 //! Why not hyper-util's pooled client: per request it checked a pool keyed
 //! by scheme and authority out through a oneshot channel, built an absolute
@@ -9,20 +9,6 @@
 //! it back when it ends, since HTTP/1.1 carries one exchange at a time and a
 //! connection is ready for the next request only once the response body has
 //! been read to its end.
-//!
-//! A connection has no task of its own: the request using it drives it
-//! ([`Upstream::drive`]), in the task of the client connection that sent the
-//! request, while it waits for the response head (`sending`) and while the
-//! response body is read ([`Returning`]). So the request, the response head
-//! and each body frame pass between hyper's halves within one task, where a
-//! connection task of its own would be woken for the request and would wake
-//! the client's task for the answer, often on another worker thread. An
-//! idle connection is driven by nobody; it is polled once, without a waker,
-//! when it comes back (hyper then takes in the end of the exchange, and the
-//! last task that drove it is not woken for anything that happens while it
-//! is idle) and at each of the reaper's looks (which so finds it closed).
-//! One the upstream closed while it was idle is found closed when it is next
-//! used: hyper reads before it writes, and hands the request back unsent.
 //!
 //! A connection leaves the stack for good when it is closed (by either side
 //! or on an error), when its response body is dropped unfinished, and when
@@ -41,14 +27,12 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use std::collections::VecDeque;
-use std::future::{poll_fn, Future};
 use std::net::{IpAddr, SocketAddr};
-use std::pin::{pin, Pin};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::net::TcpStream;
 
 /// How long a connection may sit idle before it is closed.
 pub(super) const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -64,58 +48,6 @@ const MOST_IDLE: usize = 1024;
 
 pub(super) type Sender = SendRequest<Body>;
 
-/// One HTTP/1.1 connection to the upstream: the sender its requests go
-/// through, and the connection that writes them and reads the answers,
-/// driven by whoever waits on it ([`Upstream::drive`]). Always boxed
-/// ([`Open`]): hyper's connection is large, and it moves with every request
-/// (out of the pool, into the request's future, into the response body and
-/// back), which would copy all of it each time.
-pub(super) struct Upstream {
-    pub(super) sender: Sender,
-    connection: http1::Connection<TokioIo<TcpStream>, Body>,
-}
-
-/// An [`Upstream`] as it is held and moved: boxed.
-pub(super) type Open = Box<Upstream>;
-
-impl Upstream {
-    /// Moves the connection on as far as it goes now (writing the request
-    /// and its body, reading the answer into the response's channels), to
-    /// be woken through `cx` when it can go further. `None` once it has
-    /// ended (either side closed it, or it failed): what was in flight on
-    /// it then has been told so by hyper (an error, or a request handed
-    /// back unsent).
-    pub(super) fn drive(upstream: &mut Option<Open>, cx: &mut Context<'_>) {
-        let Some(open) = upstream else { return };
-        if let Poll::Ready(ended) = Pin::new(&mut open.connection).poll(cx) {
-            if let Err(e) = ended {
-                tracing::debug!(error = %e, "upstream connection ended with an error");
-            }
-            *upstream = None;
-        }
-    }
-
-    /// The answer `sent` (hyper's exchange on `upstream`) waits for, once
-    /// the connection has been driven: only driving it moves the exchange
-    /// on (or ends it, and hyper then answers what was in flight), so the
-    /// exchange is asked without a waker. With this task's waker, hyper
-    /// would wake the task when the answer comes, while the task is
-    /// running already, and it would run once more for nothing.
-    pub(super) fn answer<T>(
-        upstream: &mut Option<Open>,
-        sent: Pin<&mut impl Future<Output = T>>,
-        cx: &mut Context<'_>,
-    ) -> Poll<T> {
-        Upstream::drive(upstream, cx);
-        sent.poll(&mut Context::from_waker(Waker::noop()))
-    }
-
-    /// [`Upstream::drive`] with no waker: for a connection nobody waits on.
-    fn drive_unwatched(upstream: &mut Option<Open>) {
-        Upstream::drive(upstream, &mut Context::from_waker(Waker::noop()));
-    }
-}
-
 /// The idle connections to one upstream, and how to open more.
 pub(super) struct Pool {
     idle: Mutex<VecDeque<Idle>>,
@@ -128,7 +60,7 @@ pub(super) struct Pool {
 }
 
 struct Idle {
-    upstream: Open,
+    sender: Sender,
     /// [`Pool::looks`] when it went idle.
     since: u32,
 }
@@ -170,16 +102,14 @@ impl Pool {
         mut request: Request<Body>,
     ) -> Result<Response<Returning>, UpstreamError> {
         loop {
-            let (mut upstream, reused) = match self.take_idle() {
-                Some(upstream) => (upstream, true),
+            let (mut sender, reused) = match self.take_idle() {
+                Some(sender) => (sender, true),
                 None => (self.connect().await?, false),
             };
-            let mut sent = pin!(upstream.sender.try_send_request(request));
-            let mut upstream = Some(upstream);
-            let answer = poll_fn(|cx| Upstream::answer(&mut upstream, sent.as_mut(), cx)).await;
-            match answer {
+            match sender.try_send_request(request).await {
                 Ok(response) => {
-                    return Ok(response.map(|body| Returning::new(body, upstream, &self)));
+                    let sender = Some(sender);
+                    return Ok(response.map(|body| Returning::new(body, sender, &self)));
                 }
                 Err(mut e) => match e.take_message() {
                     Some(unsent) if reused => request = unsent,
@@ -190,18 +120,18 @@ impl Pool {
     }
 
     /// The most recently used idle connection that is still ready.
-    pub(super) fn take_idle(&self) -> Option<Open> {
+    pub(super) fn take_idle(&self) -> Option<Sender> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        while let Some(Idle { upstream, .. }) = idle.pop_back() {
-            if upstream.sender.is_ready() {
-                return Some(upstream);
+        while let Some(Idle { sender, .. }) = idle.pop_back() {
+            if sender.is_ready() {
+                return Some(sender);
             }
         }
         None
     }
 
-    /// Opens a connection (TCP_NODELAY), driven by its first request.
-    async fn connect(self: &Arc<Self>) -> Result<Open, UpstreamError> {
+    /// Opens a connection (TCP_NODELAY) and starts its task.
+    async fn connect(self: &Arc<Self>) -> Result<Sender, UpstreamError> {
         self.start_reaper();
         let stream = self.tcp().await.map_err(UpstreamError::Connect)?;
         stream.set_nodelay(true).map_err(UpstreamError::Connect)?;
@@ -209,18 +139,23 @@ impl Pool {
             .handshake(TokioIo::new(stream))
             .await
             .map_err(UpstreamError::Http)?;
-        Ok(Box::new(Upstream { sender, connection }))
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "upstream connection ended with an error");
+            }
+        });
+        Ok(sender)
     }
 
     /// A TCP connection to the upstream: to its address, or to each address
     /// its name resolves to in turn until one accepts.
-    async fn tcp(&self) -> std::io::Result<TcpStream> {
+    async fn tcp(&self) -> std::io::Result<tokio::net::TcpStream> {
         if let Ok(ip) = self.host.parse::<IpAddr>() {
-            return TcpStream::connect(SocketAddr::new(ip, self.port)).await;
+            return tokio::net::TcpStream::connect(SocketAddr::new(ip, self.port)).await;
         }
         let mut last = None;
         for addr in tokio::net::lookup_host((self.host.as_str(), self.port)).await? {
-            match TcpStream::connect(addr).await {
+            match tokio::net::TcpStream::connect(addr).await {
                 Ok(stream) => return Ok(stream),
                 Err(e) => last = Some(e),
             }
@@ -233,41 +168,28 @@ impl Pool {
         }))
     }
 
-    /// Puts a connection whose exchange is over back on the stack, once
-    /// hyper has taken in its end (polled here with no waker, so that the
-    /// task that drove it is not woken for it while it is idle). One not
-    /// ready yet (the request body is still being sent) is driven by a
-    /// task of its own until it is, or until it closes.
-    fn give_back(self: &Arc<Self>, upstream: Open) {
-        let mut upstream = Some(upstream);
-        Upstream::drive_unwatched(&mut upstream);
-        let Some(mut upstream) = upstream else { return };
-        if upstream.sender.is_ready() {
-            self.push(upstream);
-            return;
-        }
-        let pool = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let ready = poll_fn(|cx| {
-                if Pin::new(&mut upstream.connection).poll(cx).is_ready() {
-                    return Poll::Ready(false);
+    /// Puts a connection whose exchange is over back on the stack; one not
+    /// ready yet (its task has not caught up, or the request body is still
+    /// being sent) comes back when it is, or never if it closes first.
+    fn give_back(self: &Arc<Self>, mut sender: Sender) {
+        if sender.is_ready() {
+            self.push(sender);
+        } else if !sender.is_closed() {
+            let pool = Arc::downgrade(self);
+            tokio::spawn(async move {
+                let ready = tokio::time::timeout(IDLE_TIMEOUT, sender.ready()).await;
+                if let (Ok(Ok(())), Some(pool)) = (ready, pool.upgrade()) {
+                    pool.push(sender);
                 }
-                upstream.sender.poll_ready(cx).map(|ready| ready.is_ok())
             });
-            if let (Ok(true), Some(pool)) = (
-                tokio::time::timeout(IDLE_TIMEOUT, ready).await,
-                pool.upgrade(),
-            ) {
-                pool.give_back(upstream);
-            }
-        });
+        }
     }
 
-    fn push(&self, upstream: Open) {
+    fn push(&self, sender: Sender) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         if idle.len() < MOST_IDLE {
             let since = self.looks.load(Ordering::Relaxed);
-            idle.push_back(Idle { upstream, since });
+            idle.push_back(Idle { sender, since });
         }
     }
 
@@ -277,20 +199,11 @@ impl Pool {
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
-    /// Closes the connections idle for too long, and those closed already
-    /// (polled here, with no waker, to find out).
+    /// Closes the connections idle for too long, and those closed already.
     pub(super) fn reap(&self) {
         let now = self.looks.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        idle.retain_mut(|i| {
-            if stale(i.since, now) {
-                return false;
-            }
-            let mut cx = Context::from_waker(Waker::noop());
-            Pin::new(&mut i.upstream.connection)
-                .poll(&mut cx)
-                .is_pending()
-        });
+        idle.retain(|i| !i.sender.is_closed() && !stale(i.since, now));
     }
 
     /// Starts the reaper once, with the first connection (so within a
@@ -314,24 +227,21 @@ impl Pool {
     }
 }
 
-/// A response body from the upstream that drives its connection while it
-/// is read, and gives the connection back to the pool when it ends; dropped
-/// unfinished, it closes the connection instead (the rest of the body would
-/// still be on the wire).
+/// A response body from the upstream that gives its connection back to the
+/// pool when it ends; dropped unfinished, it closes the connection instead
+/// (the rest of the body would still be on the wire).
 pub(super) struct Returning {
     body: Incoming,
-    upstream: Option<Open>,
-    pool: Arc<Pool>,
+    back: Option<(Sender, Arc<Pool>)>,
 }
 
 impl Returning {
-    /// `body`, read from `upstream`, which goes back to `pool` when the
-    /// body ends (if it is still open).
-    pub(super) fn new(body: Incoming, upstream: Option<Open>, pool: &Arc<Pool>) -> Returning {
+    /// `body`, which gives `sender` back to `pool` when it ends (if there
+    /// is a sender to give back).
+    pub(super) fn new(body: Incoming, sender: Option<Sender>, pool: &Arc<Pool>) -> Returning {
         let mut returning = Returning {
             body,
-            upstream,
-            pool: Arc::clone(pool),
+            back: sender.map(|sender| (sender, pool.clone())),
         };
         // An empty body (204, HEAD, Content-Length: 0) may never be polled.
         if returning.body.is_end_stream() {
@@ -341,8 +251,8 @@ impl Returning {
     }
 
     fn ended(&mut self) {
-        if let Some(upstream) = self.upstream.take() {
-            self.pool.give_back(upstream);
+        if let Some((sender, pool)) = self.back.take() {
+            pool.give_back(sender);
         }
     }
 }
@@ -355,20 +265,11 @@ impl http_body::Body for Returning {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<bytes::Bytes>, hyper::Error>>> {
-        // What the connection has read already first (a small body came
-        // with the response head); the connection is driven when the body
-        // waits for more.
-        let polled = match Pin::new(&mut self.body).poll_frame(cx) {
-            Poll::Pending if self.upstream.is_some() => {
-                Upstream::drive(&mut self.upstream, cx);
-                Pin::new(&mut self.body).poll_frame(cx)
-            }
-            polled => polled,
-        };
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
         match &polled {
             Poll::Ready(Some(Ok(_))) if self.body.is_end_stream() => self.ended(),
             Poll::Ready(None) => self.ended(),
-            Poll::Ready(Some(Err(_))) => self.upstream = None,
+            Poll::Ready(Some(Err(_))) => self.back = None,
             _ => {}
         }
         polled

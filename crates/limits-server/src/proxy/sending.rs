@@ -8,13 +8,12 @@
 //! the request is handed to a pooled connection when the
 //! future is made ([`Pool::start`]: hyper's `try_send_request` sends it at
 //! once, and its future only waits for the answer), so the future holds
-//! that wait, the connection (driven here while the answer is awaited: see
-//! `pool`) and nothing else. Opening a connection, and
+//! that wait, the connection and nothing else. Opening a connection, and
 //! trying the next one after a pooled one was found closed, are rare:
 //! those go to [`Pool::send`], boxed, so that they do not size the future
 //! of every request (`service::Exchange`, this and the timer).
 
-use super::pool::{Open, Pool, Returning, Upstream};
+use super::pool::{Pool, Returning, Sender};
 use super::upstream::UpstreamError;
 use axum::body::Body;
 use http::{Request, Response};
@@ -37,11 +36,10 @@ pin_project_lite::pin_project! {
     /// `H` is hyper's future for an exchange on a pooled connection, which
     /// has no name.
     pub(super) struct Sending<H> {
-        // The exchange on a pooled connection, and that connection (`None`
-        // once it has ended).
+        // The exchange on a pooled connection, and that connection.
         #[pin]
         sent: Option<H>,
-        upstream: Option<Open>,
+        sender: Option<Sender>,
         pool: Arc<Pool>,
         // Anything else.
         slow: Option<Slow>,
@@ -57,11 +55,8 @@ impl Pool {
         request: Request<Body>,
     ) -> Sending<impl Future<Output = Sent> + Send + 'static> {
         let pool = Arc::clone(self);
-        let (sent, upstream, slow) = match self.take_idle() {
-            Some(mut upstream) => {
-                let sent = upstream.sender.try_send_request(request);
-                (Some(sent), Some(upstream), None)
-            }
+        let (sent, sender, slow) = match self.take_idle() {
+            Some(mut sender) => (Some(sender.try_send_request(request)), Some(sender), None),
             None => {
                 let slow: Slow = Box::pin(Arc::clone(&pool).send(request));
                 (None, None, Some(slow))
@@ -69,7 +64,7 @@ impl Pool {
         };
         Sending {
             sent,
-            upstream,
+            sender,
             pool,
             slow,
         }
@@ -85,22 +80,22 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         if let Some(sent) = this.sent.as_mut().as_pin_mut() {
-            let answer = ready!(Upstream::answer(this.upstream, sent, cx));
+            let answer = ready!(sent.poll(cx));
             this.sent.set(None);
             match answer {
                 Ok(response) => {
-                    let upstream = this.upstream.take();
+                    let sender = this.sender.take();
                     let pool = &*this.pool;
-                    return Poll::Ready(Ok(
-                        response.map(|body| Returning::new(body, upstream, pool))
-                    ));
+                    return Poll::Ready(
+                        Ok(response.map(|body| Returning::new(body, sender, pool))),
+                    );
                 }
                 // The connection closed before the request was written to
                 // it (the upstream hung up while it was idle): hyper hands
                 // the request back unsent, and it goes to the next one.
                 Err(mut e) => match e.take_message() {
                     Some(unsent) => {
-                        *this.upstream = None;
+                        *this.sender = None;
                         let pool = Arc::clone(this.pool);
                         *this.slow = Some(Box::pin(pool.send(unsent)));
                     }
