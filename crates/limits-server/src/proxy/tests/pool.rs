@@ -235,6 +235,19 @@ impl HangingUp {
         }
     }
 
+    /// A proxy to a new `HangingUp` upstream, after one request: the
+    /// connection it came on idle in the pool, then closed by the upstream.
+    async fn idle_then_closed() -> (HangingUp, Proxy) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let mut upstream = HangingUp::serve(listener);
+        let proxy = proxy(addr);
+        assert_eq!(get(&proxy).await, (StatusCode::OK, Bytes::from("ok")));
+        until_idle(&proxy, 1).await;
+        upstream.hang_up().await;
+        (upstream, proxy)
+    }
+
     /// Hangs up the connection it holds, and returns once it has.
     async fn hang_up(&mut self) {
         self.hang_up
@@ -256,13 +269,7 @@ impl HangingUp {
 /// connection instead of failing.
 #[tokio::test]
 async fn a_connection_closed_while_idle_is_not_used_again() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let mut upstream = HangingUp::serve(listener);
-    let proxy = proxy(addr);
-    assert_eq!(get(&proxy).await, (StatusCode::OK, Bytes::from("ok")));
-    until_idle(&proxy, 1).await;
-    upstream.hang_up().await;
+    let (upstream, proxy) = HangingUp::idle_then_closed().await;
     assert_eq!(get(&proxy).await, (StatusCode::OK, Bytes::from("ok")));
     assert_eq!(upstream.accepted.load(Ordering::SeqCst), 2);
     assert_eq!(proxy.errors(), ProxyErrors::default());
@@ -272,13 +279,7 @@ async fn a_connection_closed_while_idle_is_not_used_again() {
 /// next look, not kept until the idle timeout.
 #[tokio::test]
 async fn the_reaper_drops_a_connection_the_upstream_closed() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let mut upstream = HangingUp::serve(listener);
-    let proxy = proxy(addr);
-    assert_eq!(get(&proxy).await, (StatusCode::OK, Bytes::from("ok")));
-    until_idle(&proxy, 1).await;
-    upstream.hang_up().await;
+    let (_upstream, proxy) = HangingUp::idle_then_closed().await;
     let mut reaped = false;
     for _ in 0..1000 {
         proxy.inner.pool.reap();
