@@ -200,7 +200,7 @@ impl Pool {
     }
 
     /// Closes the connections idle for too long, and those closed already.
-    fn reap(&self) {
+    pub(super) fn reap(&self) {
         let now = self.looks.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         idle.retain(|i| !i.sender.is_closed() && !stale(i.since, now));

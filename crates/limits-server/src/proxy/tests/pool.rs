@@ -102,23 +102,9 @@ async fn a_connection_the_upstream_closed_is_not_reused() {
     // without saying so. The next request must go to a new connection.
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let counted = accepted.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            counted.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match socket.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let response = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
-                let _ = socket.write_all(response).await;
-            });
+    let accepted = raw_upstream(listener, |mut socket| async move {
+        if read_head(&mut socket).await.is_some() {
+            let _ = socket.write_all(OK_RESPONSE).await;
         }
     });
     let proxy = proxy(addr);
@@ -179,4 +165,182 @@ async fn an_upstream_gone_is_502_and_back_is_served() {
     assert_eq!(get(&proxy).await, (StatusCode::OK, Bytes::from("ok")));
     assert_eq!(back.accepted(), 1);
     assert_eq!(proxy.errors().bad_gateway, 1);
+}
+
+/// An upstream on raw TCP: each connection's requests are read one at a
+/// time (a head, then as many body bytes as its Content-Length says) and
+/// answered with `answer`; what comes of each connection is for `then`.
+fn raw_upstream<F, Fut>(listener: TcpListener, then: F) -> Arc<AtomicUsize>
+where
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counted = accepted.clone();
+    let then = Arc::new(then);
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(then(socket));
+        }
+    });
+    accepted
+}
+
+/// Reads one request head from `socket` (and whatever follows it in the
+/// same reads): `None` when the socket closed first.
+async fn read_head(socket: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match socket.read(&mut buf).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    Some(head)
+}
+
+const OK_RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+
+/// An upstream answering one request per connection, keeping it open until
+/// told to hang up (`hang_up`), then saying on `closed` that it has.
+struct HangingUp {
+    accepted: Arc<AtomicUsize>,
+    hang_up: tokio::sync::broadcast::Sender<()>,
+    closed: tokio::sync::mpsc::UnboundedReceiver<()>,
+}
+
+impl HangingUp {
+    fn serve(listener: TcpListener) -> HangingUp {
+        let (hang_up, _) = tokio::sync::broadcast::channel::<()>(1);
+        let (closed_tx, closed) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let signal = hang_up.clone();
+        let accepted = raw_upstream(listener, move |mut socket| {
+            let mut hang_up = signal.subscribe();
+            let closed = closed_tx.clone();
+            async move {
+                if read_head(&mut socket).await.is_some() {
+                    let _ = socket.write_all(OK_RESPONSE).await;
+                    let _ = hang_up.recv().await;
+                }
+                drop(socket);
+                let _ = closed.send(());
+            }
+        });
+        HangingUp {
+            accepted,
+            hang_up,
+            closed,
+        }
+    }
+
+    /// A proxy to a new `HangingUp` upstream, after one request: the
+    /// connection it came on idle in the pool, then closed by the upstream.
+    async fn idle_then_closed() -> (HangingUp, Proxy) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let mut upstream = HangingUp::serve(listener);
+        let proxy = proxy(addr);
+        assert_eq!(get(&proxy).await, (StatusCode::OK, Bytes::from("ok")));
+        until_idle(&proxy, 1).await;
+        upstream.hang_up().await;
+        (upstream, proxy)
+    }
+
+    /// Hangs up the connection it holds, and returns once it has.
+    async fn hang_up(&mut self) {
+        self.hang_up
+            .send(())
+            .expect("the upstream holds a connection");
+        self.closed
+            .recv()
+            .await
+            .expect("the upstream closed its connection");
+        // Once round the runtime (tokio's `yield_now` lets its I/O driver
+        // run first), as a connection idle in production has been: the
+        // hang-up has then reached the proxy's side.
+        tokio::task::yield_now().await;
+    }
+}
+
+/// The upstream hangs up on a connection while it sits idle in the pool
+/// (not right after an answer, as above): the next request goes to a new
+/// connection instead of failing.
+#[tokio::test]
+async fn a_connection_closed_while_idle_is_not_used_again() {
+    let (upstream, proxy) = HangingUp::idle_then_closed().await;
+    assert_eq!(get(&proxy).await, (StatusCode::OK, Bytes::from("ok")));
+    assert_eq!(upstream.accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(proxy.errors(), ProxyErrors::default());
+}
+
+/// A connection the upstream closed while idle is dropped at the reaper's
+/// next look, not kept until the idle timeout.
+#[tokio::test]
+async fn the_reaper_drops_a_connection_the_upstream_closed() {
+    let (_upstream, proxy) = HangingUp::idle_then_closed().await;
+    let mut reaped = false;
+    for _ in 0..1000 {
+        proxy.inner.pool.reap();
+        if proxy.inner.pool.idle() == 0 {
+            reaped = true;
+            break;
+        }
+        // The hang-up is on its way through the runtime.
+        tokio::task::yield_now().await;
+    }
+    assert!(reaped, "a closed connection was kept");
+}
+
+/// An upstream may answer before it has read the whole request body; the
+/// connection is ready again only once the body is sent. It goes back to
+/// the pool then, and the next request reuses it.
+#[tokio::test]
+async fn a_connection_answered_before_its_body_was_sent_comes_back_once_it_is() {
+    const BODY: usize = 10;
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let accepted = raw_upstream(listener, |mut socket| async move {
+        while let Some(head) = read_head(&mut socket).await {
+            // Answers at once; then reads the body (if any) before the next head.
+            let _ = socket.write_all(OK_RESPONSE).await;
+            let end = head
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .expect("head")
+                + 4;
+            let text = String::from_utf8_lossy(&head[..end]).to_ascii_lowercase();
+            if text.contains("content-length: 10") {
+                let mut body = head[end..].to_vec();
+                let mut buf = [0u8; 64];
+                while body.len() < BODY {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => body.extend_from_slice(&buf[..n]),
+                    }
+                }
+            }
+        }
+    });
+    let proxy = proxy(addr);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
+    let body = super::streaming::ChannelBody(rx);
+    let request = Request::post("/")
+        .header("content-length", BODY.to_string())
+        .body(Body::new(body))
+        .expect("request");
+    tx.send(Bytes::from_static(b"hello")).await.expect("send");
+    let response = proxy.forward(request, Some(CLIENT)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let answer = response.into_body().collect().await.expect("body");
+    assert_eq!(answer.to_bytes(), Bytes::from("ok"));
+    // The body is not sent in full: the connection is not back yet.
+    assert_eq!(proxy.inner.pool.idle(), 0);
+    tx.send(Bytes::from_static(b"world")).await.expect("send");
+    drop(tx);
+    until_idle(&proxy, 1).await;
+    assert_eq!(get(&proxy).await, (StatusCode::OK, Bytes::from("ok")));
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    assert_eq!(proxy.errors(), ProxyErrors::default());
 }

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 const PATIENCE: Duration = Duration::from_secs(10);
 
 /// A body whose chunks the test hands over one at a time.
-struct ChannelBody(mpsc::Receiver<Bytes>);
+pub(super) struct ChannelBody(pub(super) mpsc::Receiver<Bytes>);
 
 impl hyper::body::Body for ChannelBody {
     type Data = Bytes;
