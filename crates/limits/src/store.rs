@@ -85,6 +85,63 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+/// One request among several that [`Store::decide_in_order`] decides: what
+/// [`Store::decide_from`] takes, and the store that decides it.
+#[derive(Debug)]
+pub struct Asked<'a, S> {
+    /// The store (the rule) that decides.
+    pub store: &'a S,
+    /// The client address, for a store that caps what one client makes it
+    /// hold, if known.
+    pub client: Option<IpAddr>,
+    /// The key.
+    pub key: &'a str,
+    /// The cost.
+    pub cost: u64,
+    /// Record, or only look.
+    pub mode: Mode,
+}
+
+impl<S> Clone for Asked<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Asked<'_, S> {}
+
+/// How far [`Store::decide_in_order`] goes: the requests after the one it
+/// stops at are not decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Until {
+    /// Up to the first request denied or failed: what decides a request by
+    /// its first denial (an HTTP request's rules).
+    Denied,
+    /// Up to the first request failed, past denials: what only logs a
+    /// denial (a dry run).
+    Failed,
+}
+
+impl Until {
+    /// Whether the requests after one answered `answer` are left undecided.
+    ///
+    /// ```
+    /// use limits::{Decision, RetryAfter, StoreError, Until, Verdict};
+    ///
+    /// let decision = Decision { allowed: false, retry_after: RetryAfter::Never, ..Decision::allow(0) };
+    /// let denied = Ok(Verdict { decision, per_rate: Default::default() });
+    /// assert!(Until::Denied.stops_after(&denied));
+    /// assert!(!Until::Failed.stops_after(&denied));
+    /// assert!(Until::Failed.stops_after(&Err(StoreError::new("down"))));
+    /// ```
+    pub fn stops_after(self, answer: &Result<Verdict, StoreError>) -> bool {
+        match answer {
+            Ok(verdict) => self == Until::Denied && !verdict.decision.allowed,
+            Err(_) => true,
+        }
+    }
+}
+
 /// Where one rule's per-key state lives, and who decides on it.
 pub trait Store: Send + Sync + 'static {
     /// The rule this store decides for.
@@ -177,6 +234,64 @@ pub trait Store: Send + Sync + 'static {
     fn local(&self) -> Option<&dyn LocalStore> {
         None
     }
+
+    /// Whether a request to `self` and one to `other` can go in one round
+    /// trip of [`decide_in_order`](Store::decide_in_order) (two stores on
+    /// the same Redis). False by default.
+    fn shares_round_trip(&self, other: &Self) -> bool
+    where
+        Self: Sized,
+    {
+        let _ = other;
+        false
+    }
+
+    /// Decides `asked` one after the other, each exactly as
+    /// [`decide_from`](Store::decide_from) on its store would after the
+    /// ones before it, up to the first one that `until` stops at: the
+    /// answers of those decided, in order, the first always among them. The
+    /// rest are not decided (nothing recorded); a store may also stop
+    /// before one it must decide on its own, so a caller goes on from the
+    /// first one not answered. Stores that
+    /// [share a round trip](Store::shares_round_trip) decide what they can
+    /// in one; by default each is decided in turn.
+    ///
+    /// ```
+    /// use limits::{Algorithm, Asked, KeyedLimiter, Mode, Rule, Store, Until};
+    /// use std::future::Future;
+    /// use std::task::{Context, Poll, Waker};
+    ///
+    /// let store: KeyedLimiter<String> = KeyedLimiter::new(Rule::new(Algorithm::TokenBucket, "1/h".parse().unwrap()));
+    /// let ask = |key| Asked { store: &store, client: None, key, cost: 1, mode: Mode::Record };
+    /// let asked = [ask("a"), ask("a"), ask("b")];
+    /// let mut fut = std::pin::pin!(Store::decide_in_order(&asked, Until::Denied));
+    /// let Poll::Ready(answers) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+    ///     panic!("in memory: ready");
+    /// };
+    /// let allowed: Vec<bool> = answers.iter().map(|a| a.as_ref().unwrap().decision.allowed).collect();
+    /// assert_eq!(allowed, [true, false], "stopped at the denial: \"b\" was not decided");
+    /// assert!(store.decide_now("b", 1, Mode::Record).unwrap().unwrap().decision.allowed);
+    /// ```
+    fn decide_in_order(
+        asked: &[Asked<'_, Self>],
+        until: Until,
+    ) -> impl Future<Output = Vec<Result<Verdict, StoreError>>> + Send
+    where
+        Self: Sized,
+    {
+        async move {
+            let mut answers = Vec::with_capacity(asked.len());
+            for a in asked {
+                let answer = a.store.decide_from(a.client, a.key, a.cost, a.mode).await;
+                let stops = until.stops_after(&answer);
+                answers.push(answer);
+                if stops {
+                    break;
+                }
+            }
+            answers
+        }
+    }
 }
 
 impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
@@ -207,7 +322,7 @@ impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
         cost: u64,
         mode: Mode,
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
-        std::future::ready(Ok(verdict(self, key, None, cost, mode)))
+        std::future::ready(Ok(self.verdict(key, None, cost, mode)))
     }
 
     /// Decides in memory, at once: always `Some`, never an error, and the
@@ -223,7 +338,7 @@ impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
     /// assert_eq!(verdict.decision.remaining, 1);
     /// ```
     fn decide_now(&self, key: &str, cost: u64, mode: Mode) -> Option<Result<Verdict, StoreError>> {
-        Some(Ok(verdict(self, key, None, cost, mode)))
+        Some(Ok(self.verdict(key, None, cost, mode)))
     }
 
     /// Decides in memory at `now`, at once: never an error.
@@ -253,7 +368,7 @@ impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
         cost: u64,
         mode: Mode,
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
-        std::future::ready(Ok(verdict(self, key, Some(now), cost, mode)))
+        std::future::ready(Ok(self.verdict(key, Some(now), cost, mode)))
     }
 
     fn local(&self) -> Option<&dyn LocalStore> {
@@ -261,15 +376,21 @@ impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
     }
 }
 
-/// The in-memory verdict, at `now` or the limiter's clock.
-fn verdict<C: Clock>(
-    store: &KeyedLimiter<String, C>,
-    key: &str,
-    now: Option<u64>,
-    cost: u64,
-    mode: Mode,
-) -> Verdict {
-    let mut per_rate = SmallVec::new();
-    let decision = KeyedLimiter::decide(store, key, now, cost, mode, |d| per_rate.push(d));
-    Verdict { decision, per_rate }
+impl<C: Clock> KeyedLimiter<String, C> {
+    /// Decides `key` as [`Store::decide`] does, at `now` or the limiter's
+    /// clock if `None`: the verdict itself, as memory never fails.
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, Mode, Rule};
+    ///
+    /// let store: KeyedLimiter<String> = KeyedLimiter::new(Rule::new(Algorithm::SlidingLog, "1/s; 5/m".parse().unwrap()));
+    /// let verdict = store.verdict("alice", None, 1, Mode::Record);
+    /// assert!(verdict.decision.allowed);
+    /// assert_eq!(verdict.per_rate.len(), 2);
+    /// ```
+    pub fn verdict(&self, key: &str, now: Option<u64>, cost: u64, mode: Mode) -> Verdict {
+        let mut per_rate = SmallVec::new();
+        let decision = KeyedLimiter::decide(self, key, now, cost, mode, |d| per_rate.push(d));
+        Verdict { decision, per_rate }
+    }
 }
