@@ -15,7 +15,10 @@
 //! A batch can also be all or nothing
 //! ([`RedisStore::decide_all_or_nothing`]): a request whose decisions
 //! record only if every one admits, in one script call that decides them
-//! all (`all_or_nothing.lua`, every limiter's script as a function).
+//! all (`all_or_nothing.lua`, every limiter's script as a function). The
+//! same call decides a request's decisions one after the other, up to the
+//! first denied ([`Store::decide_in_order`](limits::Store::decide_in_order)):
+//! an HTTP request's rules, which stop at the first that denies.
 
 use crate::connection::RedisConnection;
 use crate::link::Conn;
@@ -23,30 +26,17 @@ use crate::scripts::{Lua, ALL_OR_NOTHING};
 use crate::slots::{key_slot, SlotMap};
 use crate::store::query_loaded;
 use crate::store::RedisStore;
-use limits::{Mode, StoreError, Verdict};
+use limits::{Asked, Mode, StoreError, Until, Verdict};
 use redis::aio::ConnectionLike;
 use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Arg, Cmd, ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
-use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// One decision of a batch ([`RedisStore::decide_batch`]): what
 /// [`Store::decide_from`](limits::Store::decide_from) takes, and the store
 /// that decides it.
-#[derive(Clone, Copy)]
-pub struct BatchDecision<'a> {
-    /// The store (the rule) that decides.
-    pub store: &'a RedisStore,
-    /// The client address, for the cap on new keys per client, if known.
-    pub client: Option<IpAddr>,
-    /// The key.
-    pub key: &'a str,
-    /// The cost.
-    pub cost: u64,
-    /// Record, or only look.
-    pub mode: Mode,
-}
+pub type BatchDecision<'a> = Asked<'a, RedisStore>;
 
 /// A decision Redis must make: its place in the batch and its command.
 struct Pending {
@@ -156,7 +146,7 @@ impl RedisStore {
             // One decision alone is its own all or nothing.
             RedisStore::decide_batch(&rest).await
         } else {
-            match in_one_call(&rest).await {
+            match in_one_call(&rest, Driver::AllOrNothing).await {
                 Some(decided) => decided,
                 None => in_two_batches(&rest, false).await,
             }
@@ -171,15 +161,92 @@ impl RedisStore {
     }
 }
 
+impl RedisStore {
+    /// [`Store::decide_in_order`](limits::Store::decide_in_order) on Redis
+    /// stores: the first decision as
+    /// [`decide_from`](limits::Store::decide_from) makes it, with the ones
+    /// after it that Redis alone decides
+    /// ([`asks_only_redis`](RedisStore::asks_only_redis)) on its connection,
+    /// in its slot on a cluster, in one script call.
+    pub(crate) async fn decide_together(
+        decisions: &[BatchDecision<'_>],
+        until: Until,
+    ) -> Vec<Result<Verdict, StoreError>> {
+        let Some(first) = decisions.first() else {
+            return Vec::new();
+        };
+        let (store, key, cost, mode) = (first.store, first.key, first.cost, first.mode);
+        if let Some(verdict) = store.answered_at_once(first.client, key, cost, mode, true) {
+            return vec![Ok(verdict)];
+        }
+        let joining = decisions[1..].iter().take_while(|d| {
+            d.store.same_connection(store)
+                && d.store.asks_only_redis(d.client, d.key, d.cost, d.mode)
+        });
+        let together = in_one_slot(&decisions[..1 + joining.count()]);
+        if together.len() > 1 {
+            if let Some(answers) = in_one_call(together, Driver::InOrder(until)).await {
+                return answers;
+            }
+        }
+        vec![store.ask_redis(key, cost, mode).await]
+    }
+}
+
+/// The first of `decisions` whose keys are in the first one's cluster slot
+/// (all of them on one Redis): a cluster refuses a script's keys in
+/// several slots.
+fn in_one_slot<'d, 'a>(decisions: &'d [BatchDecision<'a>]) -> &'d [BatchDecision<'a>] {
+    let Some(first) = decisions.first() else {
+        return decisions;
+    };
+    if !matches!(first.store.connection().conn.get(), Some(Conn::Cluster(_))) {
+        return decisions;
+    }
+    let mut slot = None;
+    let same = decisions.iter().take_while(|d| match d.store.slot(d.key) {
+        // `none` keeps no state: it goes with any slot.
+        None => true,
+        Some(s) => *slot.get_or_insert(s) == s,
+    });
+    let n = same.count();
+    &decisions[..n.max(1)]
+}
+
+/// How `all_or_nothing.lua` decides a request's decisions.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Driver {
+    /// Every one looks; all record only if all admit.
+    AllOrNothing,
+    /// One after the other, up to the first one `Until` stops at.
+    InOrder(Until),
+}
+
+impl Driver {
+    /// The script's first argument.
+    fn arg(self) -> &'static str {
+        match self {
+            Driver::AllOrNothing => "all-or-nothing",
+            Driver::InOrder(Until::Denied) => "until-denied",
+            Driver::InOrder(Until::Failed) => "until-failed",
+        }
+    }
+}
+
 /// Whether a decision admitted.
 fn admitted(answer: &Result<Verdict, StoreError>) -> bool {
     matches!(answer, Ok(verdict) if verdict.decision.allowed)
 }
 
-/// `decisions` all or nothing in one script call, when they can be: all on
-/// one connection, and on a cluster all in one slot; `None` (nothing sent)
-/// when they cannot.
-async fn in_one_call(decisions: &[BatchDecision<'_>]) -> Option<Vec<Result<Verdict, StoreError>>> {
+/// `decisions` in one script call, as `driver` decides them, when they can
+/// be: all on one connection, and on a cluster all in one slot; `None`
+/// (nothing sent) when they cannot. The answers of those decided, in order,
+/// each remembered or answered by its store's fallback as when it decides
+/// alone.
+async fn in_one_call(
+    decisions: &[BatchDecision<'_>],
+    driver: Driver,
+) -> Option<Vec<Result<Verdict, StoreError>>> {
     let first = decisions.first()?.store;
     if !decisions.iter().all(|d| d.store.same_connection(first)) {
         return None;
@@ -207,11 +274,19 @@ async fn in_one_call(decisions: &[BatchDecision<'_>]) -> Option<Vec<Result<Verdi
     }
     let mut command = redis::cmd("EVALSHA");
     let keys: Vec<&String> = calls.iter().flatten().flat_map(|c| &c.keys).collect();
+    let sending = calls.iter().flatten().count();
+    if sending == 0 {
+        let stateless = decisions
+            .iter()
+            .map(|d| Ok(d.store.stateless(d.cost, d.mode)));
+        return Some(driver.answered(stateless));
+    }
     command
         .arg(ALL_OR_NOTHING.script.get_hash())
         .arg(keys.len())
         .arg(keys)
-        .arg(calls.iter().flatten().count());
+        .arg(driver.arg())
+        .arg(sending);
     for call in calls.iter().flatten() {
         let args: Vec<&[u8]> = call.argv().collect();
         command
@@ -223,47 +298,66 @@ async fn in_one_call(decisions: &[BatchDecision<'_>]) -> Option<Vec<Result<Verdi
     // `calls` counts decisions sent; `run` counts the call as one.
     let (calls_sent, more) = (&connection.health.calls, decisions.len().saturating_sub(1));
     let sent = Instant::now();
-    let packed: Result<Vec<Vec<u8>>, StoreError> = connection
+    let replies: Result<Vec<Value>, StoreError> = connection
         .run(|conn| {
             calls_sent.fetch_add(more as u64, Ordering::Relaxed);
             query_loaded(conn, &ALL_OR_NOTHING, command)
         })
         .await;
-    let mut packed = match packed {
-        Ok(packed) if packed.len() == calls.iter().flatten().count() => packed.into_iter(),
+    // All or nothing answers every decision sent; in order, at least one.
+    let whole = match driver {
+        Driver::AllOrNothing => sending..=sending,
+        Driver::InOrder(_) => 1..=sending,
+    };
+    let mut replies = match replies {
+        Ok(replies) if whole.contains(&replies.len()) => replies.into_iter(),
         Ok(_) => {
             let e = StoreError::new(
                 "Redis's answers to a request's decisions are not one per decision",
             );
-            return Some(decisions.iter().map(|_| Err(e.clone())).collect());
+            return Some(driver.answered(decisions.iter().map(|_| Err(e.clone()))));
         }
         Err(e) => {
-            return Some(
-                decisions
-                    .iter()
-                    .map(|d| {
-                        d.store
-                            .answered(Err(e.clone()), sent, d.key, d.cost, d.mode)
-                    })
-                    .collect(),
-            )
+            let failed = decisions.iter().map(|d| {
+                d.store
+                    .answered(Err(e.clone()), sent, d.key, d.cost, d.mode)
+            });
+            return Some(driver.answered(failed));
         }
     };
-    Some(
-        decisions
-            .iter()
-            .zip(&calls)
-            .map(|(d, call)| match call {
-                Some(_) => {
-                    let answer = packed
-                        .next()
-                        .map_or_else(|| Err(StoreError::new("no answer")), |p| d.store.answer(&p));
-                    d.store.answered(answer, sent, d.key, d.cost, d.mode)
-                }
-                None => Ok(d.store.stateless(d.cost, d.mode)),
-            })
-            .collect(),
-    )
+    // A decision after the last one answered was not decided: in order, the
+    // script stops at a failure (its error is the last answer) or a denial.
+    let answered = decisions
+        .iter()
+        .zip(&calls)
+        .map_while(|(d, call)| match call {
+            Some(_) => {
+                let answer = connection.decision_answer(failed_in_script(replies.next()?));
+                let answer = answer.and_then(|packed| d.store.answer(&packed));
+                Some(d.store.answered(answer, sent, d.key, d.cost, d.mode))
+            }
+            None => Some(Ok(d.store.stateless(d.cost, d.mode))),
+        });
+    Some(driver.answered(answered))
+}
+
+impl Driver {
+    /// `answers` (made as they are taken) up to the first one the driver
+    /// stops at: none before the end all or nothing.
+    fn answered(
+        self,
+        answers: impl Iterator<Item = Result<Verdict, StoreError>>,
+    ) -> Vec<Result<Verdict, StoreError>> {
+        let mut taken = Vec::new();
+        for answer in answers {
+            let stops = matches!(self, Driver::InOrder(until) if until.stops_after(&answer));
+            taken.push(answer);
+            if stops {
+                break;
+            }
+        }
+        taken
+    }
 }
 
 /// `decisions` all or nothing in two batches: one that looks, then one that
@@ -324,25 +418,29 @@ impl RedisConnection {
             Ok(replies) => replies,
             Err(e) => return batch.iter().map(|_| Err(e.clone())).collect(),
         };
-        let mut accepted = false;
+        let accepted = replies.iter().any(Result::is_ok);
         let answers = replies
             .into_iter()
-            .map(|reply| match reply {
-                Ok(value) => {
-                    accepted = true;
-                    redis::from_redis_value::<Vec<u8>>(value)
-                        .map_err(|e| StoreError::new(format!("Redis answered a decision with {e}")))
-                }
-                Err(e) => Err(self.refused(&e).unwrap_or_else(|| {
-                    self.health.errors.fetch_add(1, Ordering::Relaxed);
-                    StoreError::new(format!("Redis: {e}"))
-                })),
-            })
+            .map(|reply| self.decision_answer(reply))
             .collect();
         if accepted {
             self.writes_accepted();
         }
         answers
+    }
+
+    /// Redis's answer to one decision of several sent together: the
+    /// script's packed answer, or the error Redis answered it with (counted
+    /// as [`refused`](Self::refused) counts it).
+    fn decision_answer(&self, reply: RedisResult<Value>) -> Result<Vec<u8>, StoreError> {
+        match reply {
+            Ok(value) => redis::from_redis_value::<Vec<u8>>(value)
+                .map_err(|e| StoreError::new(format!("Redis answered a decision with {e}"))),
+            Err(e) => Err(self.refused(&e).unwrap_or_else(|| {
+                self.health.errors.fetch_add(1, Ordering::Relaxed);
+                StoreError::new(format!("Redis: {e}"))
+            })),
+        }
     }
 }
 
@@ -435,6 +533,20 @@ fn reply(value: Value) -> RedisResult<Value> {
         Value::ServerError(e) => Err(e.into()),
         value => Ok(value),
     }
+}
+
+/// A decision's answer in `all_or_nothing.lua`'s reply: its packed
+/// answer, or (a table of one text) the error it failed with, as Redis
+/// would have answered it alone.
+fn failed_in_script(value: Value) -> RedisResult<Value> {
+    let Value::Array(error) = value else {
+        return Ok(value);
+    };
+    let text = match error.first() {
+        Some(Value::BulkString(text)) => String::from_utf8_lossy(text).replace(['\r', '\n'], " "),
+        _ => String::from("an error without text"),
+    };
+    redis::parse_redis_value(format!("-{text}\r\n").as_bytes()).and_then(reply)
 }
 
 /// The commands Redis could not run where they were sent, sent again: a

@@ -60,10 +60,7 @@ impl NewKeyCap {
     /// key, now counted); `Some` with the client's denial when it is at its
     /// cap and the key is new.
     pub fn admit(&self, client: IpAddr, key: &str) -> Option<Decision> {
-        let hash = self.hasher.hash_one(key);
-        if !self.seen.peek(&hash, 1).allowed {
-            return None;
-        }
+        let hash = self.new_hash(key)?;
         let counted = self.clients.check(&counted_as(client), 1);
         if !counted.allowed {
             return Some(counted);
@@ -72,12 +69,21 @@ impl NewKeyCap {
         None
     }
 
+    /// Whether `key` is new: not seen within the cap's window, so that a
+    /// request for it counts against its client's budget.
+    pub fn is_new(&self, key: &str) -> bool {
+        self.new_hash(key).is_some()
+    }
+
+    /// The hash of `key` if it is new.
+    fn new_hash(&self, key: &str) -> Option<u64> {
+        let hash = self.hasher.hash_one(key);
+        self.seen.peek(&hash, 1).allowed.then_some(hash)
+    }
+
     /// What [`admit`](Self::admit) would answer, counting nothing.
     pub fn would_deny(&self, client: IpAddr, key: &str) -> Option<Decision> {
-        let hash = self.hasher.hash_one(key);
-        if !self.seen.peek(&hash, 1).allowed {
-            return None;
-        }
+        self.new_hash(key)?;
         let counted = self.clients.peek(&counted_as(client), 1);
         (!counted.allowed).then_some(counted)
     }

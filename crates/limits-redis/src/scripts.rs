@@ -4,8 +4,9 @@
 //! written whole, without the driver); and for every stateful limiter a
 //! second one for rules of one rate, straight-line code that costs Redis a
 //! fraction of the general one (BENCHMARKS.md); and one that holds all of
-//! them as functions, to decide a request's decisions all or nothing in one
-//! call (`all_or_nothing.lua`). Each is
+//! them as functions, to decide a request's decisions in one call, all or
+//! nothing or one after the other up to the first denied
+//! (`all_or_nothing.lua`). Each is
 //! sent once (`SCRIPT LOAD`) and then called by its SHA1 (`EVALSHA`); the
 //! `redis` crate sends it again if Redis answers NOSCRIPT (after a restart
 //! or `SCRIPT FLUSH`).
@@ -93,8 +94,8 @@ static SLIDING_WINDOW_1: LazyLock<Lua> = one_rate_script!("sliding_window_1.lua"
 static LEAKY_BUCKET_1: LazyLock<Lua> = one_rate_script!("leaky_bucket_1.lua");
 
 /// Every limiter's script above as a function of its keys and arguments,
-/// by its SHA1, and the driver that decides a request's decisions all or
-/// nothing in one call (`all_or_nothing.lua`).
+/// by its SHA1, and the driver that decides a request's decisions in one
+/// call, all or nothing or in order (`all_or_nothing.lua`).
 pub(crate) static ALL_OR_NOTHING: LazyLock<Lua> = LazyLock::new(|| {
     let mut code = String::from("local DECIDE = {}\n");
     for lua in [

@@ -6,9 +6,10 @@ use crate::deny_cache::DenyCache;
 use crate::new_keys::NewKeyCap;
 use crate::scripts::{script_for, Lua};
 use crate::shape::{fingerprint, Shape, UnsupportedRule, EXACT};
+use crate::slots::key_slot;
 use limits::{
-    Algorithm, Decision, KeyedLimiter, Mode, Options, RetryAfter, Rule, Store, StoreError,
-    SystemClock, Verdict,
+    Algorithm, Asked, Decision, KeyedLimiter, Mode, Options, RetryAfter, Rule, Store, StoreError,
+    SystemClock, Until, Verdict,
 };
 use redis::aio::ConnectionLike;
 use redis::{Arg, Cmd, ErrorKind, FromRedisValue, ServerErrorKind};
@@ -133,6 +134,13 @@ impl RedisStore {
         }
     }
 
+    /// The cluster slot of `key`'s state (all its Redis keys share one);
+    /// `None` for `none`, which keeps none.
+    pub(crate) fn slot(&self, key: &str) -> Option<u16> {
+        self.script?;
+        Some(key_slot(format!("{}{key}}}", self.stem).as_bytes()))
+    }
+
     /// One script call: `now` in microseconds, or Redis's `TIME` if `None`.
     async fn call(
         &self,
@@ -244,19 +252,24 @@ impl RedisStore {
     ) -> Verdict {
         let decided = &self.connection.health.local_decisions;
         decided.fetch_add(1, Ordering::Relaxed);
-        let mut per_rate = SmallVec::new();
-        let decision = local.decide(key, None, cost, mode, |d| per_rate.push(d));
-        Verdict { decision, per_rate }
+        local.verdict(key, None, cost, mode)
     }
 
     /// The local decision while the circuit is open, when an unreachable
     /// Redis falls back to this process: Redis would not be asked anyway.
     fn local_while_down(&self, key: &str, cost: u64, mode: Mode) -> Option<Verdict> {
-        let local = self.local.as_ref()?;
-        if self.connection.options.on_error != Fallback::Local || self.connection.is_healthy() {
-            return None;
-        }
+        let local = self
+            .local
+            .as_ref()
+            .filter(|_| self.down_with_local_fallback())?;
         Some(self.decide_locally(local, key, cost, mode))
+    }
+
+    /// Whether Redis is unreachable and this store then decides locally.
+    fn down_with_local_fallback(&self) -> bool {
+        self.local.is_some()
+            && self.connection.options.on_error == Fallback::Local
+            && !self.connection.is_healthy()
     }
 
     /// Redis's failure `e`, answered by the fallback of its kind.
@@ -329,10 +342,7 @@ impl RedisStore {
         mode: Mode,
         count_new_key: bool,
     ) -> Option<Verdict> {
-        // A denial that counts must reach Redis, but for the fixed window's:
-        // its first leaves the count at the limit until the window ends,
-        // which is what the cached denial says.
-        let counted = mode == Mode::RecordAlways && self.rule.algorithm() != Algorithm::FixedWindow;
+        let counted = self.denial_reaches_redis(mode);
         if let Some(denied) = self.denied_now(key, cost).filter(|_| !counted) {
             return Some(denied);
         }
@@ -348,6 +358,48 @@ impl RedisStore {
             cap.would_deny(client, key)
         };
         denied.map(|budget| self.refused_new_key(budget))
+    }
+
+    /// Whether a denial in `mode` must still reach Redis, the deny cache
+    /// aside: a denial that counts, but for the fixed window's (its first
+    /// leaves the count at the limit until the window ends, which is what
+    /// the cached denial says).
+    fn denial_reaches_redis(&self, mode: Mode) -> bool {
+        mode == Mode::RecordAlways && self.rule.algorithm() != Algorithm::FixedWindow
+    }
+
+    /// Whether Redis would decide this request with nothing answered at
+    /// once ([`answered_at_once`](Self::answered_at_once): no denial in the
+    /// deny cache, Redis not down with a local fallback) and nothing to
+    /// count first (a key the cap on new keys has seen lately, or no cap
+    /// for it). Counts nothing: a request sent after others in one call is
+    /// decided only if they let it through, so it may count nothing before.
+    pub(crate) fn asks_only_redis(
+        &self,
+        client: Option<IpAddr>,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> bool {
+        let cached = !self.denial_reaches_redis(mode) && self.denials.check(key, cost).is_some();
+        let new_key = match (&self.new_keys, client, mode.records()) {
+            (Some(cap), Some(_), true) => cap.is_new(key),
+            _ => false,
+        };
+        !cached && !new_key && !self.down_with_local_fallback()
+    }
+
+    /// Redis's decision of one request, answered: remembered by the deny
+    /// cache if denied, a failure answered by the fallback of its kind.
+    pub(crate) async fn ask_redis(
+        &self,
+        key: &str,
+        cost: u64,
+        mode: Mode,
+    ) -> Result<Verdict, StoreError> {
+        let sent = Instant::now();
+        let answer = self.call(key, None, cost, mode).await;
+        self.answered(answer, sent, key, cost, mode)
     }
 }
 
@@ -483,9 +535,7 @@ impl Store for RedisStore {
         if let Some(verdict) = self.answered_at_once(client, key, cost, mode, true) {
             return Ok(verdict);
         }
-        let sent = Instant::now();
-        let answer = self.call(key, None, cost, mode).await;
-        self.answered(answer, sent, key, cost, mode)
+        self.ask_redis(key, cost, mode).await
     }
 
     /// Answers at once only from the deny cache: a key Redis denied lately,
@@ -529,5 +579,25 @@ impl Store for RedisStore {
             )));
         }
         self.call(key, Some(micros), cost, mode).await
+    }
+
+    /// Stores on one connection share a round trip.
+    fn shares_round_trip(&self, other: &RedisStore) -> bool {
+        self.same_connection(other)
+    }
+
+    /// Decides, after the first request (answered at once as
+    /// [`decide_from`](Store::decide_from) answers it, or by Redis), every
+    /// request after it that Redis alone decides in one script call: on
+    /// one connection, in one slot of a cluster (a cluster refuses a
+    /// script's keys in several); a request the deny cache or the local
+    /// fallback answers, or whose key is new to the cap on new keys, is
+    /// left to the caller's next call, which decides it as
+    /// [`decide_from`](Store::decide_from) would, in its turn.
+    async fn decide_in_order(
+        asked: &[Asked<'_, RedisStore>],
+        until: Until,
+    ) -> Vec<Result<Verdict, StoreError>> {
+        RedisStore::decide_together(asked, until).await
     }
 }

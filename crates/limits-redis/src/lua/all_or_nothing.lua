@@ -1,18 +1,24 @@
--- A request's decisions, all or nothing, in one script call (after DECIDE:
--- every limiter's script as a function of its KEYS and ARGV, by its SHA1).
--- Each decision first only looks at the state the request found (a peek);
+-- A request's decisions in one script call (after DECIDE: every limiter's
+-- script as a function of its KEYS and ARGV, by its SHA1).
+-- All or nothing ('all-or-nothing'): each decision first only looks at the state the request found (a peek);
 -- if every one admits, each then decides and records in turn, as it would
 -- alone; if any is denied, the admitted ones record nothing and answer what
 -- they looked at, and a denied one records only what its own mode records
 -- of a denial (2: a counted denial). One script is one atomic step of
 -- Redis: no other call sees or changes the keys between the two passes.
--- ARGV: n, then per decision: its script's SHA1, its key count, its
--- argument count, and its arguments as its script takes them; KEYS: every
--- decision's keys in turn. Returns each decision's answer as its script
--- packs it (now, then allowed, as the first two doubles).
-local n = tonumber(ARGV[1])
+-- Or ('until-denied', 'until-failed') one after the other, each deciding
+-- and recording in turn as it would alone, up to the first that fails (its
+-- error is its answer, and those before it keep what they recorded, as
+-- they would alone) or, 'until-denied', the first denied: the ones after
+-- it are not decided.
+-- ARGV: 'all-or-nothing', 'until-denied' or 'until-failed', n, then per
+-- decision: its script's SHA1, its key count, its argument count, and its
+-- arguments as its script takes them; KEYS: every decision's keys in turn.
+-- Returns each decision's answer as its script packs it (now, then
+-- allowed, as the first two doubles): all n, or in order those decided.
+local how, n = ARGV[1], tonumber(ARGV[2])
 local calls = {}
-local a, k = 2, 1
+local a, k = 3, 1
 local now
 for i = 1, n do
   local decide, keys, args = DECIDE[ARGV[a]], {}, {}
@@ -36,6 +42,25 @@ end
 local function admitted(answer)
   local _, allowed = struct.unpack('<d<d', answer)
   return allowed == 1
+end
+
+if how ~= 'all-or-nothing' then
+  local out = {}
+  for i = 1, n do
+    local c = calls[i]
+    local ok, answer = pcall(c.decide, c.keys, c.args)
+    if not ok then
+      -- Its error as the text of Redis's error reply, in a table of its
+      -- own (an error reply among answers would fail the whole call for a
+      -- client); redis.call raises Redis's error as a table, Lua its own as
+      -- text.
+      out[i] = {type(answer) == 'table' and answer.err or tostring(answer)}
+      return out
+    end
+    out[i] = answer
+    if how == 'until-denied' and not admitted(answer) then return out end
+  end
+  return out
 end
 
 local looked, all = {}, true

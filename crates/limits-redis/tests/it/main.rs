@@ -13,6 +13,7 @@ mod conformance;
 mod eviction_policy;
 mod expiry_in_window;
 mod failure;
+mod in_order;
 mod large_costs;
 mod local_fallback;
 mod new_keys_cap;
