@@ -8,8 +8,10 @@
 //! in-memory stores it decides the whole request at once, and the service
 //! needs no boxed future for it. When a store cannot answer at once, it
 //! stops at that rule and hands [`decide_rest`] (async) what it has, which
-//! goes on from there (with [`Store::decide`] for a store that cannot
-//! answer at once): each rule still decides exactly once, in order.
+//! goes on from there (with [`Store::decide_in_order`] for a store that
+//! cannot answer at once, and the rules after it whose stores share its
+//! round trip: one round trip for a request's rules on one Redis): each
+//! rule still decides exactly once, in order.
 //! `decide_rest` also reads the body first when a key needs it (then
 //! [`decide_now`], the first loop, is never run).
 
@@ -24,7 +26,8 @@ use crate::{Key, KeyError, KeyExtractor};
 use bytes::Bytes;
 use http::request::Parts;
 use http_body::Body;
-use limits::{Mode, RetryAfter, Store, StoreError, StoreErrorKind, Verdict};
+use limits::{Asked, Mode, RetryAfter, Store, StoreError, StoreErrorKind, Until, Verdict};
+use smallvec::SmallVec;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
@@ -207,35 +210,75 @@ where
         .await
         .map_err(Refusal::Body)?;
     let Resume {
-        at,
+        mut at,
         key: mut made,
         mut passed,
     } = resume;
-    for &index in &matched.rules[at..] {
+    let client = matched.client;
+    // A dry run logs a denial and goes on to the rules after it.
+    let until = match policy.options.dry_run {
+        true => Until::Failed,
+        false => Until::Denied,
+    };
+    while let Some(&index) = matched.rules.get(at) {
         let rule = &policy.rules[index];
-        let made = match made.take() {
-            Some(key) => Ok(key),
-            None => key(rule, parts, matched.client, bytes.as_deref()),
+        let key = match made.take() {
+            Some(key) => key,
+            None => key(rule, parts, client, bytes.as_deref())?,
         };
-        let key = made?;
         // A store that answers at once does so here too (after a body read,
         // or after a rule whose store waited): untimed, as in `decide_now`.
-        let (client, cost) = (matched.client, rule.cost);
-        let (verdict, started) =
-            match rule
-                .store
-                .decide_now_from(client, key.as_str(), cost, Mode::Record)
-            {
-                Some(verdict) => (verdict, None),
-                None => {
-                    let started = Instant::now();
-                    let verdict = rule
-                        .store
-                        .decide_from(client, key.as_str(), cost, Mode::Record);
-                    (verdict.await, Some(started))
-                }
+        let cost = rule.cost;
+        if let Some(verdict) = rule
+            .store
+            .decide_now_from(client, key.as_str(), cost, Mode::Record)
+        {
+            fold(in_force, index, &key, verdict, None, &mut passed)?;
+            at += 1;
+            continue;
+        }
+        // The rules after it whose stores share its round trip wait with
+        // it, each with its key (a rule without one ends them: its 400
+        // comes in its turn); the store decides them in order, up to the
+        // first denial, and the loop goes on from the first not decided.
+        let mut waiting: SmallVec<[(usize, Key); 4]> = SmallVec::new();
+        waiting.push((index, key));
+        for &next in &matched.rules[at + 1..] {
+            let other = &policy.rules[next];
+            if !other.store.shares_round_trip(&rule.store) {
+                break;
+            }
+            let Ok(key) = other.key.key(parts, client, bytes.as_deref()) else {
+                break;
             };
-        fold(in_force, index, &key, verdict, started, &mut passed)?;
+            waiting.push((next, key));
+        }
+        let asked: SmallVec<[Asked<'_, S>; 4]> = waiting
+            .iter()
+            .map(|(index, key)| {
+                let rule = &policy.rules[*index];
+                Asked {
+                    store: &*rule.store,
+                    client,
+                    key: key.as_str(),
+                    cost: rule.cost,
+                    mode: Mode::Record,
+                }
+            })
+            .collect();
+        let started = Instant::now();
+        let mut answers = S::decide_in_order(&asked[..], until).await.into_iter();
+        // The first is always answered: a store that answered none would
+        // otherwise be asked again for ever.
+        let first = answers.next().unwrap_or_else(|| {
+            Err(StoreError::new(
+                "the store answered none of the rules it was asked",
+            ))
+        });
+        for ((index, key), verdict) in waiting.iter().zip(std::iter::once(first).chain(answers)) {
+            fold(in_force, *index, key, verdict, Some(started), &mut passed)?;
+            at += 1;
+        }
     }
     Ok(Admitted { body, passed, held })
 }

@@ -8,7 +8,9 @@
 //! (sweep, state files, key counts) is asked through
 //! [`Store::local`], never assumed.
 
-use limits::{KeyedLimiter, LocalStore, Mode, Rule, Store, StoreError, SystemClock, Verdict};
+use limits::{
+    Asked, KeyedLimiter, LocalStore, Mode, Rule, Store, StoreError, SystemClock, Until, Verdict,
+};
 use limits_redis::{RedisConnection, RedisStore};
 use std::net::IpAddr;
 
@@ -151,6 +153,46 @@ impl Store for RuleStore {
             RuleStore::Memory(s) => Store::local(s),
             RuleStore::Redis(s) => Store::local(s),
         }
+    }
+
+    /// Two Redis stores on one connection share a round trip.
+    fn shares_round_trip(&self, other: &RuleStore) -> bool {
+        match (self, other) {
+            (RuleStore::Redis(a), RuleStore::Redis(b)) => a.shares_round_trip(b),
+            _ => false,
+        }
+    }
+
+    /// The Redis stores at the front of `asked` decide together (one round
+    /// trip on one Redis); a store in memory decides alone, at once.
+    async fn decide_in_order(
+        asked: &[Asked<'_, RuleStore>],
+        until: Until,
+    ) -> Vec<Result<Verdict, StoreError>> {
+        let Some(first) = asked.first() else {
+            return Vec::new();
+        };
+        let in_redis: Vec<Asked<'_, RedisStore>> = asked
+            .iter()
+            .map_while(|a| match a.store {
+                RuleStore::Redis(store) => Some(Asked {
+                    store,
+                    client: a.client,
+                    key: a.key,
+                    cost: a.cost,
+                    mode: a.mode,
+                }),
+                RuleStore::Memory(_) => None,
+            })
+            .collect();
+        if in_redis.is_empty() {
+            let answer = first
+                .store
+                .decide_from(first.client, first.key, first.cost, first.mode);
+            return vec![answer.await];
+        }
+        // Boxed, as in `decide`.
+        Box::pin(RedisStore::decide_in_order(&in_redis, until)).await
     }
 }
 

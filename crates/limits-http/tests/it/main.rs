@@ -20,5 +20,6 @@ mod ratelimit_names;
 mod refusal_maps;
 mod repeated_values;
 mod rule_observer;
+mod rules_in_one_trip;
 mod sync_and_boxed_paths;
 mod too_many_response;

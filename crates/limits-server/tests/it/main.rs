@@ -31,4 +31,5 @@ mod rls_round_trips;
 mod rls_service;
 mod rls_stores;
 mod rule_store_decide_now;
+mod serve_round_trips;
 mod store_conformance;
