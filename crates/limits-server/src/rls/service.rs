@@ -32,7 +32,7 @@ use super::response_headers::ResponseHeaders;
 use super::{OnStoreError, RlsOptions};
 use crate::RuleStore;
 use arc_swap::ArcSwap;
-use limits::{Mode, RetryAfter, Store, StoreError, StoreErrorKind, Verdict};
+use limits::{KeyedLimiter, Mode, RetryAfter, StoreError, StoreErrorKind, SystemClock, Verdict};
 use limits_redis::{BatchDecision, RedisStore};
 use std::collections::HashSet;
 use std::net::IpAddr;
@@ -241,23 +241,22 @@ fn deciding_store<'a>(
     store.map(Arc::as_ref)
 }
 
-/// A descriptor that a store decides: its place in the request, and what
-/// its store is asked.
-struct Asked<'a> {
+/// A descriptor that a limiter in memory decides: its place in the
+/// request, and what the limiter is asked.
+struct InMemory<'a> {
     index: usize,
-    store: &'a RuleStore,
-    client: Option<IpAddr>,
+    store: &'a KeyedLimiter<String, SystemClock>,
     key: &'a str,
     cost: u64,
     mode: Mode,
 }
 
-impl Asked<'_> {
-    /// Decided in memory, at once, in `mode`.
-    fn now(&self, mode: Mode) -> Result<Verdict, StoreError> {
-        self.store
-            .decide_now_from(self.client, self.key, self.cost, mode)
-            .unwrap_or_else(|| Err(StoreError::new("a store in memory did not decide at once")))
+impl InMemory<'_> {
+    /// Decided at once, in `mode`, with how long it took.
+    fn decide(&self, mode: Mode) -> (Result<Verdict, StoreError>, Duration) {
+        let started = Instant::now();
+        let verdict = self.store.verdict(self.key, None, self.cost, mode);
+        (Ok(verdict), started.elapsed())
     }
 }
 
@@ -290,7 +289,9 @@ impl RlsService {
             std::iter::repeat_with(|| None)
                 .take(request.descriptors.len())
                 .collect();
-        let (mut in_redis, mut in_memory) = (Vec::new(), Vec::new());
+        // Each descriptor Redis decides, and its place in the request.
+        let (mut in_redis, mut redis_places) = (Vec::new(), Vec::new());
+        let mut in_memory = Vec::new();
         for (index, ((descriptor, found), own)) in request
             .descriptors
             .iter()
@@ -304,20 +305,28 @@ impl RlsService {
                 continue;
             };
             let (cost, mode) = costs[index];
-            let asked = Asked {
-                index,
-                store,
-                client: client_address(descriptor),
-                key: found.key.as_str(),
-                cost,
-                mode,
-            };
+            let key = found.key.as_str();
             match store {
-                RuleStore::Redis(_) => in_redis.push(asked),
-                _ => in_memory.push(asked),
+                RuleStore::Redis(store) => {
+                    let client = client_address(descriptor);
+                    in_redis.push(BatchDecision {
+                        store,
+                        client,
+                        key,
+                        cost,
+                        mode,
+                    });
+                    redis_places.push(index);
+                }
+                RuleStore::Memory(store) => in_memory.push(InMemory {
+                    index,
+                    store,
+                    key,
+                    cost,
+                    mode,
+                }),
             }
         }
-        let at = Instant::now();
         let mut refused = refused;
         if all_or_nothing {
             // One all-or-nothing request at a time: no other call's
@@ -326,45 +335,36 @@ impl RlsService {
                 .memory_requests
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            let looked: Vec<_> = in_memory.iter().map(|a| a.now(Mode::Peek)).collect();
-            refused |= !looked.iter().all(admitted);
+            let looked: Vec<_> = in_memory.iter().map(|a| a.decide(Mode::Peek)).collect();
+            refused |= !looked.iter().all(|(answer, _)| admitted(answer));
             let every_one = !refused;
-            for (asked, looked) in in_memory.iter().zip(looked) {
+            for (asked, (looked, looking)) in in_memory.iter().zip(looked) {
+                // Its time is its look's and, if it records, its record's.
                 let answer = match asked.mode.decides_after_looks(every_one, admitted(&looked)) {
-                    true => asked.now(asked.mode),
-                    false => looked,
+                    true => {
+                        let (answer, recording) = asked.decide(asked.mode);
+                        (answer, looking + recording)
+                    }
+                    false => (looked, looking),
                 };
-                decided[asked.index] = Some((answer, at.elapsed()));
+                decided[asked.index] = Some(answer);
             }
         } else {
             for asked in &in_memory {
-                decided[asked.index] = Some((asked.now(asked.mode), at.elapsed()));
+                decided[asked.index] = Some(asked.decide(asked.mode));
             }
         }
         if in_redis.is_empty() {
             return decided;
         }
-        let batch: Vec<BatchDecision<'_>> = in_redis
-            .iter()
-            .filter_map(|a| match a.store {
-                RuleStore::Redis(store) => Some(BatchDecision {
-                    store,
-                    client: a.client,
-                    key: a.key,
-                    cost: a.cost,
-                    mode: a.mode,
-                }),
-                _ => None,
-            })
-            .collect();
         let sent = Instant::now();
         let answers = match all_or_nothing {
-            true => RedisStore::decide_all_or_nothing(&batch, refused).await,
-            false => RedisStore::decide_batch(&batch).await,
+            true => RedisStore::decide_all_or_nothing(&in_redis, refused).await,
+            false => RedisStore::decide_batch(&in_redis).await,
         };
         let took = sent.elapsed();
-        for (asked, answer) in in_redis.iter().zip(answers) {
-            decided[asked.index] = Some((answer, took));
+        for (index, answer) in redis_places.into_iter().zip(answers) {
+            decided[index] = Some((answer, took));
         }
         decided
     }
