@@ -120,62 +120,55 @@ fn same(got: &[Result<Verdict, StoreError>], expected: &[Result<Verdict, StoreEr
     got.iter().map(timeless).eq(expected.iter().map(timeless))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_requests_rules_reach_redis_as_one_read_and_stop_at_the_first_denial() {
-    let redis = RedisServer::start();
-    let together = stores(&quiet(&redis.url(), options("together:", 0)).await);
-    let apart = stores(&quiet(&redis.url(), options("apart:", 0)).await);
-    let keys = ["ann", "ann", "ann", "ann"];
+/// `rounds` requests of the four rules on key "ann", decided together (as
+/// the layer asks) and one by one, with a deny cache of `deny_cache`: the
+/// same answers each round; per round, how many were decided, in how many
+/// calls and reads of Redis; and the stores that decided together.
+async fn rounds(
+    redis: &RedisServer,
+    deny_cache: usize,
+    until: Until,
+    rounds: usize,
+) -> (Vec<RedisStore>, Vec<(usize, usize, u64)>) {
+    let together = stores(&quiet(&redis.url(), options("together:", deny_cache)).await);
+    let apart = stores(&quiet(&redis.url(), options("apart:", deny_cache)).await);
+    let keys = ["ann"; 4];
     let mut traffic = redis.traffic();
-    for round in 0..4 {
-        let expected = one_by_one(&asked(&apart, &keys), Until::Denied).await;
+    let mut counted = Vec::new();
+    for round in 0..rounds {
+        let expected = one_by_one(&asked(&apart, &keys), until).await;
         let before = traffic.now();
-        let got = Store::decide_in_order(&asked(&together, &keys), Until::Denied).await;
-        let (reads, scripts) = traffic.since(before);
-        assert!(
-            same(&got, &expected),
-            "round {round}: {got:?} != {expected:?}"
-        );
-        // Rounds 0 and 1: all four admitted; then the third (2/h) denies,
-        // and the fourth is not decided.
-        assert_eq!(got.len(), if round < 2 { 4 } else { 3 }, "round {round}");
-        if round > 0 {
-            // The first call also loaded the script.
-            assert_eq!((reads, scripts), (1, 1), "round {round}");
-        }
-    }
-    // The fourth rule recorded the two requests the third let through, not
-    // the two it denied.
-    let peek = together[3].decide("ann", 1, Mode::Peek).await.unwrap();
-    assert_eq!(peek.decision.remaining, 1, "3/h, two recorded");
-    let peek = together[0].decide("ann", 1, Mode::Peek).await.unwrap();
-    assert_eq!(
-        peek.decision.remaining, 1,
-        "5/h, four recorded, denied ones too"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn until_failed_goes_on_past_a_denial_in_the_same_read() {
-    let redis = RedisServer::start();
-    let together = stores(&quiet(&redis.url(), options("together:", 0)).await);
-    let apart = stores(&quiet(&redis.url(), options("apart:", 0)).await);
-    let keys = ["ann", "ann", "ann", "ann"];
-    let mut traffic = redis.traffic();
-    for round in 0..4 {
-        let expected = one_by_one(&asked(&apart, &keys), Until::Failed).await;
-        let before = traffic.now();
-        let got = Store::decide_in_order(&asked(&together, &keys), Until::Failed).await;
+        let (got, calls) = as_the_layer_asks(&asked(&together, &keys), until).await;
         let (reads, _) = traffic.since(before);
         assert!(
             same(&got, &expected),
             "round {round}: {got:?} != {expected:?}"
         );
-        assert_eq!(got.len(), 4, "round {round}");
-        if round > 0 {
-            assert_eq!(reads, 1, "round {round}");
-        }
+        counted.push((got.len(), calls, reads));
     }
+    (together, counted)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requests_rules_reach_redis_as_one_read_and_stop_at_the_first_denial() {
+    let redis = RedisServer::start();
+    let (together, counted) = rounds(&redis, 0, Until::Denied, 4).await;
+    // Rounds 0 and 1: all four admitted; then the third (2/h) denies, and
+    // the fourth is not decided. The first call also loaded the script.
+    assert_eq!(counted[1..], [(4, 1, 1), (3, 1, 1), (3, 1, 1)]);
+    // The fourth rule recorded the two requests the third let through, not
+    // the two it denied; the first recorded all four.
+    let peek = together[3].decide("ann", 1, Mode::Peek).await.unwrap();
+    assert_eq!(peek.decision.remaining, 1, "3/h, two recorded");
+    let peek = together[0].decide("ann", 1, Mode::Peek).await.unwrap();
+    assert_eq!(peek.decision.remaining, 1, "5/h, four recorded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn until_failed_goes_on_past_a_denial_in_the_same_read() {
+    let redis = RedisServer::start();
+    let (together, counted) = rounds(&redis, 0, Until::Failed, 4).await;
+    assert_eq!(counted[1..], [(4, 1, 1); 3]);
     let peek = together[3].decide("ann", 1, Mode::Peek).await.unwrap();
     assert!(!peek.decision.allowed, "3/h: decided past the denials");
 }
@@ -207,25 +200,11 @@ async fn a_rule_redis_refuses_ends_the_call_and_the_ones_before_it_keep_their_re
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denial_the_deny_cache_holds_is_answered_in_its_turn_without_redis() {
     let redis = RedisServer::start();
-    let together = stores(&quiet(&redis.url(), options("together:", 100)).await);
-    let apart = stores(&quiet(&redis.url(), options("apart:", 100)).await);
-    let keys = ["ann", "ann", "ann", "ann"];
-    let mut traffic = redis.traffic();
-    for round in 0..5 {
-        let expected = one_by_one(&asked(&apart, &keys), Until::Denied).await;
-        let before = traffic.now();
-        let (got, calls) = as_the_layer_asks(&asked(&together, &keys), Until::Denied).await;
-        let (reads, _) = traffic.since(before);
-        assert!(
-            same(&got, &expected),
-            "round {round}: {got:?} != {expected:?}"
-        );
-        if round >= 3 {
-            // The third rule's denial is cached: the first two go to Redis
-            // (the `none` rule with them), the third is answered here.
-            assert_eq!((calls, reads), (2, 1), "round {round}");
-        }
-    }
+    let (together, counted) = rounds(&redis, 100, Until::Denied, 5).await;
+    // Round 2: Redis denies at the third rule. From round 3 its denial is
+    // cached: the first two go to Redis (the `none` rule with the first),
+    // the third is answered here, in a second call without Redis.
+    assert_eq!(counted[2..], [(3, 1, 1), (3, 2, 1), (3, 2, 1)]);
     assert!(together[2].connection().deny_cache_hits() >= 2);
 }
 
