@@ -212,7 +212,11 @@ impl RedisStore {
             .decide(&mut self.rule.new_state(), 0, cost, mode, |d| {
                 per_rate.push(d)
             });
-        Verdict { decision, per_rate }
+        Verdict {
+            decision,
+            per_rate,
+            decided_at: None,
+        }
     }
 
     /// The verdict in the script's answer.
@@ -246,7 +250,11 @@ impl RedisStore {
         decided.fetch_add(1, Ordering::Relaxed);
         let mut per_rate = SmallVec::new();
         let decision = local.decide(key, None, cost, mode, |d| per_rate.push(d));
-        Verdict { decision, per_rate }
+        Verdict {
+            decision,
+            per_rate,
+            decided_at: None,
+        }
     }
 
     /// The local decision while the circuit is open, when an unreachable
@@ -315,7 +323,11 @@ impl RedisStore {
             refill_after: wait,
         };
         let per_rate = (0..self.rule.rates().len()).map(|_| decision).collect();
-        Verdict { decision, per_rate }
+        Verdict {
+            decision,
+            per_rate,
+            decided_at: None,
+        }
     }
 
     /// What is answered at once for a request from `client`, without
@@ -457,7 +469,11 @@ fn verdict(answer: &[i64], rates: usize) -> Result<Verdict, StoreError> {
         .copied()
         .reduce(Decision::combine)
         .unwrap_or(Decision::allow(0));
-    Ok(Verdict { decision, per_rate })
+    Ok(Verdict {
+        decision,
+        per_rate,
+        decided_at: None,
+    })
 }
 
 impl Store for RedisStore {
