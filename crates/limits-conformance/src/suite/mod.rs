@@ -15,6 +15,9 @@
 //! denial's wait, so a shared backend needs a fresh key prefix per call.
 
 mod run;
+mod settle;
+
+pub use settle::{assert_settles, check_settle, settle_case, SettleCase, SettleTo};
 
 use crate::{edge_case, large_cost_cases, Case, LARGE_COST_LIMIT};
 use limits::{Algorithm, Rule, Store};
@@ -85,6 +88,10 @@ pub enum Property {
     /// sliding window counter up to its limit, and the other limiters
     /// record as with `Mode::Record`.
     CountsDenied,
+    /// As `MatchesModels`, with earlier admitted requests settled to their
+    /// real cost among the requests ([`check_settle`]): not in
+    /// [`Property::ALL`], as a store that cannot settle is not run on it.
+    Settles,
 }
 
 impl Property {
