@@ -123,9 +123,10 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
+        // The time decided at is not wanted here: its store is dead code.
+        let mut at = 0;
         with_table!(self, |kind, shards| self
-            .decide_in(kind, shards, key, now, cost, mode, each)
-            .0)
+            .decide_in(kind, shards, key, now, cost, mode, each, &mut at))
     }
 
     /// [`check`](Self::check), and the receipt of the request if it was
@@ -189,8 +190,10 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        with_table!(self, |kind, shards| self
-            .decide_in(kind, shards, key, now, cost, mode, each))
+        let mut at = 0;
+        let decision = with_table!(self, |kind, shards| self
+            .decide_in(kind, shards, key, now, cost, mode, each, &mut at));
+        (decision, at)
     }
 
     /// Settles a request admitted for `key` (its `receipt`) to its real
@@ -246,8 +249,9 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         })
     }
 
-    /// [`decide`](Self::decide) in the limiter's shards, of its rule's kind,
-    /// and the time it decided at.
+    /// [`decide`](Self::decide) in the limiter's shards, of its rule's kind;
+    /// the time it decided at is written to `at` (an out-parameter: a
+    /// returned pair cost a copy of the decision on the check's path).
     #[allow(clippy::too_many_arguments)]
     // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
@@ -260,7 +264,8 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         cost: u64,
         mode: Mode,
         each: impl FnMut(Decision),
-    ) -> (Decision, u64)
+        at: &mut u64,
+    ) -> Decision
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
@@ -297,7 +302,8 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             }
         };
         shard.sweep(kind, now, SWEEP_PER_OPERATION, !added);
-        (decision, now)
+        *at = now;
+        decision
     }
 }
 
