@@ -235,10 +235,6 @@ impl Model {
     /// back is no matter); token bucket: tokens back, at most `l`; leaky
     /// bucket: the queue shortened, never below empty.
     pub fn refund(&mut self, t: u64, at: u64, units: u64) {
-        let tokens = match &*self {
-            &Model::Token { l, .. } => Some((self.tokens_at(t) + Q::int(units)).min(Q::int(l))),
-            _ => None,
-        };
         match self {
             Model::Fixed { w, counts, .. } => {
                 if at / *w == t / *w {
@@ -260,25 +256,13 @@ impl Model {
                     }
                 }
             }
-            Model::Token {
-                tokens: held, last, ..
-            } => {
-                *held = tokens.unwrap_or(*held);
-                *last = Some(t);
+            &mut Model::Token { l, .. } => {
+                let tokens = (self.tokens_at(t) + Q::int(units)).min(Q::int(l));
+                self.set_tokens(t, tokens);
             }
-            Model::Leaky {
-                l,
-                w,
-                last_departure,
-                ..
-            } => {
-                let period = Q::new(i128::from(*w), i128::from(*l));
-                // The queue ends one period after its last unit departs.
-                if let Some(end) = last_departure.map(|d| d + period) {
-                    let end = (end - period * Q::int(units)).max(Q::int(t));
-                    *last_departure = Some(end - period);
-                }
-            }
+            Model::Leaky { .. } => self.move_queue_end(|end, period| {
+                end.map(|end| (end - period * Q::int(units)).max(Q::int(t)))
+            }),
         }
     }
 
@@ -287,12 +271,6 @@ impl Model {
     /// the log's live units go up to `l` (the log's as a new entry at `t`);
     /// the buckets go at most `l` tokens into debt, or `2 l` units queued.
     pub fn charge(&mut self, t: u64, units: u64) {
-        let tokens = match &*self {
-            &Model::Token { l, .. } => {
-                Some((self.tokens_at(t) - Q::int(units)).max(Q::new(-i128::from(l), 1)))
-            }
-            _ => None,
-        };
         match self {
             Model::Fixed { l, w, counts } | Model::Window { l, w, counts } => {
                 let count = counts.entry(t / *w).or_default();
@@ -305,24 +283,44 @@ impl Model {
                     log.push((t, added));
                 }
             }
-            Model::Token {
-                tokens: held, last, ..
-            } => {
-                *held = tokens.unwrap_or(*held);
-                *last = Some(t);
+            &mut Model::Token { l, .. } => {
+                let debt = Q::new(-i128::from(l), 1);
+                let tokens = (self.tokens_at(t) - Q::int(units)).max(debt);
+                self.set_tokens(t, tokens);
             }
-            Model::Leaky {
-                l,
-                w,
-                last_departure,
-                ..
-            } => {
-                let period = Q::new(i128::from(*w), i128::from(*l));
-                let end = last_departure.map_or(Q::int(t), |d| (d + period).max(Q::int(t)));
-                let most = Q::int(t) + Q::int(2) * Q::int(*w);
-                let end = (end + period * Q::int(units)).min(most);
-                *last_departure = Some(end - period);
-            }
+            &mut Model::Leaky { w, .. } => self.move_queue_end(|end, period| {
+                let end = end.map_or(Q::int(t), |end| end.max(Q::int(t)));
+                let most = Q::int(t) + Q::int(2) * Q::int(w);
+                Some((end + period * Q::int(units)).min(most))
+            }),
+        }
+    }
+
+    /// The token bucket's tokens set to `tokens` at `t`.
+    fn set_tokens(&mut self, t: u64, tokens: Q) {
+        if let Model::Token {
+            tokens: held, last, ..
+        } = self
+        {
+            *held = tokens;
+            *last = Some(t);
+        }
+    }
+
+    /// The leaky bucket's queue end (one period after its last unit
+    /// departs; `None` if none ever did) moved as `to` says, given the
+    /// period.
+    fn move_queue_end(&mut self, to: impl FnOnce(Option<Q>, Q) -> Option<Q>) {
+        if let Model::Leaky {
+            l,
+            w,
+            last_departure,
+            ..
+        } = self
+        {
+            let period = Q::new(i128::from(*w), i128::from(*l));
+            let end = to(last_departure.map(|d| d + period), period);
+            *last_departure = end.map(|end| end - period);
         }
     }
 

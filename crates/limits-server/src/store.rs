@@ -8,7 +8,9 @@
 //! (sweep, state files, key counts) is asked through
 //! [`Store::local`], never assumed.
 
-use limits::{KeyedLimiter, LocalStore, Mode, Rule, Store, StoreError, SystemClock, Verdict};
+use limits::{
+    KeyedLimiter, LocalStore, Mode, Receipt, Rule, Store, StoreError, SystemClock, Verdict,
+};
 use limits_redis::{RedisConnection, RedisStore};
 use std::net::IpAddr;
 
@@ -143,6 +145,19 @@ impl Store for RuleStore {
         match self {
             RuleStore::Memory(s) => Store::decide_at(s, key, now, cost, mode).await,
             RuleStore::Redis(s) => Store::decide_at(s, key, now, cost, mode).await,
+        }
+    }
+
+    async fn settle(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        receipt: Receipt,
+        cost: u64,
+    ) -> Result<(), StoreError> {
+        match self {
+            RuleStore::Memory(s) => Store::settle(s, key, now, receipt, cost).await,
+            RuleStore::Redis(s) => Store::settle(s, key, now, receipt, cost).await,
         }
     }
 

@@ -189,14 +189,24 @@ where
     let runtime = runtime().map_err(|e| failure(suite_error(e), None))?;
     let one =
         |case: &Case| runtime.block_on(run::check_case(&make, algorithm, property, case, config));
+    let step = config.time_step.max(1);
+    let strategy =
+        edge_case(config.max_rates, config.max_events).prop_map(move |case| case.scaled(step));
+    run_cases(config, strategy, one).map_err(|(mismatch, case)| failure(mismatch, case))
+}
+
+/// Runs `one` on `config.cases` cases of `strategy`: the failure's
+/// mismatch and the smallest case proptest found (none if it aborted).
+fn run_cases<C: Clone + fmt::Debug>(
+    config: &Config,
+    strategy: impl Strategy<Value = C>,
+    one: impl Fn(&C) -> Result<(), Mismatch>,
+) -> Result<(), (Mismatch, Option<C>)> {
     let mut runner = TestRunner::new(ProptestConfig {
         cases: config.cases,
         failure_persistence: None,
         ..ProptestConfig::default()
     });
-    let step = config.time_step.max(1);
-    let strategy =
-        edge_case(config.max_rates, config.max_events).prop_map(move |case| case.scaled(step));
     match runner.run(&strategy, |case| {
         one(&case).map_err(|m| TestCaseError::fail(format!("{}: {}", m.field, m.detail)))
     }) {
@@ -206,9 +216,9 @@ where
             let mismatch = one(&case)
                 .err()
                 .unwrap_or_else(|| suite_error(reason.to_string()));
-            Err(failure(mismatch, Some(case)))
+            Err((mismatch, Some(case)))
         }
-        Err(TestError::Abort(reason)) => Err(failure(suite_error(reason.to_string()), None)),
+        Err(TestError::Abort(reason)) => Err((suite_error(reason.to_string()), None)),
     }
 }
 

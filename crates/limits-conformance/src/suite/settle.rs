@@ -7,11 +7,10 @@
 //! peeks, so is a look at the settled key right after each settlement.
 
 use super::run::{compare, key_name};
-use super::{runtime, suite_error, Config, Failure, Mismatch, Property};
+use super::{run_cases, runtime, suite_error, Config, Failure, Mismatch, Property};
 use crate::{edge_case, Case, RuleModel};
 use limits::{Algorithm, Mode, Receipt, Rule, Store};
 use proptest::prelude::*;
-use proptest::test_runner::{Config as ProptestConfig, TestCaseError, TestError, TestRunner};
 use std::collections::BTreeMap;
 use std::future::Future;
 
@@ -103,29 +102,18 @@ where
             settles_as_models(&store, algorithm, case, config).await
         })
     };
-    let mut runner = TestRunner::new(ProptestConfig {
-        cases: config.cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    });
     let step = config.time_step.max(1);
     let strategy = settle_case(config.max_rates, config.max_events).prop_map(move |mut c| {
         c.case = c.case.scaled(step);
         c
     });
-    match runner.run(&strategy, |case| {
-        one(&case).map_err(|m| TestCaseError::fail(format!("{}: {}", m.field, m.detail)))
-    }) {
-        Ok(()) => Ok(()),
-        Err(TestError::Fail(reason, case)) => {
-            let mismatch = one(&case)
-                .err()
-                .unwrap_or_else(|| suite_error(reason.to_string()));
+    run_cases(config, strategy, one).map_err(|(mismatch, case)| match case {
+        Some(case) => {
             let detail = format!("{}, settlements {:?}", mismatch.detail, case.settles);
-            Err(failure(Mismatch { detail, ..mismatch }, Some(case.case)))
+            failure(Mismatch { detail, ..mismatch }, Some(case.case))
         }
-        Err(TestError::Abort(reason)) => Err(failure(suite_error(reason.to_string()), None)),
-    }
+        None => failure(mismatch, None),
+    })
 }
 
 /// [`check_settle`], panicking with the failure: the body of one generated
