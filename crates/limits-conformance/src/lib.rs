@@ -39,7 +39,8 @@ pub use model::Model;
 pub use rational::Q;
 pub use rule_model::{first_after, RuleModel};
 pub use suite::{
-    assert_conforms, check, check_cases, run_suite, Config, Failure, Mismatch, Property, ALGORITHMS,
+    assert_conforms, assert_settles, check, check_cases, check_settle, run_suite, settle_case,
+    Config, Failure, Mismatch, Property, SettleCase, SettleTo, ALGORITHMS,
 };
 pub use trace::{case, edge_case, window, Case, Event};
 
@@ -98,6 +99,51 @@ macro_rules! __algorithm_tests {
             #[test]
             fn counts_denied() {
                 run($crate::Property::CountsDenied);
+            }
+        }
+    };
+}
+
+/// Writes the settle suite as `#[test]`s: a module `settle` with one test
+/// per algorithm ([`check_settle`]), for a store that can settle. The
+/// arguments are those of [`store_conformance_tests!`].
+#[macro_export]
+macro_rules! store_settle_tests {
+    ($make:expr) => {
+        $crate::store_settle_tests!($make, $crate::Config::default());
+    };
+    ($make:expr, $config:expr) => {
+        mod settle {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn run(algorithm: $crate::__limits::Algorithm) {
+                $crate::assert_settles($make, algorithm, &$config);
+            }
+
+            #[test]
+            fn fixed_window() {
+                run($crate::__limits::Algorithm::FixedWindow);
+            }
+
+            #[test]
+            fn sliding_log() {
+                run($crate::__limits::Algorithm::SlidingLog);
+            }
+
+            #[test]
+            fn token_bucket() {
+                run($crate::__limits::Algorithm::TokenBucket);
+            }
+
+            #[test]
+            fn sliding_window() {
+                run($crate::__limits::Algorithm::SlidingWindow);
+            }
+
+            #[test]
+            fn leaky_bucket() {
+                run($crate::__limits::Algorithm::LeakyBucket);
             }
         }
     };

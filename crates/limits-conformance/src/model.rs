@@ -227,6 +227,103 @@ impl Model {
         }
     }
 
+    /// Gives back `units` at `t` of a request admitted at `at` (settled to
+    /// a lower cost). Fixed window: from the count of the request's
+    /// window, if that is `t`'s; sliding window: if it is `t`'s or the one
+    /// before; log: from the entries at `at`, while they are in the window
+    /// (entries of one time expire together, so which one gives the units
+    /// back is no matter); token bucket: tokens back, at most `l`; leaky
+    /// bucket: the queue shortened, never below empty.
+    pub fn refund(&mut self, t: u64, at: u64, units: u64) {
+        match self {
+            Model::Fixed { w, counts, .. } => {
+                if at / *w == t / *w {
+                    take(counts.entry(at / *w).or_default(), units);
+                }
+            }
+            Model::Window { w, counts, .. } => {
+                if at / *w + 1 >= t / *w {
+                    take(counts.entry(at / *w).or_default(), units);
+                }
+            }
+            Model::Log { w, log, .. } => {
+                if at + *w > t {
+                    let mut left = units;
+                    for (_, cost) in log.iter_mut().filter(|(e, _)| *e == at) {
+                        let given = left.min(*cost);
+                        *cost -= given;
+                        left -= given;
+                    }
+                }
+            }
+            &mut Model::Token { l, .. } => {
+                let tokens = (self.tokens_at(t) + Q::int(units)).min(Q::int(l));
+                self.set_tokens(t, tokens);
+            }
+            Model::Leaky { .. } => self.move_queue_end(|end, period| {
+                end.map(|end| (end - period * Q::int(units)).max(Q::int(t)))
+            }),
+        }
+    }
+
+    /// Takes `units` more at `t` (settled to a higher cost), whether or not
+    /// they fit: the fixed and sliding windows' count of `t`'s window and
+    /// the log's live units go up to `l` (the log's as a new entry at `t`);
+    /// the buckets go at most `l` tokens into debt, or `2 l` units queued.
+    pub fn charge(&mut self, t: u64, units: u64) {
+        match self {
+            Model::Fixed { l, w, counts } | Model::Window { l, w, counts } => {
+                let count = counts.entry(t / *w).or_default();
+                *count = count.saturating_add(units).min(*l);
+            }
+            Model::Log { l, w, log } => {
+                let live: u64 = log.iter().filter(|&&(e, _)| e + *w > t).map(|e| e.1).sum();
+                let added = units.min(l.saturating_sub(live));
+                if added > 0 {
+                    log.push((t, added));
+                }
+            }
+            &mut Model::Token { l, .. } => {
+                let debt = Q::new(-i128::from(l), 1);
+                let tokens = (self.tokens_at(t) - Q::int(units)).max(debt);
+                self.set_tokens(t, tokens);
+            }
+            &mut Model::Leaky { w, .. } => self.move_queue_end(|end, period| {
+                let end = end.map_or(Q::int(t), |end| end.max(Q::int(t)));
+                let most = Q::int(t) + Q::int(2) * Q::int(w);
+                Some((end + period * Q::int(units)).min(most))
+            }),
+        }
+    }
+
+    /// The token bucket's tokens set to `tokens` at `t`.
+    fn set_tokens(&mut self, t: u64, tokens: Q) {
+        if let Model::Token {
+            tokens: held, last, ..
+        } = self
+        {
+            *held = tokens;
+            *last = Some(t);
+        }
+    }
+
+    /// The leaky bucket's queue end (one period after its last unit
+    /// departs; `None` if none ever did) moved as `to` says, given the
+    /// period.
+    fn move_queue_end(&mut self, to: impl FnOnce(Option<Q>, Q) -> Option<Q>) {
+        if let Model::Leaky {
+            l,
+            w,
+            last_departure,
+            ..
+        } = self
+        {
+            let period = Q::new(i128::from(*w), i128::from(*l));
+            let end = to(last_departure.map(|d| d + period), period);
+            *last_departure = end.map(|end| end - period);
+        }
+    }
+
     /// Nanoseconds an admitted request of c waits before it departs.
     pub fn delay(&self, t: u64, c: u64) -> u64 {
         match self {
@@ -234,4 +331,9 @@ impl Model {
             _ => 0,
         }
     }
+}
+
+/// Takes up to `units` from `count`.
+fn take(count: &mut u64, units: u64) {
+    *count -= units.min(*count);
 }

@@ -9,7 +9,7 @@
 //! the real limiters is repeated here, so the two cannot share a mistake.
 
 use crate::Model;
-use limits::{Algorithm, Decision, Mode, RetryAfter};
+use limits::{Algorithm, Decision, Mode, Receipt, RetryAfter};
 use std::time::Duration;
 
 /// One key of a rule: its rates' models, in the rule's rate order.
@@ -40,6 +40,19 @@ impl RuleModel {
     fn record(&mut self, t: u64, c: u64) {
         for m in &mut self.0 {
             m.record(t, c);
+        }
+    }
+
+    /// Settles at `t` a request admitted with `receipt` to its real `cost`:
+    /// every rate refunds the difference ([`Model::refund`]) or charges it
+    /// ([`Model::charge`]).
+    pub fn settle(&mut self, t: u64, receipt: Receipt, cost: u64) {
+        for m in &mut self.0 {
+            if cost < receipt.cost {
+                m.refund(t, receipt.at, receipt.cost - cost);
+            } else if cost > receipt.cost {
+                m.charge(t, cost - receipt.cost);
+            }
         }
     }
 

@@ -22,9 +22,11 @@ use crate::method::MethodCase;
 use crate::path::PathError;
 use crate::policy::{FailurePolicy, HttpRule, LayerOptions, Outcome, Policy};
 use crate::prepare::Matched;
+use crate::settle::{settle_by_status, Settlements, Unsettled};
 use crate::{Key, KeyError, KeyExtractor};
 use bytes::Bytes;
 use http::request::Parts;
+use http::StatusCode;
 use http_body::Body;
 use limits::{Asked, Mode, RetryAfter, Store, StoreError, StoreErrorKind, Until, Verdict};
 use smallvec::SmallVec;
@@ -32,11 +34,13 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 /// What the rules that let a request through said: the RateLimit status of
-/// each, and how long to hold the request first (leaky bucket).
+/// each, how long to hold the request first (leaky bucket), and what the
+/// rules that count only some responses may refund.
 #[derive(Default)]
 pub(crate) struct Passed {
     pub statuses: Statuses,
     pub delay: Duration,
+    pub unsettled: Settlements,
 }
 
 /// A request the rules let through.
@@ -341,18 +345,33 @@ fn fold<S: Store, K>(
             // that is down fails every request: the store logs its outages.
             tracing::debug!(rule = %name, key = %key, error = %e, policy = ?policy, "rate limit store failed");
             if policy == FailurePolicy::Deny && !options.dry_run {
+                settle_refused(in_force, passed, StatusCode::SERVICE_UNAVAILABLE);
                 return Err(Refusal::StoreDown);
             }
             return Ok(());
         }
     };
     let d = verdict.decision;
+    let receipt = verdict.receipt(rule.cost);
     let counted = Counted {
         rule: index,
         per_rate: verdict.per_rate,
     };
     if d.allowed {
         tell(Outcome::Allowed);
+        if !rule.count.is_every_response() {
+            match receipt {
+                Some(receipt) => passed.unsettled.push(Unsettled {
+                    rule: index,
+                    key: key.clone(),
+                    receipt,
+                }),
+                None if rule.cost > 0 => {
+                    tracing::debug!(rule = %name, "the store cannot settle: every response counts");
+                }
+                None => {}
+            }
+        }
         passed.statuses.push(counted);
         passed.delay = passed.delay.max(d.delay);
         return Ok(());
@@ -365,12 +384,21 @@ fn fold<S: Store, K>(
     }
     tell(Outcome::Limited);
     tracing::debug!(rule = %name, key = %key, retry_after = %d.retry_after, "limited");
+    settle_refused(in_force, passed, StatusCode::TOO_MANY_REQUESTS);
     let before = std::mem::take(&mut passed.statuses);
     Err(Refusal::Limited(Limited::new(
         before,
         counted,
         d.retry_after,
     )))
+}
+
+/// A request the rules before this one admitted is answered by us with
+/// `status`: what they count by it is settled now.
+fn settle_refused<S: Store, K>(in_force: &InForce<S, K>, passed: &mut Passed, status: StatusCode) {
+    if !passed.unsettled.is_empty() {
+        settle_by_status(in_force, std::mem::take(&mut passed.unsettled), status);
+    }
 }
 
 /// Refuses a request with two Content-Types (or one naming two media

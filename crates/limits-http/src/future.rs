@@ -11,6 +11,7 @@
 use crate::in_force::InForce;
 use crate::members::Statuses;
 use crate::respond::{add_headers, LimitedBody};
+use crate::settle::{settle_by_status, Settlements};
 use http::Response;
 use http_body_util::Either;
 use limits::Store;
@@ -51,11 +52,13 @@ pin_project! {
 }
 
 /// The RateLimit headers a response is owed: the statuses of the rules it
-/// passed, under the policy they decided in.
+/// passed, under the policy they decided in; and what its rules refund if
+/// its status is one they do not count.
 pub(crate) struct Headers<S, K> {
     pub in_force: Arc<InForce<S, K>>,
     pub statuses: Statuses,
     pub legacy: bool,
+    pub unsettled: Settlements,
 }
 
 impl<F, B, E, S, K> ResponseFuture<F, B, E, S, K> {
@@ -97,7 +100,13 @@ where
                 // Read in place (the statuses are held inline), dropped
                 // with the future.
                 Poll::Ready(Ok(match headers {
-                    Some(h) => add_headers(&h.in_force, &h.statuses, h.legacy, response),
+                    Some(h) => {
+                        if !h.unsettled.is_empty() {
+                            let unsettled = std::mem::take(&mut h.unsettled);
+                            settle_by_status(&h.in_force, unsettled, response.status());
+                        }
+                        add_headers(&h.in_force, &h.statuses, h.legacy, response)
+                    }
                     None => response.map(Either::Left),
                 }))
             }

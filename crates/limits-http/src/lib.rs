@@ -81,6 +81,7 @@ mod problem;
 mod refusals;
 mod respond;
 mod service;
+mod settle;
 mod too_many;
 
 pub use body::BodyBudget;
@@ -97,8 +98,8 @@ pub use key::{
 pub use layer::RateLimitLayer;
 pub use path::{match_path, normalize_path, PathError};
 pub use policy::{
-    FailurePolicy, HttpRule, LayerOptions, NoObserver, Observer, Outcome, PathMatch, Policy,
-    RuleObserver, DEFAULT_BODY_BUDGET,
+    Counts, FailurePolicy, HttpRule, LayerOptions, NoObserver, Observer, Outcome, PathMatch,
+    Policy, RuleObserver, DEFAULT_BODY_BUDGET,
 };
 pub use prepare::PeerAddr;
 pub use problem::{problem, problem_with, PROBLEM_JSON};

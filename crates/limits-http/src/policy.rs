@@ -34,6 +34,10 @@ pub struct HttpRule<S, K = KeySpec> {
     pub key: K,
     /// The cost of one request.
     pub cost: u64,
+    /// Which responses the request counts by: every one (the default), or
+    /// only those of some statuses (failed logins), the rest refunded when
+    /// the response head arrives.
+    pub count: Counts,
     /// Where the rule's state lives.
     pub store: Arc<S>,
 }
@@ -67,6 +71,7 @@ impl<S, K> HttpRule<S, K> {
             methods: Vec::new(),
             key,
             cost: 1,
+            count: Counts::default(),
             store: Arc::new(store),
         }
     }
@@ -93,6 +98,13 @@ impl<S, K> HttpRule<S, K> {
     /// Each request costs `cost` (by default 1).
     pub fn cost(mut self, cost: u64) -> HttpRule<S, K> {
         self.cost = cost;
+        self
+    }
+
+    /// Counts a request only if its response's status is as `count` says;
+    /// any other is refunded when the response head arrives ([`Counts`]).
+    pub fn count(mut self, count: Counts) -> HttpRule<S, K> {
+        self.count = count;
         self
     }
 
@@ -175,6 +187,48 @@ pub struct PathMatch {
     /// (`/login.json`, `/login.xml`), as Rails routes `/login.FORMAT` to the
     /// action of `/login`.
     pub format_suffixes: bool,
+}
+
+/// Which responses a rule's requests count by. A request is decided and
+/// counted when it arrives, as every request is, so that nothing in flight
+/// can pass the limit; when its response head arrives with a status the
+/// rule does not count, the request is refunded in full
+/// ([`Store::settle`](limits::Store::settle)). A request that never gets a
+/// response (the client went away, the upstream failed) stays counted.
+///
+/// ```
+/// use limits_http::Counts;
+/// use http::StatusCode;
+///
+/// // A login rule: failed attempts count, successful ones do not.
+/// let failed = Counts { status: vec![401, 403], unless_status: vec![] };
+/// assert!(failed.counts(StatusCode::UNAUTHORIZED));
+/// assert!(!failed.counts(StatusCode::OK));
+/// // Everything but the server's own errors.
+/// let not_5xx = Counts { status: vec![], unless_status: vec![500, 502, 503, 504] };
+/// assert!(not_5xx.counts(StatusCode::OK) && !not_5xx.counts(StatusCode::BAD_GATEWAY));
+/// assert!(Counts::default().is_every_response());
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Counts {
+    /// Only responses of these statuses count (any, if empty).
+    pub status: Vec<u16>,
+    /// Responses of these statuses do not count.
+    pub unless_status: Vec<u16>,
+}
+
+impl Counts {
+    /// Whether a response of `status` counts.
+    pub fn counts(&self, status: http::StatusCode) -> bool {
+        let status = status.as_u16();
+        (self.status.is_empty() || self.status.contains(&status))
+            && !self.unless_status.contains(&status)
+    }
+
+    /// Whether every response counts: nothing to settle.
+    pub fn is_every_response(&self) -> bool {
+        self.status.is_empty() && self.unless_status.is_empty()
+    }
 }
 
 /// What to do when a store cannot decide (e.g. Redis is down, or full).

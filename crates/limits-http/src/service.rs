@@ -13,6 +13,7 @@ use crate::no_client::no_client_address;
 use crate::prepare::{prepare, Matched, Prepared};
 use crate::refusals;
 use crate::respond::{add_headers, ours, LimitedBody};
+use crate::settle::settle_by_status;
 use bytes::Bytes;
 use http::request::Parts;
 use http::{Request, Response};
@@ -151,6 +152,7 @@ where
                         in_force,
                         statuses: passed.statuses,
                         legacy,
+                        unsettled: passed.unsettled,
                     };
                     return ResponseFuture::inner(future, Some(headers));
                 }
@@ -196,5 +198,9 @@ where
     let response = inner.call(Request::from_parts(parts, body)).await;
     // The body's charge to the budget lasts until the inner service is done.
     drop(held);
-    Ok(add_headers(&in_force, &passed.statuses, legacy, response?))
+    let response = response?;
+    if !passed.unsettled.is_empty() {
+        settle_by_status(&in_force, passed.unsettled, response.status());
+    }
+    Ok(add_headers(&in_force, &passed.statuses, legacy, response))
 }

@@ -117,6 +117,7 @@ mod tests {
         Verdict {
             decision,
             per_rate: [decision].into_iter().collect(),
+            decided_at: None,
         }
     }
 

@@ -220,7 +220,11 @@ impl RedisStore {
             .decide(&mut self.rule.new_state(), 0, cost, mode, |d| {
                 per_rate.push(d)
             });
-        Verdict { decision, per_rate }
+        Verdict {
+            decision,
+            per_rate,
+            decided_at: None,
+        }
     }
 
     /// The verdict in the script's answer.
@@ -328,7 +332,11 @@ impl RedisStore {
             refill_after: wait,
         };
         let per_rate = (0..self.rule.rates().len()).map(|_| decision).collect();
-        Verdict { decision, per_rate }
+        Verdict {
+            decision,
+            per_rate,
+            decided_at: None,
+        }
     }
 
     /// What is answered at once for a request from `client`, without
@@ -509,7 +517,11 @@ fn verdict(answer: &[i64], rates: usize) -> Result<Verdict, StoreError> {
         .copied()
         .reduce(Decision::combine)
         .unwrap_or(Decision::allow(0));
-    Ok(Verdict { decision, per_rate })
+    Ok(Verdict {
+        decision,
+        per_rate,
+        decided_at: None,
+    })
 }
 
 impl Store for RedisStore {

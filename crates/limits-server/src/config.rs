@@ -181,6 +181,12 @@ fn rule_config(
 
     let burst = raw.burst.map(|burst| checked_burst(burst, algorithm, p));
 
+    let count_span = raw.count.as_ref().map(Spanned::span);
+    let count = raw
+        .count
+        .map(|count| fields::counts(count, p))
+        .unwrap_or_default();
+
     let (cost, cost_span) = raw
         .cost
         .map_or((1, table.clone()), |c| (c.get_ref().0, c.span()));
@@ -195,6 +201,9 @@ fn rule_config(
         return None;
     };
     let store = fields::rule_store(raw.store, &table, stores, (&name, rule), p)?;
+    if let Some(span) = &count_span {
+        fields::check_settles(&store, span, p);
+    }
     (p.found.len() == before).then(|| HttpRule {
         name,
         path_prefix,
@@ -202,6 +211,7 @@ fn rule_config(
         methods,
         key,
         cost,
+        count,
         store: Arc::new(store),
     })
 }

@@ -179,6 +179,7 @@ pub(crate) fn single(
         methods: vec![],
         key,
         cost,
+        count: Default::default(),
         store: Arc::new(store),
     })
 }

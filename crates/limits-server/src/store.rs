@@ -9,7 +9,8 @@
 //! [`Store::local`], never assumed.
 
 use limits::{
-    Asked, KeyedLimiter, LocalStore, Mode, Rule, Store, StoreError, SystemClock, Until, Verdict,
+    Asked, KeyedLimiter, LocalStore, Mode, Receipt, Rule, Store, StoreError, SystemClock, Until,
+    Verdict,
 };
 use limits_redis::{RedisConnection, RedisStore};
 use std::net::IpAddr;
@@ -145,6 +146,19 @@ impl Store for RuleStore {
         match self {
             RuleStore::Memory(s) => Store::decide_at(s, key, now, cost, mode).await,
             RuleStore::Redis(s) => Store::decide_at(s, key, now, cost, mode).await,
+        }
+    }
+
+    async fn settle(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        receipt: Receipt,
+        cost: u64,
+    ) -> Result<(), StoreError> {
+        match self {
+            RuleStore::Memory(s) => Store::settle(s, key, now, receipt, cost).await,
+            RuleStore::Redis(s) => Store::settle(s, key, now, receipt, cost).await,
         }
     }
 

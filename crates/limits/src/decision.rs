@@ -101,6 +101,27 @@ impl Mode {
     }
 }
 
+/// What settling a granted request needs: when it was counted and what it
+/// was counted for. A decision that admitted a request of cost 1 or more
+/// gives one ([`Rule::check_with_receipt`](crate::Rule::check_with_receipt),
+/// [`KeyedLimiter::check_with_receipt`](crate::KeyedLimiter::check_with_receipt),
+/// [`Verdict::receipt`](crate::Verdict::receipt)); settling it to the
+/// request's real cost refunds what it took beyond that cost, or charges
+/// the rest. Settle a receipt once: a second settle of the same receipt
+/// acts as one of another request counted at the same time would.
+///
+/// `at` also identifies the sliding log's entry of the request: entries
+/// of one time expire together, so which of them gives back a unit
+/// changes no decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Receipt {
+    /// The time the request was counted at (nanoseconds on the store's
+    /// time scale): the window it was counted in, the sliding log's entry.
+    pub at: u64,
+    /// The cost it was counted for.
+    pub cost: u64,
+}
+
 /// The outcome of one check of one key.
 ///
 /// For a rule with several rates this is their combination: allowed only if

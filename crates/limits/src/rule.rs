@@ -12,7 +12,7 @@ use crate::algorithms::{
 };
 pub use crate::state_kinds::KeyState;
 use crate::state_kinds::{with_engines, with_one_engine, Engines};
-use crate::{Algorithm, Decision, Mode, Rates, RetryAfter};
+use crate::{Algorithm, Decision, Mode, Rates, Receipt, RetryAfter};
 use std::time::Duration;
 
 mod decide_any;
@@ -163,6 +163,69 @@ impl Rule {
     /// ```
     pub fn allow(&self, state: &mut KeyState, now: u64, cost: u64) -> Result<Duration, RetryAfter> {
         self.check(state, now, cost).verdict()
+    }
+
+    /// [`check`](Rule::check), and the receipt of the request if it was
+    /// admitted at a cost of 1 or more: what [`settle`](Rule::settle) takes
+    /// once its real cost is known. The receipt's time is the time the rule
+    /// decided at (`now`, or the key's latest time if that is later).
+    ///
+    /// ```
+    /// use limits::{Algorithm, Rule};
+    /// let rule = Rule::new(Algorithm::FixedWindow, "2/s".parse().unwrap());
+    /// let mut state = rule.new_state();
+    /// let (first, receipt) = rule.check_with_receipt(&mut state, 0, 1);
+    /// assert!(first.allowed);
+    /// rule.check(&mut state, 1, 1);
+    /// assert!(!rule.check(&mut state, 2, 1).allowed);
+    /// // The first request failed upstream: it costs nothing after all.
+    /// rule.settle(&mut state, 3, receipt.unwrap(), 0);
+    /// assert!(rule.check(&mut state, 4, 1).allowed);
+    /// ```
+    pub fn check_with_receipt(
+        &self,
+        state: &mut KeyState,
+        now: u64,
+        cost: u64,
+    ) -> (Decision, Option<Receipt>) {
+        if !self.owns(state) {
+            *state = self.new_state();
+        }
+        let at = with_engines!(
+            &self.engines,
+            &mut state.0,
+            |e, s| e
+                .iter()
+                .zip(s.iter_mut())
+                .map(|(a, s)| a.advance(s, now))
+                .max()
+                .unwrap_or(now),
+            now
+        );
+        let decision = self.check(state, now, cost);
+        let receipt = (decision.allowed && cost > 0).then_some(Receipt { at, cost });
+        (decision, receipt)
+    }
+
+    /// Settles a request this rule admitted (its `receipt`) to its real
+    /// `cost`, at `now`: a lower cost gives back the difference, a higher
+    /// one takes the rest whether or not it fits (the debt the next
+    /// requests wait for), as each algorithm's
+    /// [`refund`](RateAlgorithm::refund) and
+    /// [`charge`](RateAlgorithm::charge) say, on every rate. A state of
+    /// another rule holds nothing of the request and is left as it is.
+    pub fn settle(&self, state: &mut KeyState, now: u64, receipt: Receipt, cost: u64) {
+        if !self.owns(state) {
+            return;
+        }
+        with_engines!(
+            &self.engines,
+            &mut state.0,
+            |e, s| for (a, s) in e.iter().zip(s.iter_mut()) {
+                a.settle(s, now, receipt, cost);
+            },
+            ()
+        )
     }
 
     /// Decides without recording: `allowed` and `retry_after` say what a check

@@ -7,7 +7,7 @@
 //! A store that never waits also says so, with [`Store::decide_now`]: a
 //! caller can then decide without making a future at all.
 
-use crate::{Clock, Decision, KeyedLimiter, LocalStore, Mode, Rule};
+use crate::{Clock, Decision, KeyedLimiter, LocalStore, Mode, Receipt, Rule};
 use smallvec::SmallVec;
 use std::fmt;
 use std::future::Future;
@@ -20,6 +20,32 @@ pub struct Verdict {
     pub decision: Decision,
     /// One decision per rate (for the RateLimit header's list members).
     pub per_rate: SmallVec<[Decision; 2]>,
+    /// The time the store decided at, on its time scale, if it can settle
+    /// the request later ([`Store::settle`]); `None` from a store that
+    /// cannot.
+    pub decided_at: Option<u64>,
+}
+
+impl Verdict {
+    /// The receipt of the request this verdict recorded at `cost`, to
+    /// settle it with [`Store::settle`]: `None` if it was denied, cost
+    /// nothing, or the store cannot settle. (A peek records nothing: its
+    /// verdict has no receipt to give.)
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, Mode, Rule, Store};
+    ///
+    /// let rule = Rule::new(Algorithm::TokenBucket, "1/s".parse().unwrap());
+    /// let store: KeyedLimiter<String> = KeyedLimiter::new(rule);
+    /// let verdict = store.decide_now("alice", 1, Mode::Record).unwrap().unwrap();
+    /// assert_eq!(verdict.receipt(1).map(|r| r.cost), Some(1));
+    /// let denied = store.decide_now("alice", 1, Mode::Record).unwrap().unwrap();
+    /// assert_eq!(denied.receipt(1), None);
+    /// ```
+    pub fn receipt(&self, cost: u64) -> Option<Receipt> {
+        let at = self.decided_at?;
+        (self.decision.allowed && cost > 0).then_some(Receipt { at, cost })
+    }
 }
 
 /// A store could not decide: why, and of which kind the failure is (a
@@ -228,6 +254,24 @@ pub trait Store: Send + Sync + 'static {
         self.decide_now(key, cost, mode)
     }
 
+    /// Settles a request this store admitted for `key` (its `receipt`,
+    /// from [`Verdict::receipt`]) to its real `cost`, at `now` (on the
+    /// store's time scale, as in [`decide_at`](Store::decide_at)) or by the
+    /// store's own clock: a lower cost gives back what the request took
+    /// beyond it, a higher one takes the rest, as
+    /// [`Rule::settle`](crate::Rule::settle) says for each limiter. A store
+    /// that cannot settle keeps this default, which answers with an error.
+    fn settle(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        receipt: Receipt,
+        cost: u64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = (key, now, receipt, cost);
+        std::future::ready(Err(StoreError::new("this store cannot settle")))
+    }
+
     /// The store's in-process features (sweeping, state files, key and
     /// eviction counts), if its state lives in this process; `None` for a
     /// shared store such as Redis, which keeps its own.
@@ -371,6 +415,34 @@ impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
         std::future::ready(Ok(self.verdict(key, Some(now), cost, mode)))
     }
 
+    /// Settles in memory, at once: never an error.
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, Mode, Rule, Store};
+    /// use std::future::Future;
+    /// use std::task::{Context, Poll, Waker};
+    ///
+    /// let rule = Rule::new(Algorithm::FixedWindow, "1/minute".parse().unwrap());
+    /// let store: KeyedLimiter<String> = KeyedLimiter::new(rule);
+    /// let verdict = store.decide_now("alice", 1, Mode::Record).unwrap().unwrap();
+    /// let mut fut = std::pin::pin!(store.settle("alice", None, verdict.receipt(1).unwrap(), 0));
+    /// assert!(matches!(fut.as_mut().poll(&mut Context::from_waker(Waker::noop())), Poll::Ready(Ok(()))));
+    /// assert!(store.decide_now("alice", 1, Mode::Record).unwrap().unwrap().decision.allowed);
+    /// ```
+    fn settle(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        receipt: Receipt,
+        cost: u64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        match now {
+            Some(now) => self.settle_at(key, now, receipt, cost),
+            None => KeyedLimiter::settle(self, key, receipt, cost),
+        }
+        std::future::ready(Ok(()))
+    }
+
     fn local(&self) -> Option<&dyn LocalStore> {
         Some(self)
     }
@@ -390,7 +462,11 @@ impl<C: Clock> KeyedLimiter<String, C> {
     /// ```
     pub fn verdict(&self, key: &str, now: Option<u64>, cost: u64, mode: Mode) -> Verdict {
         let mut per_rate = SmallVec::new();
-        let decision = KeyedLimiter::decide(self, key, now, cost, mode, |d| per_rate.push(d));
-        Verdict { decision, per_rate }
+        let (decision, at) = self.decide_timed(key, now, cost, mode, |d| per_rate.push(d));
+        Verdict {
+            decision,
+            per_rate,
+            decided_at: Some(at),
+        }
     }
 }

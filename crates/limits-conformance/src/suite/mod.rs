@@ -15,6 +15,9 @@
 //! denial's wait, so a shared backend needs a fresh key prefix per call.
 
 mod run;
+mod settle;
+
+pub use settle::{assert_settles, check_settle, settle_case, SettleCase, SettleTo};
 
 use crate::{edge_case, large_cost_cases, Case, LARGE_COST_LIMIT};
 use limits::{Algorithm, Rule, Store};
@@ -85,6 +88,10 @@ pub enum Property {
     /// sliding window counter up to its limit, and the other limiters
     /// record as with `Mode::Record`.
     CountsDenied,
+    /// As `MatchesModels`, with earlier admitted requests settled to their
+    /// real cost among the requests ([`check_settle`]): not in
+    /// [`Property::ALL`], as a store that cannot settle is not run on it.
+    Settles,
 }
 
 impl Property {
@@ -182,14 +189,24 @@ where
     let runtime = runtime().map_err(|e| failure(suite_error(e), None))?;
     let one =
         |case: &Case| runtime.block_on(run::check_case(&make, algorithm, property, case, config));
+    let step = config.time_step.max(1);
+    let strategy =
+        edge_case(config.max_rates, config.max_events).prop_map(move |case| case.scaled(step));
+    run_cases(config, strategy, one).map_err(|(mismatch, case)| failure(mismatch, case))
+}
+
+/// Runs `one` on `config.cases` cases of `strategy`: the failure's
+/// mismatch and the smallest case proptest found (none if it aborted).
+fn run_cases<C: Clone + fmt::Debug>(
+    config: &Config,
+    strategy: impl Strategy<Value = C>,
+    one: impl Fn(&C) -> Result<(), Mismatch>,
+) -> Result<(), (Mismatch, Option<C>)> {
     let mut runner = TestRunner::new(ProptestConfig {
         cases: config.cases,
         failure_persistence: None,
         ..ProptestConfig::default()
     });
-    let step = config.time_step.max(1);
-    let strategy =
-        edge_case(config.max_rates, config.max_events).prop_map(move |case| case.scaled(step));
     match runner.run(&strategy, |case| {
         one(&case).map_err(|m| TestCaseError::fail(format!("{}: {}", m.field, m.detail)))
     }) {
@@ -199,9 +216,9 @@ where
             let mismatch = one(&case)
                 .err()
                 .unwrap_or_else(|| suite_error(reason.to_string()));
-            Err(failure(mismatch, Some(case)))
+            Err((mismatch, Some(case)))
         }
-        Err(TestError::Abort(reason)) => Err(failure(suite_error(reason.to_string()), None)),
+        Err(TestError::Abort(reason)) => Err((suite_error(reason.to_string()), None)),
     }
 }
 

@@ -43,11 +43,14 @@ where
             invariants(&make(rule).await, algorithm, &unit).await
         }
         Property::Invariants => invariants(&make(rule).await, algorithm, case).await,
+        Property::Settles => Err(super::suite_error(
+            "settlements run through check_settle, on traces of their own".to_owned(),
+        )),
     }
 }
 
 /// The name a store sees for a trace's key.
-pub(super) fn key_name(key: u8) -> String {
+pub(crate) fn key_name(key: u8) -> String {
     format!("k{key}")
 }
 
@@ -182,7 +185,7 @@ async fn invariants<S: Store>(
 }
 
 /// The combined decision, then each rate's, field by field.
-fn compare(got: &Verdict, want: &(Decision, Vec<Decision>)) -> Result<(), Mismatch> {
+pub(super) fn compare(got: &Verdict, want: &(Decision, Vec<Decision>)) -> Result<(), Mismatch> {
     compare_decision(&got.decision, &want.0, "")?;
     if got.per_rate.len() != want.1.len() {
         return Err(Mismatch {

@@ -19,3 +19,4 @@ fn memory(rule: Rule) -> Ready<KeyedLimiter<String, ManualClock>> {
 }
 
 limits_conformance::store_conformance_tests!(memory);
+limits_conformance::store_settle_tests!(memory);

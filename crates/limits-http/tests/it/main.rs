@@ -4,6 +4,7 @@
 
 mod common;
 
+mod count_statuses;
 mod empty_ratelimit_fields;
 mod examples;
 mod key_ip_alone;

@@ -4,12 +4,12 @@
 //! report their problems with the line of each part; a method or a name is
 //! one value, so its check returns the problem and the caller adds the line.
 
-use super::raw::{KeyField, Whole};
+use super::raw::{KeyField, RawCount, Whole};
 use super::Problems;
 use crate::store::{RuleStore, StoreKind, StoreOptions};
 use http::Method;
 use limits::{parse_duration, Rate, RateError, Rates, Rule, DEFAULT_WINDOW};
-use limits_http::{KeySpec, Missing, Normalize, NormalizeStep, STANDARD_METHODS};
+use limits_http::{Counts, KeySpec, Missing, Normalize, NormalizeStep, STANDARD_METHODS};
 use serde_spanned::Spanned;
 use std::ops::Range;
 
@@ -239,4 +239,60 @@ pub(super) fn rule_store(
     store
         .map_err(|e| p.add(&span, format!("{label}: {e}")))
         .ok()
+}
+
+/// `count = { status = [...], unless_status = [...] }`: which responses a
+/// rule's requests count by, each status a real one (100 to 599), at least
+/// one list given.
+pub(super) fn counts(count: Spanned<RawCount>, p: &mut Problems<'_>) -> Counts {
+    let span = count.span();
+    let raw = count.into_inner();
+    let before = p.found.len();
+    let mut statuses = |list: Option<Spanned<Vec<Spanned<Whole>>>>, field: &str| {
+        let Some(list) = list else {
+            return Vec::new();
+        };
+        if list.get_ref().is_empty() {
+            p.add(
+                &list.span(),
+                format!("count's {field} is empty: name a status, or leave it out"),
+            );
+        }
+        let mut found = Vec::new();
+        for status in list.into_inner() {
+            match u16::try_from(status.get_ref().0) {
+                Ok(s @ 100..=599) => found.push(s),
+                _ => p.add(
+                    &status.span(),
+                    format!(
+                        "count's {field} {} is not an HTTP status (100 to 599)",
+                        status.get_ref().0
+                    ),
+                ),
+            }
+        }
+        found
+    };
+    let counts = Counts {
+        status: statuses(raw.status, "status"),
+        unless_status: statuses(raw.unless_status, "unless_status"),
+    };
+    if counts.is_every_response() && p.found.len() == before {
+        p.add(
+            &span,
+            "count needs status = [...] or unless_status = [...] (leave count out to count every response)",
+        );
+    }
+    counts
+}
+
+/// A rule that counts only some responses refunds the others: its store
+/// must be able to (`count` is the `count` table's span).
+pub(super) fn check_settles(store: &RuleStore, count: &Range<usize>, p: &mut Problems<'_>) {
+    if let RuleStore::Redis(_) = store {
+        p.add(
+            count,
+            "count refunds requests after their response, which the Redis store cannot do yet: use store = \"memory\" for this rule",
+        );
+    }
 }

@@ -34,6 +34,15 @@ pub(super) struct RawRule {
     pub cost: Option<Spanned<Whole>>,
     pub burst: Option<Spanned<Whole>>,
     pub store: Option<Spanned<String>>,
+    pub count: Option<Spanned<RawCount>>,
+}
+
+/// `count = { status = [401, 403] }`, or `unless_status`, or both.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCount {
+    pub status: Option<Spanned<Vec<Spanned<Whole>>>>,
+    pub unless_status: Option<Spanned<Vec<Spanned<Whole>>>>,
 }
 
 /// A whole number of 0 or more (TOML integers are signed).

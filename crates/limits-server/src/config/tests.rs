@@ -150,6 +150,20 @@ fn the_example_file_loads() {
 }
 
 #[test]
+fn count_keeps_the_statuses_a_rule_counts_by() {
+    let text = "[[rule]]\nname = \"login\"\nrates = \"3/m\"\ncount = { status = [401, 403], unless_status = [429] }\n";
+    let rules = super::parse(text, "c.toml", &StoreOptions::default()).expect("valid");
+    let want = limits_http::Counts {
+        status: vec![401, 403],
+        unless_status: vec![429],
+    };
+    assert_eq!(rules[0].count, want);
+    let plain = "[[rule]]\nname = \"api\"\nrates = \"3/m\"\n";
+    let rules = super::parse(plain, "c.toml", &StoreOptions::default()).expect("valid");
+    assert!(rules[0].count.is_every_response());
+}
+
+#[test]
 fn load_names_the_file_it_could_not_read() {
     let dir = tempfile::tempdir().expect("temp dir");
     let missing = dir.path().join("nope.toml");

@@ -12,3 +12,4 @@ fn served(rule: Rule) -> Ready<RuleStore> {
 }
 
 limits_conformance::store_conformance_tests!(served);
+limits_conformance::store_settle_tests!(served);

@@ -73,6 +73,17 @@ impl RateAlgorithm for FixedWindow {
         state.count = state.count.saturating_add(cost).min(self.limit);
     }
 
+    /// The count of the request's window, while it is the state's.
+    fn refund(&self, state: &mut FixedWindowState, _: u64, at: u64, units: u64) {
+        if at / self.window == state.index {
+            state.count -= units.min(state.count);
+        }
+    }
+
+    fn charge(&self, state: &mut FixedWindowState, now: u64, units: u64) {
+        self.record_denied(state, now, units);
+    }
+
     fn remaining(&self, state: &FixedWindowState, _: u64) -> u64 {
         self.limit - state.count
     }

@@ -31,3 +31,24 @@ where
         Err(debt - tolerance)
     }
 }
+
+/// A bucket's level (the time, scaled by L, at which it is full again, or
+/// its queue ends) after `units` are given back at `now_scaled`: lowered by
+/// `units` periods, never below now (full, or an empty queue). A bucket
+/// already full stays as it is.
+pub(crate) fn refunded(level: u128, now_scaled: u128, units: u64, window: u64) -> u128 {
+    if level <= now_scaled {
+        return level;
+    }
+    let back = u128::from(units) * u128::from(window);
+    level.saturating_sub(back).max(now_scaled)
+}
+
+/// A bucket's level after `units` more are taken at `now_scaled`, whether
+/// or not they fit: raised by `units` periods from no earlier than now, up
+/// to two windows past now (`2 L` periods; see `RateAlgorithm::charge`).
+pub(crate) fn charged(level: u128, now_scaled: u128, units: u64, window: u64, limit: u64) -> u128 {
+    let window = u128::from(window);
+    let most = now_scaled + 2 * u128::from(limit) * window;
+    (level.max(now_scaled) + u128::from(units) * window).min(most)
+}

@@ -8,7 +8,7 @@
 //! Times are kept multiplied by L, so that T is the integer W and departures
 //! are exact rationals; delays and waits are rounded up to the nanosecond.
 
-use super::gcra::admit;
+use super::gcra::{admit, charged, refunded};
 use super::{ceil_div, decide_by_steps, sat64, wait, CostBound, RateAlgorithm, ScaledTime};
 use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
@@ -87,6 +87,24 @@ impl RateAlgorithm for LeakyBucket {
             let next = self.now_scaled(now) + departs + u128::from(self.window);
             s.next_slot.set(next);
         }
+    }
+
+    fn refund(&self, s: &mut LeakyBucketState, now: u64, _: u64, units: u64) {
+        let now_scaled = self.now_scaled(now);
+        s.next_slot
+            .set(refunded(s.next_slot.get(), now_scaled, units, self.window));
+    }
+
+    fn charge(&self, s: &mut LeakyBucketState, now: u64, units: u64) {
+        let now_scaled = self.now_scaled(now);
+        let next = charged(
+            s.next_slot.get(),
+            now_scaled,
+            units,
+            self.window,
+            self.limit,
+        );
+        s.next_slot.set(next);
     }
 
     fn delay(&self, s: &LeakyBucketState, now: u64, cost: u64) -> u64 {

@@ -112,6 +112,35 @@ impl SlidingLogState {
         }
     }
 
+    /// Takes up to `units` from the entries at time `at` (a request's own,
+    /// settled): an entry left with none is dropped. The ring stays a ring
+    /// of its capacity.
+    pub(crate) fn take_units_at(&mut self, at: u64, units: u64) {
+        match &mut self.0 {
+            Shape::One { at: time, cost } => {
+                if *time == at {
+                    *cost -= units.min(*cost);
+                }
+            }
+            Shape::Ring(ring) => {
+                if !ring.entries().any(|(t, _)| t == at) {
+                    return;
+                }
+                let mut left = units;
+                let entries: Vec<(u64, u64)> = ring
+                    .entries()
+                    .map(|(t, cost)| {
+                        let take = if t == at { left.min(cost) } else { 0 };
+                        left -= take;
+                        (t, cost - take)
+                    })
+                    .filter(|&(_, cost)| cost != 0)
+                    .collect();
+                *ring = Ring::with_entries(entries.iter().copied(), ring.capacity());
+            }
+        }
+    }
+
     /// Bytes allocated for the entries (none inline).
     pub(crate) fn heap_bytes(&self) -> usize {
         match &self.0 {

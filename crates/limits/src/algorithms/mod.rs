@@ -28,7 +28,7 @@ pub use sliding_log::{SlidingLog, SlidingLogState};
 pub use sliding_window::{SlidingWindow, SlidingWindowState};
 pub use token_bucket::{TokenBucket, TokenBucketState};
 
-use crate::{Decision, Mode, RetryAfter};
+use crate::{Decision, Mode, Receipt, RetryAfter};
 pub(crate) use cost_bound::CostBound;
 use std::time::Duration;
 
@@ -70,6 +70,32 @@ pub trait RateAlgorithm: Send + Sync {
     /// counter adds it up to the limit; the limiters that keep no count
     /// record nothing (the default).
     fn record_denied(&self, _state: &mut Self::State, _now: u64, _cost: u64) {}
+
+    /// Gives back `units` of a request counted at `at` (the state advanced
+    /// to `now`): the sliding log takes them from its entries of that time,
+    /// the windows from the window counted in while it still weighs, the
+    /// buckets give them back at once, never above full. Nothing of a
+    /// request whose count has already lapsed.
+    fn refund(&self, state: &mut Self::State, now: u64, at: u64, units: u64);
+
+    /// Takes `units` more at `now` (the state advanced to it), whether or
+    /// not they fit: the debt the next requests wait for. A count (the
+    /// windows', the log's units) goes up to the limit, where every next
+    /// request already waits for the window to move; a bucket goes up to
+    /// two windows of the rate below full (`L` tokens in debt, or a queue
+    /// of `2L` units), the bound a loaded state has, so every table holds it.
+    fn charge(&self, state: &mut Self::State, now: u64, units: u64);
+
+    /// Settles a granted request to its real `cost`: refunds what its
+    /// receipt counted beyond it, or charges the rest.
+    fn settle(&self, state: &mut Self::State, now: u64, receipt: Receipt, cost: u64) {
+        let now = self.advance(state, now);
+        if cost < receipt.cost {
+            self.refund(state, now, receipt.at, receipt.cost - cost);
+        } else if cost > receipt.cost {
+            self.charge(state, now, cost - receipt.cost);
+        }
+    }
 
     /// Heap bytes held by `state`, beyond its inline size.
     fn heap_bytes(_state: &Self::State) -> usize {

@@ -37,6 +37,10 @@ impl RateAlgorithm for NoLimit {
 
     fn record(&self, _: &mut (), _: u64, _: u64) {}
 
+    fn refund(&self, _: &mut (), _: u64, _: u64, _: u64) {}
+
+    fn charge(&self, _: &mut (), _: u64, _: u64) {}
+
     fn remaining(&self, _: &(), _: u64) -> u64 {
         self.limit
     }

@@ -140,6 +140,18 @@ impl RateAlgorithm for SlidingLog {
         }
     }
 
+    /// Takes the units from the entries of the request's time, while they
+    /// are in the window.
+    fn refund(&self, log: &mut SlidingLogState, _: u64, at: u64, units: u64) {
+        log.take_units_at(at, units);
+    }
+
+    /// An entry at `now` of what fits under the limit.
+    fn charge(&self, log: &mut SlidingLogState, now: u64, units: u64) {
+        let room = self.limit.saturating_sub(log.units());
+        self.record(log, now, units.min(room));
+    }
+
     fn remaining(&self, log: &SlidingLogState, _: u64) -> u64 {
         self.limit - log.units()
     }

@@ -117,6 +117,24 @@ impl RateAlgorithm for SlidingWindow {
         s.current = s.current.saturating_add(cost).min(self.limit);
     }
 
+    /// The count of the request's window, while it is the current or the
+    /// previous one.
+    fn refund(&self, s: &mut SlidingWindowState, _: u64, at: u64, units: u64) {
+        let index = at / self.window;
+        let count = if index == s.index {
+            &mut s.current
+        } else if index.checked_add(1) == Some(s.index) {
+            &mut s.previous
+        } else {
+            return;
+        };
+        *count -= units.min(*count);
+    }
+
+    fn charge(&self, s: &mut SlidingWindowState, now: u64, units: u64) {
+        self.record_denied(s, now, units);
+    }
+
     fn remaining(&self, s: &SlidingWindowState, now: u64) -> u64 {
         let w = u128::from(self.window);
         let room = (u128::from(self.limit) * w).saturating_sub(self.scaled_estimate(s, now));

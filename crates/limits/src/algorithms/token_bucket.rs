@@ -5,7 +5,7 @@
 //! full again) is stored multiplied by L, so that adding `cost * W / L` is the
 //! integer `cost * W` and nothing drifts when W is not divisible by L.
 
-use super::gcra::admit;
+use super::gcra::{admit, charged, refunded};
 use super::whole_period::WholePeriod;
 use super::{ceil_div, decide_by_steps, sat64, wait, CostBound, RateAlgorithm, ScaledTime};
 use crate::Mode;
@@ -69,6 +69,18 @@ impl RateAlgorithm for TokenBucket {
         let now_scaled = u128::from(now) * u128::from(self.limit);
         s.full_at
             .set(s.full_at.get().max(now_scaled) + u128::from(cost) * u128::from(self.window));
+    }
+
+    fn refund(&self, s: &mut TokenBucketState, now: u64, _: u64, units: u64) {
+        let now_scaled = u128::from(now) * u128::from(self.limit);
+        s.full_at
+            .set(refunded(s.full_at.get(), now_scaled, units, self.window));
+    }
+
+    fn charge(&self, s: &mut TokenBucketState, now: u64, units: u64) {
+        let now_scaled = u128::from(now) * u128::from(self.limit);
+        let full_at = charged(s.full_at.get(), now_scaled, units, self.window, self.limit);
+        s.full_at.set(full_at);
     }
 
     fn remaining(&self, s: &TokenBucketState, now: u64) -> u64 {

@@ -39,7 +39,7 @@ use crate::algorithms::{
     TokenBucket, TokenBucketState,
 };
 use crate::state_kinds::Inline;
-use crate::{Decision, KeyState, Mode, Rule};
+use crate::{Decision, KeyState, Mode, Receipt, Rule};
 
 /// How a compact table keeps one algorithm's state in 12 bytes, for the
 /// rules that bound it there: a value the rule sets (a unit for a fixed
@@ -303,6 +303,14 @@ impl<P: Packing> Kind for Compact<P> {
         held.put(self.1, &state);
         each(decision);
         decision
+    }
+
+    /// The settled state fits: a charge stays within a loaded state's
+    /// bound, which the packing holds (see the module).
+    fn settle(&self, held: &mut PackedState, now: u64, receipt: Receipt, cost: u64) {
+        let mut state = held.get(self.1);
+        RateAlgorithm::settle(&self.0, &mut state, now, receipt, cost);
+        held.put(self.1, &state);
     }
 
     #[inline]

@@ -8,7 +8,7 @@ use super::shard::Shard;
 use super::slot::{Held, Slot};
 use super::tables::with_table;
 use super::{KeyedLimiter, Padded, SWEEP_PER_OPERATION};
-use crate::{Clock, Decision, Mode, RetryAfter};
+use crate::{Clock, Decision, Mode, Receipt, RetryAfter};
 use parking_lot::Mutex;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
@@ -123,11 +123,135 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
+        // The time decided at is not wanted here: its store is dead code.
+        let mut at = 0;
         with_table!(self, |kind, shards| self
-            .decide_in(kind, shards, key, now, cost, mode, each))
+            .decide_in(kind, shards, key, now, cost, mode, each, &mut at))
     }
 
-    /// [`decide`](Self::decide) in the limiter's shards, of its rule's kind.
+    /// [`check`](Self::check), and the receipt of the request if it was
+    /// admitted at a cost of 1 or more: what [`settle`](Self::settle)
+    /// takes once its real cost is known.
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, ManualClock, Rule};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new(0);
+    /// let rule = Rule::new(Algorithm::SlidingLog, "2/minute".parse().unwrap());
+    /// let limiter: KeyedLimiter<String, _> = KeyedLimiter::with_clock(rule, clock.clone());
+    /// let (_, receipt) = limiter.check_with_receipt("alice", 1);
+    /// limiter.check("alice", 1);
+    /// assert!(!limiter.check("alice", 1).allowed);
+    /// clock.advance(Duration::from_secs(1));
+    /// // The first request turned out not to count: its entry is dropped.
+    /// limiter.settle("alice", receipt.unwrap(), 0);
+    /// assert!(limiter.check("alice", 1).allowed);
+    /// ```
+    pub fn check_with_receipt<Q>(&self, key: &Q, cost: u64) -> (Decision, Option<Receipt>)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.decide_with_receipt(key, None, cost, Mode::Record, |_| {})
+    }
+
+    /// [`decide`](Self::decide), and the receipt of the request if it was
+    /// admitted and recorded at a cost of 1 or more.
+    pub fn decide_with_receipt<Q>(
+        &self,
+        key: &Q,
+        now: Option<u64>,
+        cost: u64,
+        mode: Mode,
+        each: impl FnMut(Decision),
+    ) -> (Decision, Option<Receipt>)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let (decision, at) = self.decide_timed(key, now, cost, mode, each);
+        let counted = decision.allowed && mode.records() && cost > 0;
+        (decision, counted.then_some(Receipt { at, cost }))
+    }
+
+    /// [`decide`](Self::decide), and the time it decided at.
+    // Written out: as a hint, this step of `check` stayed a call.
+    #[inline(always)]
+    pub(crate) fn decide_timed<Q>(
+        &self,
+        key: &Q,
+        now: Option<u64>,
+        cost: u64,
+        mode: Mode,
+        each: impl FnMut(Decision),
+    ) -> (Decision, u64)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let mut at = 0;
+        let decision = with_table!(self, |kind, shards| self
+            .decide_in(kind, shards, key, now, cost, mode, each, &mut at));
+        (decision, at)
+    }
+
+    /// Settles a request admitted for `key` (its `receipt`) to its real
+    /// `cost`, now: [`Rule::settle`](crate::Rule::settle) on the key's
+    /// state. A key no longer held (idle, or evicted) holds nothing of the
+    /// request: a charge then starts it afresh.
+    pub fn settle<Q>(&self, key: &Q, receipt: Receipt, cost: u64)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.settle_in_time(key, None, receipt, cost);
+    }
+
+    /// [`settle`](Self::settle) at `now` (a `now` earlier than the shard's
+    /// latest time is read as that time, as in [`check_at`](Self::check_at)).
+    pub fn settle_at<Q>(&self, key: &Q, now: u64, receipt: Receipt, cost: u64)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.settle_in_time(key, Some(now), receipt, cost);
+    }
+
+    /// [`settle`](Self::settle) at `now`, or the clock's reading.
+    fn settle_in_time<Q>(&self, key: &Q, now: Option<u64>, receipt: Receipt, cost: u64)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        with_table!(self, |kind, shards| {
+            let hash = self.hasher.hash_one(key);
+            let mut guard = self.shard(shards, hash);
+            let shard = &mut *guard;
+            let now = shard.at_least_latest(now.unwrap_or_else(|| self.clock.now()));
+            match shard.find(hash, key) {
+                Some(idx) => {
+                    let slot = &mut shard.slots[idx];
+                    kind.settle(&mut slot.state, now, receipt, cost);
+                    if kind.is_idle(&mut slot.state, now) {
+                        shard.remove(idx);
+                    }
+                }
+                None => {
+                    let mut state = kind.fresh();
+                    kind.settle(&mut state, now, receipt, cost);
+                    if !kind.is_idle(&mut state, now) {
+                        let slot = Slot::new(hash, key.to_owned(), state, false);
+                        self.insert(shard, kind, hash, slot, now);
+                    }
+                }
+            }
+        })
+    }
+
+    /// [`decide`](Self::decide) in the limiter's shards, of its rule's kind;
+    /// the time it decided at is written to `at` (an out-parameter: a
+    /// returned pair cost a copy of the decision on the check's path).
     #[allow(clippy::too_many_arguments)]
     // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
@@ -140,6 +264,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         cost: u64,
         mode: Mode,
         each: impl FnMut(Decision),
+        at: &mut u64,
     ) -> Decision
     where
         K: Borrow<Q>,
@@ -177,6 +302,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             }
         };
         shard.sweep(kind, now, SWEEP_PER_OPERATION, !added);
+        *at = now;
         decision
     }
 }

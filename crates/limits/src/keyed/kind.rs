@@ -18,7 +18,7 @@
 use super::slot::{Held, Marked, Slot};
 use crate::algorithms::RateAlgorithm;
 use crate::state_kinds::Inline;
-use crate::{Decision, KeyState, Mode, Rule};
+use crate::{Decision, KeyState, Mode, Receipt, Rule};
 
 // A `u64` key's slot: the key and the state with its marks, no word beside
 // them (`tests/it/slot_layout.rs` pins these through `memory()`).
@@ -43,6 +43,9 @@ pub(crate) trait Kind {
         mode: Mode,
         each: impl FnMut(Decision),
     ) -> Decision;
+
+    /// [`Rule::settle`] on a key's state.
+    fn settle(&self, held: &mut Self::Held, now: u64, receipt: Receipt, cost: u64);
 
     /// [`Rule::is_idle`] of a key's state.
     fn is_idle(&self, held: &mut Self::Held, now: u64) -> bool;
@@ -82,6 +85,10 @@ impl<A: Inline> Kind for A {
         let decision = self.decide_one(&mut held.state, now, cost, mode);
         each(decision);
         decision
+    }
+
+    fn settle(&self, held: &mut Self::Held, now: u64, receipt: Receipt, cost: u64) {
+        RateAlgorithm::settle(self, &mut held.state, now, receipt, cost);
     }
 
     #[inline]
@@ -132,6 +139,10 @@ impl Kind for AnyRule<'_> {
         each: impl FnMut(Decision),
     ) -> Decision {
         self.0.decide(&mut held.state, now, cost, mode, each)
+    }
+
+    fn settle(&self, held: &mut Self::Held, now: u64, receipt: Receipt, cost: u64) {
+        self.0.settle(&mut held.state, now, receipt, cost);
     }
 
     fn is_idle(&self, held: &mut Self::Held, now: u64) -> bool {

@@ -24,6 +24,7 @@ mod log_ring_growth;
 mod other_limiters_decide;
 mod other_limiters_decide_edges;
 mod parsing;
+mod settle;
 mod simulate;
 mod simulate_stream;
 mod sliding_log;

@@ -1,6 +1,7 @@
 //! A raw upstream for proxy tests: a TCP listener on 127.0.0.1 that records
 //! the bytes of every request it receives and answers each with a small 200,
-//! so that a test can assert exactly what the upstream saw.
+//! so that a test can assert exactly what the upstream saw; a login whose
+//! body says `password=wrong` gets a 401, as a login page answers it.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -50,11 +51,13 @@ fn answer(mut stream: TcpStream, seen: &Mutex<Vec<String>>) {
     loop {
         while let Some(end) = request_end(&buffer) {
             let request: Vec<u8> = buffer.drain(..end).collect();
-            seen.lock()
-                .unwrap()
-                .push(String::from_utf8_lossy(&request).into_owned());
-            let reply =
-                b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok";
+            let text = String::from_utf8_lossy(&request).into_owned();
+            let reply: &[u8] = if text.contains("password=wrong") {
+                b"HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nno"
+            } else {
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok"
+            };
+            seen.lock().unwrap().push(text);
             if stream.write_all(reply).is_err() {
                 return;
             }

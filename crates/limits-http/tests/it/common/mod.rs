@@ -31,6 +31,7 @@ pub fn rule<S>(name: &str, path: &str, key: &str, store: Arc<S>) -> HttpRule<S> 
         methods: vec![],
         key: key.parse::<KeySpec>().unwrap(),
         cost: 1,
+        count: Default::default(),
         store,
     }
 }

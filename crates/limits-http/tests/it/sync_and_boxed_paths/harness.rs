@@ -123,6 +123,7 @@ pub async fn run(defs: &[Def], options: &LayerOptions, at_once: &[bool], script:
                 .unwrap()
                 .with_missing(Missing::Reject),
             cost: 1,
+            count: Default::default(),
             store: store.clone(),
         })
         .collect();

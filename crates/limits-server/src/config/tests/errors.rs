@@ -317,3 +317,45 @@ fn a_rules_store_is_memory_or_redis_and_redis_needs_a_connection() {
     let rules = crate::config::parse(&text, "rules.toml", &options).unwrap();
     assert_eq!(rules[0].store.kind(), "memory");
 }
+
+#[test]
+fn count_names_real_statuses_and_at_least_one_list() {
+    let bad = [
+        (
+            "count = { status = [99] }\n",
+            4,
+            "count's status 99 is not an HTTP status (100 to 599)",
+        ),
+        (
+            "count = { unless_status = [600] }\n",
+            4,
+            "count's unless_status 600 is not an HTTP status",
+        ),
+        ("count = { status = [] }\n", 4, "count's status is empty"),
+        (
+            "count = {}\n",
+            4,
+            "count needs status = [...] or unless_status = [...]",
+        ),
+        (
+            "count = { statuses = [401] }\n",
+            4,
+            "unknown field `statuses`",
+        ),
+        (
+            "count = { status = [\"401\"] }\n",
+            4,
+            "expected a whole number",
+        ),
+        ("count = [401]\n", 4, "invalid type"),
+        // A table of its own: the bad status's own line.
+        (
+            "\n[rule.count]\nstatus = [401,\n  70000]\n",
+            7,
+            "count's status 70000",
+        ),
+    ];
+    for (more, line, phrase) in bad {
+        assert_problem(&rule_with(more), line, phrase);
+    }
+}
