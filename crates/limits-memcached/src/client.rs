@@ -28,13 +28,20 @@ pub struct MemcachedOptions {
     /// The servers' largest item in bytes (memcached's `-I`, 1 MiB by
     /// default): rules whose state could outgrow it are refused.
     pub item_size_max: usize,
+    /// While memcached cannot answer (unreachable, timed out), decide in
+    /// this process with an in-memory limiter of the same rule keeping at
+    /// most this many keys: each instance then admits at most the limit,
+    /// so N instances at most N times it. `None`: return the error, and
+    /// the caller's failure policy answers.
+    pub local_fallback: Option<usize>,
 }
 
 /// The longest key prefix.
 pub const MAX_PREFIX: usize = 64;
 
 impl Default for MemcachedOptions {
-    /// `limits:`, 50 ms, 32 connections per server, 64 attempts, 1 MiB items.
+    /// `limits:`, 50 ms, 32 connections per server, 64 attempts, 1 MiB
+    /// items, no local fallback.
     fn default() -> MemcachedOptions {
         MemcachedOptions {
             prefix: "limits:".to_owned(),
@@ -42,6 +49,7 @@ impl Default for MemcachedOptions {
             max_connections: 32,
             max_attempts: 64,
             item_size_max: 1 << 20,
+            local_fallback: None,
         }
     }
 }
@@ -51,6 +59,7 @@ impl Default for MemcachedOptions {
 pub(crate) struct Counts {
     retries: AtomicU64,
     gave_up: AtomicU64,
+    local_decisions: AtomicU64,
 }
 
 /// Connections to the memcached servers of one URL, shared (cheaply
@@ -65,6 +74,15 @@ struct Inner {
     servers: Vec<Pool>,
     options: MemcachedOptions,
     counts: Counts,
+}
+
+impl std::fmt::Debug for MemcachedClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemcachedClient")
+            .field("servers", &self.servers())
+            .field("options", &self.inner.options)
+            .finish()
+    }
 }
 
 impl MemcachedClient {
@@ -144,6 +162,19 @@ impl MemcachedClient {
     /// attempts, each answered with a [`StoreError`].
     pub fn gave_up(&self) -> u64 {
         self.inner.counts.gave_up.load(Ordering::Relaxed)
+    }
+
+    /// Decisions made in this process because memcached could not answer
+    /// ([`MemcachedOptions::local_fallback`]).
+    pub fn local_decisions(&self) -> u64 {
+        self.inner.counts.local_decisions.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_local_decision(&self) {
+        self.inner
+            .counts
+            .local_decisions
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn count_retry(&self) {

@@ -5,8 +5,14 @@
 use crate::client::MemcachedClient;
 use crate::item::{self, UnsupportedRule};
 use crate::meta::{Item, Write, Written};
-use limits::{Algorithm, Clock, Mode, Rule, Store, StoreError, SystemClock, Verdict};
+use limits::{
+    Algorithm, Clock, KeyedLimiter, Mode, Options, Rule, Store, StoreError, SystemClock, Verdict,
+};
 use smallvec::SmallVec;
+use std::time::Duration;
+
+/// The least an item written at an explicit time lives.
+const EXPLICIT_MIN_LIFE: Duration = Duration::from_secs(24 * 3600);
 
 /// One rule's decisions on memcached: every instance that shares the
 /// servers (and the rule's name) shares the limit, exactly.
@@ -26,14 +32,24 @@ use smallvec::SmallVec;
 /// time; a state written at a later time than a caller's clock reads is
 /// decided at that later time (the core never runs a key's time backwards).
 ///
+/// When memcached cannot answer, the decision is the error, or with
+/// [`local_fallback`](crate::MemcachedOptions::local_fallback) an
+/// in-memory limiter's of the same rule at the same time (counted:
+/// [`MemcachedClient::local_decisions`]).
+///
 /// Items are `PREFIX NAME.FINGERPRINT:KEY` (a key memcached cannot take as
 /// it is, hashed), and each expires when its state can no longer matter:
-/// the decision's `reset_after`, in whole seconds rounded up.
+/// the decision's `reset_after`, in whole seconds rounded up; one written
+/// by [`decide_at`](Store::decide_at) lives a day at least, since the
+/// times given (a replayed trace's) need not pass as memcached's do.
 pub struct MemcachedStore<C: Clock = SystemClock> {
     rule: Rule,
     client: MemcachedClient,
     clock: C,
     stem: String,
+    /// The rule in memory, for the local fallback. Boxed: most stores have
+    /// none, and a store is often held in an enum beside the in-memory one.
+    local: Option<Box<KeyedLimiter<String, C>>>,
 }
 
 impl MemcachedStore<SystemClock> {
@@ -49,7 +65,7 @@ impl MemcachedStore<SystemClock> {
     }
 }
 
-impl<C: Clock> MemcachedStore<C> {
+impl<C: Clock + Clone + 'static> MemcachedStore<C> {
     /// As [`new`](MemcachedStore::new), with the time read from `clock`.
     pub fn with_clock(
         client: &MemcachedClient,
@@ -59,11 +75,23 @@ impl<C: Clock> MemcachedStore<C> {
     ) -> Result<MemcachedStore<C>, UnsupportedRule> {
         let options = client.options();
         item::check_fits(&rule, options.item_size_max)?;
+        let local = options.local_fallback.map(|max_keys| {
+            let options = Options {
+                max_keys: Some(max_keys.max(1)),
+                ..Options::default()
+            };
+            Box::new(KeyedLimiter::with_options(
+                rule.clone(),
+                clock.clone(),
+                options,
+            ))
+        });
         Ok(MemcachedStore {
             stem: item::stem(&options.prefix, name, &rule),
             rule,
             client: client.clone(),
             clock,
+            local,
         })
     }
 
@@ -89,24 +117,54 @@ impl<C: Clock> MemcachedStore<C> {
             .await
     }
 
-    /// The decision at `now`: read, decide, write back, again while another
-    /// writer comes between.
+    /// The decision at `now`, or the local fallback's if memcached could
+    /// not answer and there is one; an item written lives `min_life` at
+    /// least.
     async fn decide_on(
         &self,
         key: &str,
         now: u64,
         cost: u64,
         mode: Mode,
+        min_life: Duration,
     ) -> Result<Verdict, StoreError> {
+        let shared = self.decide_shared(key, now, cost, mode, min_life).await;
+        match (shared, &self.local) {
+            (Ok(answered), _) => answered,
+            (Err(unanswered), Some(local)) if !unanswered.is_full() => {
+                self.client.count_local_decision();
+                Store::decide_at(&**local, key, now, cost, mode).await
+            }
+            (Err(unanswered), _) => Err(unanswered),
+        }
+    }
+
+    /// The decision at `now` on memcached: read, decide, write back, again
+    /// while another writer comes between. The outer error: memcached did
+    /// not answer (or said it is full); the inner one: it answered, and
+    /// the decision still failed (other writers every time, an item that
+    /// is no state of the rule).
+    async fn decide_shared(
+        &self,
+        key: &str,
+        now: u64,
+        cost: u64,
+        mode: Mode,
+        min_life: Duration,
+    ) -> Result<Result<Verdict, StoreError>, StoreError> {
         if self.rule.algorithm() == Algorithm::None {
             // It keeps no state: nothing to read or write.
-            return Ok(self.decide_state(&mut self.rule.new_state(), now, cost, mode));
+            return Ok(Ok(self.decide_state(
+                &mut self.rule.new_state(),
+                now,
+                cost,
+                mode,
+            )));
         }
         let item_key = self.item_key(key);
         let server = self.client.server_of(&item_key);
         let attempts = self.client.options().max_attempts.max(1);
-        let outcome = self
-            .client
+        self.client
             .exchange(server, async |lease| {
                 for _ in 0..attempts {
                     let connection = lease.connection();
@@ -118,7 +176,7 @@ impl<C: Clock> MemcachedStore<C> {
                     let Some((value, how)) = write else {
                         return Ok(Ok(verdict));
                     };
-                    let ttl = item::ttl(verdict.decision.reset_after);
+                    let ttl = item::ttl(verdict.decision.reset_after.max(min_life));
                     match connection.set(&item_key, &value, ttl, how).await? {
                         Written::Stored => return Ok(Ok(verdict)),
                         Written::Conflict => self.client.count_retry(),
@@ -130,8 +188,7 @@ impl<C: Clock> MemcachedStore<C> {
                     server.addr()
                 ))))
             })
-            .await?;
-        outcome
+            .await
     }
 
     /// Decides on the state `found` holds (a new key's if none): the verdict,
@@ -192,13 +249,14 @@ impl<C: Clock> MemcachedStore<C> {
     }
 }
 
-impl<C: Clock + 'static> Store for MemcachedStore<C> {
+impl<C: Clock + Clone + 'static> Store for MemcachedStore<C> {
     fn rule(&self) -> &Rule {
         &self.rule
     }
 
     async fn decide(&self, key: &str, cost: u64, mode: Mode) -> Result<Verdict, StoreError> {
-        self.decide_on(key, self.clock.now(), cost, mode).await
+        self.decide_on(key, self.clock.now(), cost, mode, Duration::ZERO)
+            .await
     }
 
     async fn decide_at(
@@ -208,6 +266,7 @@ impl<C: Clock + 'static> Store for MemcachedStore<C> {
         cost: u64,
         mode: Mode,
     ) -> Result<Verdict, StoreError> {
-        self.decide_on(key, now, cost, mode).await
+        self.decide_on(key, now, cost, mode, EXPLICIT_MIN_LIFE)
+            .await
     }
 }

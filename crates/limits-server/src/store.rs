@@ -3,12 +3,13 @@
 //!
 //! The HTTP layer takes one store type for all its rules; [`RuleStore`] is
 //! that type, an enum that decides by delegating to the store it holds (a
-//! `match`, no boxing, no virtual call): in memory, or in Redis (shared by
-//! every instance on the same Redis). What only an in-process store can do
+//! `match`, no boxing, no virtual call): in memory, in Redis or in
+//! memcached (shared by every instance on the same servers). What only an in-process store can do
 //! (sweep, state files, key counts) is asked through
 //! [`Store::local`], never assumed.
 
 use limits::{KeyedLimiter, LocalStore, Mode, Rule, Store, StoreError, SystemClock, Verdict};
+use limits_memcached::{MemcachedClient, MemcachedStore};
 use limits_redis::{RedisConnection, RedisStore};
 use std::net::IpAddr;
 
@@ -30,6 +31,9 @@ pub enum RuleStore {
     Memory(KeyedLimiter<String, SystemClock>),
     /// Keys and their state in Redis, shared with every instance using it.
     Redis(RedisStore),
+    /// Keys and their state in memcached, shared with every instance using
+    /// it; decided here, at this process's clock.
+    Memcached(MemcachedStore),
 }
 
 impl RuleStore {
@@ -47,12 +51,13 @@ impl RuleStore {
         ))
     }
 
-    /// The kind of store, as the configuration names it: `"memory"` or
-    /// `"redis"`.
+    /// The kind of store, as the configuration names it: `"memory"`,
+    /// `"redis"` or `"memcached"`.
     pub fn kind(&self) -> &'static str {
         match self {
             RuleStore::Memory(_) => "memory",
             RuleStore::Redis(_) => "redis",
+            RuleStore::Memcached(_) => "memcached",
         }
     }
 
@@ -69,6 +74,7 @@ impl Store for RuleStore {
         match self {
             RuleStore::Memory(s) => Store::rule(s),
             RuleStore::Redis(s) => Store::rule(s),
+            RuleStore::Memcached(s) => Store::rule(s),
         }
     }
 
@@ -78,6 +84,7 @@ impl Store for RuleStore {
             // Boxed: a call to Redis is a future of kilobytes, which would
             // otherwise make every request's future (in memory too) as large.
             RuleStore::Redis(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
+            RuleStore::Memcached(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
         }
     }
 
@@ -100,6 +107,7 @@ impl Store for RuleStore {
         match self {
             RuleStore::Memory(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Redis(s) => Store::decide_now(s, key, cost, mode),
+            RuleStore::Memcached(s) => Store::decide_now(s, key, cost, mode),
         }
     }
 
@@ -117,6 +125,7 @@ impl Store for RuleStore {
             RuleStore::Memory(s) => Store::decide(s, key, cost, mode).await,
             // Boxed, as in `decide`.
             RuleStore::Redis(s) => Box::pin(Store::decide_from(s, client, key, cost, mode)).await,
+            RuleStore::Memcached(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
         }
     }
 
@@ -130,6 +139,7 @@ impl Store for RuleStore {
         match self {
             RuleStore::Memory(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Redis(s) => Store::decide_now_from(s, client, key, cost, mode),
+            RuleStore::Memcached(s) => Store::decide_now(s, key, cost, mode),
         }
     }
 
@@ -143,6 +153,7 @@ impl Store for RuleStore {
         match self {
             RuleStore::Memory(s) => Store::decide_at(s, key, now, cost, mode).await,
             RuleStore::Redis(s) => Store::decide_at(s, key, now, cost, mode).await,
+            RuleStore::Memcached(s) => Box::pin(Store::decide_at(s, key, now, cost, mode)).await,
         }
     }
 
@@ -150,6 +161,7 @@ impl Store for RuleStore {
         match self {
             RuleStore::Memory(s) => Store::local(s),
             RuleStore::Redis(s) => Store::local(s),
+            RuleStore::Memcached(s) => Store::local(s),
         }
     }
 }
@@ -162,6 +174,9 @@ pub struct StoreOptions {
     pub max_keys: usize,
     /// Decide in this Redis instead of in memory (`limits serve --store`).
     pub redis: Option<RedisConnection>,
+    /// Decide on these memcached servers instead of in memory (`limits
+    /// serve --store memcached://...`).
+    pub memcached: Option<MemcachedClient>,
 }
 
 impl Default for StoreOptions {
@@ -170,26 +185,28 @@ impl Default for StoreOptions {
         StoreOptions {
             max_keys: 1_000_000,
             redis: None,
+            memcached: None,
         }
     }
 }
 
 impl StoreOptions {
-    /// The store of the rule named `name`: in Redis if a connection is
+    /// The store of the rule named `name`: in Redis or memcached if one is
     /// given (its keys carry the name), otherwise in memory. Fails for a
-    /// rule Redis cannot decide exactly, saying why.
+    /// rule that store cannot decide exactly or keep, saying why.
     pub fn store(&self, name: &str, rule: Rule) -> Result<RuleStore, String> {
-        let kind = match self.redis {
-            Some(_) => StoreKind::Redis,
-            None => StoreKind::Memory,
+        let kind = match (&self.redis, &self.memcached) {
+            (Some(_), _) => StoreKind::Redis,
+            (None, Some(_)) => StoreKind::Memcached,
+            (None, None) => StoreKind::Memory,
         };
         self.store_in(kind, name, rule)
     }
 
     /// The store of the rule named `name` in the store `kind` a rule asked
     /// for (`store = "memory"` keeps a rule in this process even with a
-    /// Redis). Fails, saying why, for Redis without a connection or a rule
-    /// Redis cannot decide exactly.
+    /// Redis). Fails, saying why, for a shared store not given or a rule
+    /// it cannot decide exactly or keep.
     ///
     /// ```
     /// use limits::{Algorithm, Rule};
@@ -202,26 +219,39 @@ impl StoreOptions {
     /// assert!(err.contains("--store"), "{err}");
     /// ```
     pub fn store_in(&self, kind: StoreKind, name: &str, rule: Rule) -> Result<RuleStore, String> {
-        match (kind, &self.redis) {
-            (StoreKind::Memory, _) => Ok(RuleStore::memory(rule, self.max_keys)),
-            (StoreKind::Redis, Some(connection)) => RedisStore::new(connection, rule, name)
-                .map(RuleStore::Redis)
-                .map_err(|e| e.to_string()),
-            (StoreKind::Redis, None) => {
-                Err("store = \"redis\" needs a Redis: start with --store redis://HOST:PORT".into())
-            }
+        match kind {
+            StoreKind::Memory => Ok(RuleStore::memory(rule, self.max_keys)),
+            StoreKind::Redis => match &self.redis {
+                Some(connection) => RedisStore::new(connection, rule, name)
+                    .map(RuleStore::Redis)
+                    .map_err(|e| e.to_string()),
+                None => Err(
+                    "store = \"redis\" needs a Redis: start with --store redis://HOST:PORT".into(),
+                ),
+            },
+            StoreKind::Memcached => match &self.memcached {
+                Some(client) => MemcachedStore::new(client, rule, name)
+                    .map(RuleStore::Memcached)
+                    .map_err(|e| e.to_string()),
+                None => Err(
+                    "store = \"memcached\" needs memcached: start with --store memcached://HOST:PORT"
+                        .into(),
+                ),
+            },
         }
     }
 }
 
-/// Which store a rule asks for in the rules file (`store = "memory"` or
-/// `store = "redis"`); without it, Redis when `--store` names one.
+/// Which store a rule asks for in the rules file (`store = "memory"`,
+/// `"redis"` or `"memcached"`); without it, the one `--store` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StoreKind {
     /// In this process: fast, and per instance.
     Memory,
     /// In Redis: shared by every instance on the same Redis.
     Redis,
+    /// In memcached: shared by every instance on the same servers.
+    Memcached,
 }
 
 impl std::str::FromStr for StoreKind {
@@ -231,8 +261,9 @@ impl std::str::FromStr for StoreKind {
         match s {
             "memory" => Ok(StoreKind::Memory),
             "redis" => Ok(StoreKind::Redis),
+            "memcached" => Ok(StoreKind::Memcached),
             other => Err(format!(
-                "unknown store {other:?} (expected \"memory\" or \"redis\")"
+                "unknown store {other:?} (expected \"memory\", \"redis\" or \"memcached\")"
             )),
         }
     }

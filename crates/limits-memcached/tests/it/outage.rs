@@ -68,3 +68,40 @@ async fn a_server_killed_and_restarted_under_load_gives_errors_then_recovers() {
     let verdict = store.decide("after", 1, Mode::Record).await.unwrap();
     assert_eq!(verdict.decision.remaining, 999_999);
 }
+
+#[tokio::test]
+async fn with_a_local_fallback_an_unreachable_server_is_decided_here_exactly() {
+    let mut server = MemcachedServer::start();
+    let options = MemcachedOptions {
+        timeout: Duration::from_secs(2),
+        local_fallback: Some(100),
+        ..MemcachedOptions::default()
+    };
+    let client = MemcachedClient::new(&server.url(), options).unwrap();
+    let rule = Rule::new(Algorithm::FixedWindow, "3/h".parse().unwrap());
+    let store = MemcachedStore::new(&client, rule, "r").unwrap();
+    assert!(
+        store
+            .decide("k", 1, Mode::Record)
+            .await
+            .unwrap()
+            .decision
+            .allowed
+    );
+    assert_eq!(client.local_decisions(), 0);
+    server.stop();
+    // The local limiter starts afresh: its own limit, exactly.
+    let mut decided = Vec::new();
+    for _ in 0..4 {
+        decided.push(
+            store
+                .decide("k", 1, Mode::Record)
+                .await
+                .unwrap()
+                .decision
+                .allowed,
+        );
+    }
+    assert_eq!(decided, [true, true, true, false]);
+    assert_eq!(client.local_decisions(), 4);
+}

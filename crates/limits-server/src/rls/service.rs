@@ -253,6 +253,13 @@ struct Asked<'a> {
 }
 
 impl Asked<'_> {
+    /// Decided by a store that must be waited for (memcached), in `mode`.
+    async fn later(&self, mode: Mode) -> Result<Verdict, StoreError> {
+        self.store
+            .decide_from(self.client, self.key, self.cost, mode)
+            .await
+    }
+
     /// Decided in memory, at once, in `mode`.
     fn now(&self, mode: Mode) -> Result<Verdict, StoreError> {
         self.store
@@ -270,7 +277,8 @@ impl RlsService {
     /// its mode (`costs`), with how long its decision took; `None` for the
     /// others. Each is decided on its own, as when one follows another, but
     /// not waiting for each in turn: what memory (or a Redis store's local
-    /// answers) decides is decided at once, without a future, and
+    /// answers) decides is decided at once, without a future, memcached's
+    /// descriptors one after another (a read and a write each), and
     /// everything Redis must decide is sent in one batch, one round trip
     /// per Redis (per node of a cluster). With
     /// [`all_or_nothing`](RlsOptions::all_or_nothing), the descriptors
@@ -290,7 +298,7 @@ impl RlsService {
             std::iter::repeat_with(|| None)
                 .take(request.descriptors.len())
                 .collect();
-        let (mut in_redis, mut in_memory) = (Vec::new(), Vec::new());
+        let (mut in_redis, mut in_memcached, mut in_memory) = (Vec::new(), Vec::new(), Vec::new());
         for (index, ((descriptor, found), own)) in request
             .descriptors
             .iter()
@@ -314,11 +322,22 @@ impl RlsService {
             };
             match store {
                 RuleStore::Redis(_) => in_redis.push(asked),
-                _ => in_memory.push(asked),
+                RuleStore::Memcached(_) => in_memcached.push(asked),
+                RuleStore::Memory(_) => in_memory.push(asked),
             }
         }
         let at = Instant::now();
         let mut refused = refused;
+        // Memcached records one key at a time: all or nothing, its
+        // descriptors look first and record after every store has looked,
+        // which another call's decisions may come between.
+        let mut memcached_looks = Vec::new();
+        if all_or_nothing {
+            for asked in &in_memcached {
+                memcached_looks.push(asked.later(Mode::Peek).await);
+            }
+            refused |= !memcached_looks.iter().all(admitted);
+        }
         if all_or_nothing {
             // One all-or-nothing request at a time: no other call's
             // decision comes between this one's looks and its records.
@@ -340,6 +359,16 @@ impl RlsService {
             for asked in &in_memory {
                 decided[asked.index] = Some((asked.now(asked.mode), at.elapsed()));
             }
+        }
+        let every_one = !refused;
+        for (i, asked) in in_memcached.iter().enumerate() {
+            let answer = match memcached_looks.get(i) {
+                Some(looked) if !asked.mode.decides_after_looks(every_one, admitted(looked)) => {
+                    looked.clone()
+                }
+                _ => asked.later(asked.mode).await,
+            };
+            decided[asked.index] = Some((answer, at.elapsed()));
         }
         if in_redis.is_empty() {
             return decided;
