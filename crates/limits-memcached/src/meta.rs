@@ -99,16 +99,9 @@ impl Connection {
 
     /// `mg KEY v c`: the item's value and CAS token, `None` if there is none.
     pub(crate) async fn get(&mut self, key: &str) -> Result<Option<Item>, MetaError> {
-        self.out.clear();
-        self.out.extend_from_slice(b"mg ");
-        self.out.extend_from_slice(key.as_bytes());
-        self.out.extend_from_slice(b" v c\r\n");
-        self.send().await?;
-        self.read_line().await?;
-        let line = self.line_text();
-        if line == "EN" {
+        let Some(line) = self.meta_get(key, "v c").await? else {
             return Ok(None);
-        }
+        };
         let mut words = line.split(' ');
         if words.next() != Some("VA") {
             return Err(answer_error(&line));
@@ -161,16 +154,9 @@ impl Connection {
     /// `mg KEY t`: the seconds the item has left (`-1`: it never expires),
     /// `None` if there is none.
     pub(crate) async fn ttl(&mut self, key: &str) -> Result<Option<i64>, MetaError> {
-        self.out.clear();
-        self.out.extend_from_slice(b"mg ");
-        self.out.extend_from_slice(key.as_bytes());
-        self.out.extend_from_slice(b" t\r\n");
-        self.send().await?;
-        self.read_line().await?;
-        let line = self.line_text();
-        if line == "EN" {
+        let Some(line) = self.meta_get(key, "t").await? else {
             return Ok(None);
-        }
+        };
         let mut words = line.split(' ');
         if words.next() != Some("HD") {
             return Err(answer_error(&line));
@@ -191,6 +177,18 @@ impl Connection {
             b"MN" => Ok(()),
             _ => Err(answer_error(&self.line_text())),
         }
+    }
+
+    /// `mg KEY FLAGS`: the answer line, `None` for a miss (`EN`).
+    async fn meta_get(&mut self, key: &str, flags: &str) -> Result<Option<String>, MetaError> {
+        self.out.clear();
+        for part in ["mg ", key, " ", flags, "\r\n"] {
+            self.out.extend_from_slice(part.as_bytes());
+        }
+        self.send().await?;
+        self.read_line().await?;
+        let line = self.line_text();
+        Ok((line != "EN").then_some(line))
     }
 
     async fn send(&mut self) -> io::Result<()> {

@@ -15,13 +15,7 @@ const EACH: usize = 20;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_tasks_on_one_key_admit_exactly_the_limit() {
     let server = MemcachedServer::start();
-    for algorithm in [
-        Algorithm::FixedWindow,
-        Algorithm::SlidingLog,
-        Algorithm::TokenBucket,
-        Algorithm::SlidingWindow,
-        Algorithm::LeakyBucket,
-    ] {
+    for algorithm in limits_conformance::ALGORITHMS {
         let rule = Rule::build(algorithm, "100/h; 150/d".parse().unwrap(), None);
         // One instant: whatever the order, the same number passes.
         let clock = ManualClock::new(3_600_000_000_000);

@@ -24,6 +24,14 @@ fn store(server: &MemcachedServer, rule: Rule, clock: ManualClock) -> MemcachedS
     MemcachedStore::with_clock(&client(server), rule, "api", clock).unwrap()
 }
 
+/// A memcached, and a store of `algorithm` at `rates` on it whose clock
+/// stays at 0.
+fn started(algorithm: Algorithm, rates: &str) -> (MemcachedServer, MemcachedStore<ManualClock>) {
+    let server = MemcachedServer::start();
+    let store = store(&server, rule(algorithm, rates), ManualClock::new(0));
+    (server, store)
+}
+
 /// The item's CAS token as memcached reports it (`None`: no item).
 fn cas_of(server: &MemcachedServer, item_key: &str) -> Option<String> {
     let answer = server.command(&format!("mg {item_key} c")).unwrap();
@@ -32,12 +40,7 @@ fn cas_of(server: &MemcachedServer, item_key: &str) -> Option<String> {
 
 #[tokio::test]
 async fn a_denial_and_a_peek_write_nothing() {
-    let server = MemcachedServer::start();
-    let store = store(
-        &server,
-        rule(Algorithm::SlidingLog, "2/h"),
-        ManualClock::new(1),
-    );
+    let (server, store) = started(Algorithm::SlidingLog, "2/h");
     let peek = store.decide("alice", 1, Mode::Peek).await.unwrap();
     assert!(peek.decision.allowed);
     assert_eq!(
@@ -69,13 +72,7 @@ async fn a_denial_and_a_peek_write_nothing() {
 #[tokio::test]
 async fn decisions_follow_the_stores_clock_and_equal_the_in_memory_ones() {
     let server = MemcachedServer::start();
-    for algorithm in [
-        Algorithm::FixedWindow,
-        Algorithm::SlidingLog,
-        Algorithm::TokenBucket,
-        Algorithm::SlidingWindow,
-        Algorithm::LeakyBucket,
-    ] {
+    for algorithm in limits_conformance::ALGORITHMS {
         let rule = rule(algorithm, "3/s; 5/10s");
         let clock = ManualClock::new(1_000_000_000);
         let shared = store(&server, rule.clone(), clock.clone());
@@ -113,12 +110,7 @@ async fn two_clients_share_one_limit() {
 
 #[tokio::test]
 async fn an_item_lives_until_its_state_stops_mattering() {
-    let server = MemcachedServer::start();
-    let store = store(
-        &server,
-        rule(Algorithm::FixedWindow, "5/m"),
-        ManualClock::new(0),
-    );
+    let (server, store) = started(Algorithm::FixedWindow, "5/m");
     let verdict = store.decide("k", 1, Mode::Record).await.unwrap();
     assert_eq!(verdict.decision.reset_after, Duration::from_secs(60));
     let ttl = store.item_ttl("k").await.unwrap().expect("an item");
@@ -143,12 +135,7 @@ fn store_with_rule(server: &MemcachedServer, rule: Rule) -> MemcachedStore {
 
 #[tokio::test]
 async fn keys_memcached_cannot_take_as_they_are_still_decide_apart() {
-    let server = MemcachedServer::start();
-    let store = store(
-        &server,
-        rule(Algorithm::FixedWindow, "1/h"),
-        ManualClock::new(0),
-    );
+    let (server, store) = started(Algorithm::FixedWindow, "1/h");
     let long = "x".repeat(400);
     let keys = ["a b", "a  b", "ключ", "tab\there", long.as_str(), "plain"];
     for key in keys {
@@ -196,12 +183,7 @@ fn a_rule_whose_state_could_outgrow_an_item_is_refused_with_the_reason() {
 
 #[tokio::test]
 async fn an_item_that_is_no_state_of_the_rule_is_an_error_naming_the_key() {
-    let server = MemcachedServer::start();
-    let store = store(
-        &server,
-        rule(Algorithm::SlidingWindow, "3/m"),
-        ManualClock::new(0),
-    );
+    let (server, store) = started(Algorithm::SlidingWindow, "3/m");
     let item_key = store.item_key("mallory");
     let answer = server
         .command(&format!("ms {item_key} 5 T60\r\nhello"))
@@ -227,12 +209,7 @@ async fn an_item_that_is_no_state_of_the_rule_is_an_error_naming_the_key() {
 
 #[tokio::test]
 async fn counted_denials_are_written_for_the_counters() {
-    let server = MemcachedServer::start();
-    let store = store(
-        &server,
-        rule(Algorithm::FixedWindow, "2/h"),
-        ManualClock::new(0),
-    );
+    let (server, store) = started(Algorithm::FixedWindow, "2/h");
     assert!(
         store
             .decide("k", 1, Mode::RecordAlways)
