@@ -135,7 +135,7 @@ fn store_with_rule(server: &MemcachedServer, rule: Rule) -> MemcachedStore {
 
 #[tokio::test]
 async fn keys_memcached_cannot_take_as_they_are_still_decide_apart() {
-    let (server, store) = started(Algorithm::FixedWindow, "1/h");
+    let (_server, store) = started(Algorithm::FixedWindow, "1/h");
     let long = "x".repeat(400);
     let keys = ["a b", "a  b", "ключ", "tab\there", long.as_str(), "plain"];
     for key in keys {
@@ -209,7 +209,7 @@ async fn an_item_that_is_no_state_of_the_rule_is_an_error_naming_the_key() {
 
 #[tokio::test]
 async fn counted_denials_are_written_for_the_counters() {
-    let (server, store) = started(Algorithm::FixedWindow, "2/h");
+    let (_server, store) = started(Algorithm::FixedWindow, "2/h");
     assert!(
         store
             .decide("k", 1, Mode::RecordAlways)
