@@ -3,8 +3,8 @@
 //!
 //! The HTTP layer takes one store type for all its rules; [`RuleStore`] is
 //! that type, an enum that decides by delegating to the store it holds (a
-//! `match`, no boxing, no virtual call): in memory, or in Redis (shared by
-//! every instance on the same Redis). What only an in-process store can do
+//! `match`, no boxing, no virtual call): in memory, in Redis or in
+//! memcached (shared by every instance on the same servers). What only an in-process store can do
 //! (sweep, state files, key counts) is asked through
 //! [`Store::local`], never assumed.
 
@@ -12,6 +12,7 @@ use limits::{
     Asked, KeyedLimiter, LocalStore, Mode, Receipt, Rule, Store, StoreError, SystemClock, Until,
     Verdict,
 };
+use limits_memcached::{MemcachedClient, MemcachedStore};
 use limits_redis::{RedisConnection, RedisStore};
 use std::net::IpAddr;
 
@@ -33,6 +34,9 @@ pub enum RuleStore {
     Memory(KeyedLimiter<String, SystemClock>),
     /// Keys and their state in Redis, shared with every instance using it.
     Redis(RedisStore),
+    /// Keys and their state in memcached, shared with every instance using
+    /// it; decided here, at this process's clock.
+    Memcached(MemcachedStore),
 }
 
 impl RuleStore {
@@ -50,12 +54,13 @@ impl RuleStore {
         ))
     }
 
-    /// The kind of store, as the configuration names it: `"memory"` or
-    /// `"redis"`.
+    /// The kind of store, as the configuration names it: `"memory"`,
+    /// `"redis"` or `"memcached"`.
     pub fn kind(&self) -> &'static str {
         match self {
             RuleStore::Memory(_) => "memory",
             RuleStore::Redis(_) => "redis",
+            RuleStore::Memcached(_) => "memcached",
         }
     }
 
@@ -72,6 +77,7 @@ impl Store for RuleStore {
         match self {
             RuleStore::Memory(s) => Store::rule(s),
             RuleStore::Redis(s) => Store::rule(s),
+            RuleStore::Memcached(s) => Store::rule(s),
         }
     }
 
@@ -81,6 +87,7 @@ impl Store for RuleStore {
             // Boxed: a call to Redis is a future of kilobytes, which would
             // otherwise make every request's future (in memory too) as large.
             RuleStore::Redis(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
+            RuleStore::Memcached(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
         }
     }
 
@@ -103,6 +110,7 @@ impl Store for RuleStore {
         match self {
             RuleStore::Memory(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Redis(s) => Store::decide_now(s, key, cost, mode),
+            RuleStore::Memcached(s) => Store::decide_now(s, key, cost, mode),
         }
     }
 
@@ -120,6 +128,7 @@ impl Store for RuleStore {
             RuleStore::Memory(s) => Store::decide(s, key, cost, mode).await,
             // Boxed, as in `decide`.
             RuleStore::Redis(s) => Box::pin(Store::decide_from(s, client, key, cost, mode)).await,
+            RuleStore::Memcached(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
         }
     }
 
@@ -133,6 +142,7 @@ impl Store for RuleStore {
         match self {
             RuleStore::Memory(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Redis(s) => Store::decide_now_from(s, client, key, cost, mode),
+            RuleStore::Memcached(s) => Store::decide_now(s, key, cost, mode),
         }
     }
 
@@ -146,6 +156,7 @@ impl Store for RuleStore {
         match self {
             RuleStore::Memory(s) => Store::decide_at(s, key, now, cost, mode).await,
             RuleStore::Redis(s) => Store::decide_at(s, key, now, cost, mode).await,
+            RuleStore::Memcached(s) => Box::pin(Store::decide_at(s, key, now, cost, mode)).await,
         }
     }
 
@@ -159,6 +170,7 @@ impl Store for RuleStore {
         match self {
             RuleStore::Memory(s) => Store::settle(s, key, now, receipt, cost).await,
             RuleStore::Redis(s) => Store::settle(s, key, now, receipt, cost).await,
+            RuleStore::Memcached(s) => Store::settle(s, key, now, receipt, cost).await,
         }
     }
 
@@ -166,6 +178,7 @@ impl Store for RuleStore {
         match self {
             RuleStore::Memory(s) => Store::local(s),
             RuleStore::Redis(s) => Store::local(s),
+            RuleStore::Memcached(s) => Store::local(s),
         }
     }
 
@@ -196,7 +209,7 @@ impl Store for RuleStore {
                     cost: a.cost,
                     mode: a.mode,
                 }),
-                RuleStore::Memory(_) => None,
+                RuleStore::Memory(_) | RuleStore::Memcached(_) => None,
             })
             .collect();
         if in_redis.is_empty() {
@@ -218,6 +231,9 @@ pub struct StoreOptions {
     pub max_keys: usize,
     /// Decide in this Redis instead of in memory (`limits serve --store`).
     pub redis: Option<RedisConnection>,
+    /// Decide on these memcached servers instead of in memory (`limits
+    /// serve --store memcached://...`).
+    pub memcached: Option<MemcachedClient>,
 }
 
 impl Default for StoreOptions {
@@ -226,26 +242,28 @@ impl Default for StoreOptions {
         StoreOptions {
             max_keys: 1_000_000,
             redis: None,
+            memcached: None,
         }
     }
 }
 
 impl StoreOptions {
-    /// The store of the rule named `name`: in Redis if a connection is
+    /// The store of the rule named `name`: in Redis or memcached if one is
     /// given (its keys carry the name), otherwise in memory. Fails for a
-    /// rule Redis cannot decide exactly, saying why.
+    /// rule that store cannot decide exactly or keep, saying why.
     pub fn store(&self, name: &str, rule: Rule) -> Result<RuleStore, String> {
-        let kind = match self.redis {
-            Some(_) => StoreKind::Redis,
-            None => StoreKind::Memory,
+        let kind = match (&self.redis, &self.memcached) {
+            (Some(_), _) => StoreKind::Redis,
+            (None, Some(_)) => StoreKind::Memcached,
+            (None, None) => StoreKind::Memory,
         };
         self.store_in(kind, name, rule)
     }
 
     /// The store of the rule named `name` in the store `kind` a rule asked
     /// for (`store = "memory"` keeps a rule in this process even with a
-    /// Redis). Fails, saying why, for Redis without a connection or a rule
-    /// Redis cannot decide exactly.
+    /// Redis). Fails, saying why, for a shared store not given or a rule
+    /// it cannot decide exactly or keep.
     ///
     /// ```
     /// use limits::{Algorithm, Rule};
@@ -258,26 +276,39 @@ impl StoreOptions {
     /// assert!(err.contains("--store"), "{err}");
     /// ```
     pub fn store_in(&self, kind: StoreKind, name: &str, rule: Rule) -> Result<RuleStore, String> {
-        match (kind, &self.redis) {
-            (StoreKind::Memory, _) => Ok(RuleStore::memory(rule, self.max_keys)),
-            (StoreKind::Redis, Some(connection)) => RedisStore::new(connection, rule, name)
-                .map(RuleStore::Redis)
-                .map_err(|e| e.to_string()),
-            (StoreKind::Redis, None) => {
-                Err("store = \"redis\" needs a Redis: start with --store redis://HOST:PORT".into())
-            }
+        match kind {
+            StoreKind::Memory => Ok(RuleStore::memory(rule, self.max_keys)),
+            StoreKind::Redis => match &self.redis {
+                Some(connection) => RedisStore::new(connection, rule, name)
+                    .map(RuleStore::Redis)
+                    .map_err(|e| e.to_string()),
+                None => Err(
+                    "store = \"redis\" needs a Redis: start with --store redis://HOST:PORT".into(),
+                ),
+            },
+            StoreKind::Memcached => match &self.memcached {
+                Some(client) => MemcachedStore::new(client, rule, name)
+                    .map(RuleStore::Memcached)
+                    .map_err(|e| e.to_string()),
+                None => Err(
+                    "store = \"memcached\" needs memcached: start with --store memcached://HOST:PORT"
+                        .into(),
+                ),
+            },
         }
     }
 }
 
-/// Which store a rule asks for in the rules file (`store = "memory"` or
-/// `store = "redis"`); without it, Redis when `--store` names one.
+/// Which store a rule asks for in the rules file (`store = "memory"`,
+/// `"redis"` or `"memcached"`); without it, the one `--store` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StoreKind {
     /// In this process: fast, and per instance.
     Memory,
     /// In Redis: shared by every instance on the same Redis.
     Redis,
+    /// In memcached: shared by every instance on the same servers.
+    Memcached,
 }
 
 impl std::str::FromStr for StoreKind {
@@ -287,8 +318,9 @@ impl std::str::FromStr for StoreKind {
         match s {
             "memory" => Ok(StoreKind::Memory),
             "redis" => Ok(StoreKind::Redis),
+            "memcached" => Ok(StoreKind::Memcached),
             other => Err(format!(
-                "unknown store {other:?} (expected \"memory\" or \"redis\")"
+                "unknown store {other:?} (expected \"memory\", \"redis\" or \"memcached\")"
             )),
         }
     }

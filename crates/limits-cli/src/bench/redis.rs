@@ -49,7 +49,7 @@ pub fn run(
         return Err(format!(
             "--store {:?}: {}",
             limits_redis::redact(url),
-            crate::args::REDIS_URLS
+            crate::args::STORE_URLS
         ));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -62,10 +62,11 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 5)]
     top: usize,
 
-    /// Where the limiters decide: `memory`, or a Redis (any URL `serve
+    /// Where the limiters decide: `memory`, a Redis (any URL `serve
     /// --store` takes: redis://, rediss://, redis+unix://,
     /// redis[s]+cluster://, redis[s]+sentinel://) with the trace's times
-    /// floored to the microsecond, under a fresh key prefix per run.
+    /// floored to the microsecond, or a memcached (memcached://HOST:PORT) at
+    /// the trace's nanoseconds; under a fresh key prefix per run.
     #[arg(long, default_value = "memory", value_name = "URL")]
     store: String,
 

@@ -7,7 +7,7 @@
 use super::decisions::DecisionsWriter;
 use super::keys::{KeyId, Keys};
 use super::rejected::Rejected;
-use super::store::{Limiter, Redis};
+use super::store::{Limiter, Shared};
 use super::trace::Event;
 use super::ReplayArgs;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -37,7 +37,7 @@ pub(super) struct Run {
     bytes_read: Arc<AtomicU64>,
     requests: u64,
     /// Whether the limiters decide in Redis (`--store`), at microseconds.
-    in_redis: bool,
+    in_microseconds: bool,
     /// Events whose time was floored to the microsecond for Redis.
     floored: u64,
     /// The tallies' window (ns): how long an admitted request is held there.
@@ -64,19 +64,19 @@ impl Run {
     ) -> Result<Run, String> {
         let rule = |a: Algorithm| Rule::build(a, rates.clone(), args.rate.burst);
         let keyed = |r: Rule| KeyedLimiter::with_clock(r, ManualClock::new(0));
-        let redis = match args.store.as_str() {
+        let shared = match args.store.as_str() {
             "memory" => {
                 args.redis_tls.for_store("memory")?;
                 None
             }
             url => {
-                let redis = Redis::connect(url, args.redis_tls.for_store(url)?)?;
+                let shared = Shared::connect(url, args.redis_tls.for_store(url)?)?;
                 eprintln!(
                     "replaying in {}, keys under {}",
                     limits_redis::redact(url),
-                    redis.prefix()
+                    shared.prefix()
                 );
-                Some(Rc::new(redis))
+                Some(Rc::new(shared))
             }
         };
         let replayed: Vec<Replayed> = args
@@ -84,8 +84,8 @@ impl Run {
             .0
             .iter()
             .map(|&algorithm| {
-                let limiter = match &redis {
-                    Some(redis) => redis.limiter(rule(algorithm))?,
+                let limiter = match &shared {
+                    Some(shared) => shared.limiter(rule(algorithm))?,
                     None => Limiter::Memory(keyed(rule(algorithm))),
                 };
                 Ok(Replayed {
@@ -113,7 +113,7 @@ impl Run {
             progress: progress_bar(&args.trace),
             bytes_read,
             requests: 0,
-            in_redis: redis.is_some(),
+            in_microseconds: shared.as_ref().is_some_and(|s| s.in_microseconds()),
             floored: 0,
             window,
         })
@@ -124,7 +124,7 @@ impl Run {
     /// keys idle everywhere forgotten.
     pub(super) fn decide(&mut self, seq: u64, mut e: Event, keys: &mut Keys) -> Result<(), String> {
         self.requests += 1;
-        if self.in_redis && e.t % 1000 != 0 {
+        if self.in_microseconds && e.t % 1000 != 0 {
             e.t -= e.t % 1000;
             self.floored += 1;
         }

@@ -1,6 +1,7 @@
-//! `limits replay --store URL`: the trace decided in Redis instead of in
-//! memory, so that the Lua scripts that decide for `serve --store` can be
-//! checked against a real trace (and against the memory replay).
+//! `limits replay --store URL`: the trace decided in Redis or memcached
+//! instead of in memory, so that what decides for `serve --store` (Redis's
+//! Lua scripts; the core's code on memcached's items, written with CAS)
+//! can be checked against a real trace (and against the memory replay).
 //!
 //! The trace's times are passed as explicit times (`Store::decide_at`), not
 //! Redis's `TIME`: the replay is deterministic and as fast as Redis answers.
@@ -8,14 +9,17 @@
 //! the microsecond before anything sees it (the Redis store, the sliding log
 //! alongside, the tally and the `--decisions` rows alike), and the summary
 //! says how many were. On a microsecond-aligned trace nothing changes, and
-//! the decisions are the memory replay's, one for one.
+//! the decisions are the memory replay's, one for one. Memcached keeps the
+//! core's nanoseconds: nothing is floored.
 //!
 //! Every run writes under a fresh key prefix, printed on stderr, so two runs
 //! (or a replay beside a live `serve` on the same Redis) never see each
-//! other's state. The keys are left for inspection and expire within a day.
+//! other's state. The keys are left for inspection and expire within a day
+//! (memcached's: a day after their last write).
 
 use super::keys::{KeyId, Keys};
 use limits::{Decision, KeyedLimiter, ManualClock, Mode, Rule, Store};
+use limits_memcached::{MemcachedClient, MemcachedOptions, MemcachedStore};
 use limits_redis::{RedisConnection, RedisOptions, RedisStore};
 use std::rc::Rc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -29,61 +33,93 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 pub enum Limiter {
     /// Keyed by the trace's interned key numbers.
     Memory(KeyedLimiter<KeyId, ManualClock>),
-    Redis(RedisStore, Rc<Redis>),
+    Redis(RedisStore, Rc<Shared>),
+    Memcached(MemcachedStore<ManualClock>, Rc<Shared>),
 }
 
 impl Limiter {
-    /// The request of key `id` (named in `keys`, read only for Redis: in
-    /// memory, the name is never touched) at `now` (ns; microsecond-aligned
-    /// for Redis), recorded if allowed.
+    /// The request of key `id` (named in `keys`, read only for a shared
+    /// store: in memory, the name is never touched) at `now` (ns;
+    /// microsecond-aligned for Redis), recorded if allowed.
     pub fn decide(&self, id: KeyId, keys: &Keys, now: u64, cost: u64) -> Result<Decision, String> {
-        match self {
-            Limiter::Memory(keyed) => Ok(keyed.check_at(&id, now, cost)),
-            Limiter::Redis(store, redis) => redis
-                .runtime
-                .block_on(store.decide_at(keys.name(id), now, cost, Mode::Record))
-                .map(|v| v.decision)
-                .map_err(|e| format!("--store: {e}")),
-        }
+        let decided = match self {
+            Limiter::Memory(keyed) => return Ok(keyed.check_at(&id, now, cost)),
+            Limiter::Redis(store, shared) => {
+                shared
+                    .runtime
+                    .block_on(store.decide_at(keys.name(id), now, cost, Mode::Record))
+            }
+            Limiter::Memcached(store, shared) => {
+                shared
+                    .runtime
+                    .block_on(store.decide_at(keys.name(id), now, cost, Mode::Record))
+            }
+        };
+        decided
+            .map(|v| v.decision)
+            .map_err(|e| format!("--store: {e}"))
     }
 }
 
-/// The Redis a replay decides in: its connection, the runtime that drives
-/// it, and the run's key prefix.
-pub struct Redis {
+/// The shared store a replay decides in: its connection, the runtime that
+/// drives it, and the run's key prefix.
+pub struct Shared {
     runtime: Runtime,
-    connection: RedisConnection,
+    connection: Connection,
     prefix: String,
 }
 
-impl Redis {
-    /// Connects to `url` (any Redis URL `serve --store` takes), with the
-    /// `tls` files of a TLS one, under a key prefix no other run has used.
-    pub fn connect(url: &str, tls: limits_redis::TlsFiles) -> Result<Redis, String> {
-        if !limits_redis::is_redis_url(url) {
-            return Err(format!(
-                "--store {:?}: {}",
-                limits_redis::redact(url),
-                crate::args::REDIS_URLS
-            ));
-        }
+/// A Redis or memcached, connected.
+enum Connection {
+    Redis(RedisConnection),
+    Memcached(MemcachedClient),
+}
+
+impl Shared {
+    /// Connects to `url` (any URL `serve --store` takes but `memory`), with
+    /// the `tls` files of a TLS Redis, under a key prefix no other run has
+    /// used.
+    pub fn connect(url: &str, tls: limits_redis::TlsFiles) -> Result<Shared, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the runtime: {e}"))?;
         let prefix = fresh_prefix("replay");
-        let options = RedisOptions {
-            prefix: prefix.clone(),
-            timeout: TIMEOUT,
-            // The deny cache only serves decisions at Redis's own time.
-            deny_cache: 0,
-            tls,
-            ..RedisOptions::default()
+        let connection = if limits_redis::is_redis_url(url) {
+            let options = RedisOptions {
+                prefix: prefix.clone(),
+                timeout: TIMEOUT,
+                // The deny cache only serves decisions at Redis's own time.
+                deny_cache: 0,
+                tls,
+                ..RedisOptions::default()
+            };
+            let connect = RedisConnection::connect(url, options);
+            Connection::Redis(
+                runtime
+                    .block_on(connect)
+                    .map_err(|e| format!("--store: {e}"))?,
+            )
+        } else if limits_memcached::is_memcached_url(url) {
+            let options = MemcachedOptions {
+                prefix: prefix.clone(),
+                timeout: TIMEOUT,
+                ..MemcachedOptions::default()
+            };
+            let connect = MemcachedClient::connect(url, options);
+            Connection::Memcached(
+                runtime
+                    .block_on(connect)
+                    .map_err(|e| format!("--store: {e}"))?,
+            )
+        } else {
+            return Err(format!(
+                "--store {:?}: {}",
+                limits_redis::redact(url),
+                crate::args::STORE_URLS
+            ));
         };
-        let connection = runtime
-            .block_on(RedisConnection::connect(url, options))
-            .map_err(|e| format!("--store: {e}"))?;
-        Ok(Redis {
+        Ok(Shared {
             runtime,
             connection,
             prefix,
@@ -95,12 +131,27 @@ impl Redis {
         &self.prefix
     }
 
-    /// A limiter deciding `rule` in this Redis, or the reason Redis cannot.
+    /// Whether the store keeps whole microseconds (Redis), so that the
+    /// trace's times are floored to them.
+    pub fn in_microseconds(&self) -> bool {
+        matches!(self.connection, Connection::Redis(_))
+    }
+
+    /// A limiter deciding `rule` in this store, or the reason it cannot.
     pub fn limiter(self: &Rc<Self>, rule: Rule) -> Result<Limiter, String> {
         let name = rule.algorithm().name();
-        RedisStore::new(&self.connection, rule, name)
-            .map(|store| Limiter::Redis(store, self.clone()))
-            .map_err(|e| format!("--store: {name}: {e}"))
+        let made = match &self.connection {
+            Connection::Redis(connection) => RedisStore::new(connection, rule, name)
+                .map(|store| Limiter::Redis(store, self.clone()))
+                .map_err(|e| e.to_string()),
+            // The trace gives every time: the clock is never read.
+            Connection::Memcached(client) => {
+                MemcachedStore::with_clock(client, rule, name, ManualClock::new(0))
+                    .map(|store| Limiter::Memcached(store, self.clone()))
+                    .map_err(|e| e.to_string())
+            }
+        };
+        made.map_err(|e| format!("--store: {name}: {e}"))
     }
 }
 

@@ -4,10 +4,12 @@
 //! `limits rls` both take it.
 
 use super::flags;
-use crate::args::{RedisTlsArgs, REDIS_URLS};
+use crate::args::{RedisTlsArgs, STORE_URLS};
 use clap::{Args, ValueEnum};
 use limits::Rate;
-use limits_server::{Fallback, RedisConnection, RedisOptions, StoreOptions};
+use limits_server::{
+    Fallback, MemcachedClient, MemcachedOptions, RedisConnection, RedisOptions, StoreOptions,
+};
 use std::time::Duration;
 
 /// `--on-store-full`: the answer when Redis is full (`OOM`).
@@ -34,7 +36,9 @@ pub struct StoreArgs {
     /// Cluster, or redis+sentinel://HOST1:PORT1,.../MASTER for the master
     /// its sentinels name (followed through a failover;
     /// ?sentinel_password=P for sentinels with a password of their own);
-    /// rediss+cluster:// and rediss+sentinel:// over TLS.
+    /// rediss+cluster:// and rediss+sentinel:// over TLS; or a memcached,
+    /// memcached://HOST:PORT (decided here at this host's clock, written
+    /// back with CAS).
     #[arg(long, value_name = "URL", default_value = "memory")]
     store: String,
 
@@ -117,8 +121,24 @@ impl StoreArgs {
             true => Fallback::Local,
             false => Fallback::Error,
         };
+        let mut memcached = None;
         let redis = match self.store.as_str() {
             "memory" => None,
+            url if limits_memcached::is_memcached_url(url) => {
+                let default = MemcachedOptions::default();
+                let options = MemcachedOptions {
+                    prefix: self.prefix.clone().unwrap_or(default.prefix),
+                    timeout: self.store_timeout,
+                    local_fallback: local_on_error.then_some(self.max_keys),
+                    ..default
+                };
+                let client = match self.require_store {
+                    true => MemcachedClient::connect(url, options).await,
+                    false => MemcachedClient::new(url, options),
+                };
+                memcached = Some(client.map_err(|e| format!("--store: {e}"))?);
+                None
+            }
             url if limits_redis::is_redis_url(url) => {
                 let default = RedisOptions::default();
                 let options = RedisOptions {
@@ -141,7 +161,7 @@ impl StoreArgs {
             }
             other => {
                 return Err(format!(
-                    "--store {:?}: {REDIS_URLS}",
+                    "--store {:?}: {STORE_URLS}",
                     limits_redis::redact(other),
                 ))
             }
@@ -150,6 +170,7 @@ impl StoreArgs {
         Ok(StoreOptions {
             max_keys: self.max_keys,
             redis,
+            memcached,
         })
     }
 }

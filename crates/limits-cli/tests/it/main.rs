@@ -3,12 +3,15 @@
 //! `cargo test -p limits-cli --test it AREA::`.
 
 mod common;
+#[path = "../../../limits-memcached/tests/it/memcached_server.rs"]
+mod memcached_server;
 #[path = "../../../limits-redis/tests/it/redis_server.rs"]
 mod redis_server;
 #[path = "../../../limits-redis/tests/it/tls_pki.rs"]
 mod tls_pki;
 
 mod bench;
+mod memcached_store;
 mod readme;
 mod redis_urls;
 mod replay;

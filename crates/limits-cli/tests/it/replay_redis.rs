@@ -13,7 +13,7 @@ use std::path::Path;
 /// A CSV trace of `n` events on 5 keys over about 6 s, costs 1 to 3, with
 /// bursts at one instant and gaps; each time is a whole microsecond plus
 /// `sub_us` nanoseconds. Deterministic (a fixed LCG).
-fn trace(n: usize, sub_us: u64) -> String {
+pub(crate) fn trace(n: usize, sub_us: u64) -> String {
     let mut seed: u64 = 0x5eed_1234;
     let mut next = move || {
         seed = seed

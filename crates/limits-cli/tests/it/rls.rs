@@ -32,7 +32,7 @@ fn a_bad_config_stops_rls_with_the_file_and_line() {
     assert!(stderr.contains("/nonexistent/x.yaml"), "{stderr}");
 }
 
-async fn code(client: &mut RateLimitServiceClient<tonic::transport::Channel>) -> i32 {
+pub(crate) async fn code(client: &mut RateLimitServiceClient<tonic::transport::Channel>) -> i32 {
     let request = RateLimitRequest {
         domain: "edge".into(),
         descriptors: vec![RateLimitDescriptor {

@@ -14,7 +14,7 @@ fn client() -> reqwest::Client {
 
 /// 8 clients for `run`, each sending to the servers in turn; the number of
 /// 200s and 429s (anything else fails the test).
-async fn load(urls: &[String], clients: usize, run: Duration) -> (u64, u64) {
+pub(crate) async fn load(urls: &[String], clients: usize, run: Duration) -> (u64, u64) {
     let deadline = Instant::now() + run;
     let tasks: Vec<_> = (0..clients)
         .map(|c| {

@@ -110,10 +110,13 @@ fn require_store_keeps_the_strict_start_and_a_bad_url_is_always_refused() {
         .err()
         .expect("--require-store exits when Redis does not answer");
     assert!(err.contains("--store") && err.contains(&port), "{err}");
-    let err = Server::try_start(&["--store", "memcached://x"], false)
+    let err = Server::try_start(&["--store", "etcd://x"], false)
         .err()
         .unwrap();
-    assert!(err.contains("--store"), "{err}");
+    assert!(
+        err.contains("--store") && err.contains("memcached://"),
+        "{err}"
+    );
     let err = Server::try_start(&["--store", "redis://127.0.0.1:99999"], false)
         .err()
         .expect("a port out of range can never connect");

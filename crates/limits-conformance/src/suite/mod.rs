@@ -53,6 +53,10 @@ pub struct Config {
     /// microseconds, as Redis does), and a denial's wait is probed at the
     /// last such time before it and the first at or after it. Default 1.
     pub time_step: u64,
+    /// The limit of the large-cost cases: [`LARGE_COST_LIMIT`], or the
+    /// largest a store takes for every algorithm (the Memcached store
+    /// refuses a sliding log whose entries could outgrow an item).
+    pub large_cost_limit: u64,
 }
 
 impl Default for Config {
@@ -65,6 +69,7 @@ impl Default for Config {
             max_events: 40,
             peeks: true,
             time_step: 1,
+            large_cost_limit: LARGE_COST_LIMIT,
         }
     }
 }
@@ -154,7 +159,7 @@ impl fmt::Display for Failure {
 impl std::error::Error for Failure {}
 
 /// Checks one property of stores made by `make` for rules of `algorithm`,
-/// over the large-cost cases at [`LARGE_COST_LIMIT`] and then
+/// over the large-cost cases at `config.large_cost_limit` and then
 /// `config.cases` random cases; the error names the field.
 ///
 /// ```
@@ -184,7 +189,7 @@ where
         mismatch,
         case,
     };
-    let large = large_cost_cases(LARGE_COST_LIMIT);
+    let large = large_cost_cases(config.large_cost_limit);
     check_cases(&make, algorithm, property, &large, config)?;
     let runtime = runtime().map_err(|e| failure(suite_error(e), None))?;
     let one =

@@ -210,10 +210,10 @@ pub(super) fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// The store of a rule: the one `store = "memory" | "redis"` names, else
-/// the server's default (Redis when `--store` names one). Its problem (an
-/// unknown kind, Redis without `--store`, a rule Redis cannot decide
-/// exactly) is reported on the `store` line, or the rule's.
+/// The store of a rule: the one `store = "memory" | "redis" | "memcached"`
+/// names, else the server's default (the one `--store` names). Its problem
+/// (an unknown kind, a shared store without `--store`, a rule it cannot
+/// decide exactly or keep) is reported on the `store` line, or the rule's.
 pub(super) fn rule_store(
     kind: Option<Spanned<String>>,
     table: &Range<usize>,
@@ -289,10 +289,13 @@ pub(super) fn counts(count: Spanned<RawCount>, p: &mut Problems<'_>) -> Counts {
 /// A rule that counts only some responses refunds the others: its store
 /// must be able to (`count` is the `count` table's span).
 pub(super) fn check_settles(store: &RuleStore, count: &Range<usize>, p: &mut Problems<'_>) {
-    if let RuleStore::Redis(_) = store {
+    if !matches!(store, RuleStore::Memory(_)) {
         p.add(
             count,
-            "count refunds requests after their response, which the Redis store cannot do yet: use store = \"memory\" for this rule",
+            format!(
+                "count refunds requests after their response, which the {} store cannot do yet: use store = \"memory\" for this rule",
+                store.kind()
+            ),
         );
     }
 }

@@ -33,6 +33,8 @@ use super::{OnStoreError, RlsOptions};
 use crate::RuleStore;
 use arc_swap::ArcSwap;
 use limits::{KeyedLimiter, Mode, RetryAfter, StoreError, StoreErrorKind, SystemClock, Verdict};
+use limits::Store;
+use limits_memcached::MemcachedStore;
 use limits_redis::{BatchDecision, RedisStore};
 use std::collections::HashSet;
 use std::net::IpAddr;
@@ -260,6 +262,28 @@ impl InMemory<'_> {
     }
 }
 
+/// A descriptor memcached decides: a read and a write, waited for.
+struct InMemcached<'a> {
+    index: usize,
+    store: &'a MemcachedStore,
+    client: Option<IpAddr>,
+    key: &'a str,
+    cost: u64,
+    mode: Mode,
+}
+
+impl InMemcached<'_> {
+    /// Decided in `mode`, with how long it took.
+    async fn decide(&self, mode: Mode) -> (Result<Verdict, StoreError>, Duration) {
+        let started = Instant::now();
+        let answer = self
+            .store
+            .decide_from(self.client, self.key, self.cost, mode)
+            .await;
+        (answer, started.elapsed())
+    }
+}
+
 fn admitted(answer: &Result<Verdict, StoreError>) -> bool {
     matches!(answer, Ok(verdict) if verdict.decision.allowed)
 }
@@ -269,7 +293,8 @@ impl RlsService {
     /// its mode (`costs`), with how long its decision took; `None` for the
     /// others. Each is decided on its own, as when one follows another, but
     /// not waiting for each in turn: what memory (or a Redis store's local
-    /// answers) decides is decided at once, without a future, and
+    /// answers) decides is decided at once, without a future, memcached's
+    /// descriptors one after another (a read and a write each), and
     /// everything Redis must decide is sent in one batch, one round trip
     /// per Redis (per node of a cluster). With
     /// [`all_or_nothing`](RlsOptions::all_or_nothing), the descriptors
@@ -291,7 +316,7 @@ impl RlsService {
                 .collect();
         // Each descriptor Redis decides, and its place in the request.
         let (mut in_redis, mut redis_places) = (Vec::new(), Vec::new());
-        let mut in_memory = Vec::new();
+        let (mut in_memcached, mut in_memory) = (Vec::new(), Vec::new());
         for (index, ((descriptor, found), own)) in request
             .descriptors
             .iter()
@@ -318,6 +343,14 @@ impl RlsService {
                     });
                     redis_places.push(index);
                 }
+                RuleStore::Memcached(store) => in_memcached.push(InMemcached {
+                    index,
+                    store,
+                    client: client_address(descriptor),
+                    key,
+                    cost,
+                    mode,
+                }),
                 RuleStore::Memory(store) => in_memory.push(InMemory {
                     index,
                     store,
@@ -328,6 +361,16 @@ impl RlsService {
             }
         }
         let mut refused = refused;
+        // Memcached records one key at a time: all or nothing, its
+        // descriptors look first and record after every store has looked,
+        // which another call's decisions may come between.
+        let mut memcached_looks = Vec::new();
+        if all_or_nothing {
+            for asked in &in_memcached {
+                memcached_looks.push(asked.decide(Mode::Peek).await);
+            }
+            refused |= !memcached_looks.iter().all(|(answer, _)| admitted(answer));
+        }
         if all_or_nothing {
             // One all-or-nothing request at a time: no other call's
             // decision comes between this one's looks and its records.
@@ -353,6 +396,23 @@ impl RlsService {
             for asked in &in_memory {
                 decided[asked.index] = Some(asked.decide(asked.mode));
             }
+        }
+        let every_one = !refused;
+        let mut memcached_looks = memcached_looks.into_iter();
+        for asked in &in_memcached {
+            let answer = match memcached_looks.next() {
+                Some((looked, looking))
+                    if !asked.mode.decides_after_looks(every_one, admitted(&looked)) =>
+                {
+                    (looked, looking)
+                }
+                Some((_, looking)) => {
+                    let (answer, recording) = asked.decide(asked.mode).await;
+                    (answer, looking + recording)
+                }
+                None => asked.decide(asked.mode).await,
+            };
+            decided[asked.index] = Some(answer);
         }
         if in_redis.is_empty() {
             return decided;

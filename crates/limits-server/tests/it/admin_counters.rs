@@ -99,7 +99,7 @@ async fn evictions_and_upstream_errors_are_counters_named_total() {
     const CLIENTS: usize = 1200;
     config.stores = StoreOptions {
         max_keys: CAP,
-        redis: None,
+        ..StoreOptions::default()
     };
     let proxy = Proxy::new(&upstream, Duration::from_secs(5)).unwrap();
     let (main, admin, stop) = start(config, Backend::proxy(proxy, &upstream)).await;

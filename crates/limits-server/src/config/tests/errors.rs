@@ -305,7 +305,7 @@ fn a_rules_store_is_memory_or_redis_and_redis_needs_a_connection() {
     assert_problem(
         &rule_with("store = \"etcd\"\n"),
         4,
-        "unknown store \"etcd\" (expected \"memory\" or \"redis\")",
+        "unknown store \"etcd\" (expected \"memory\", \"redis\" or \"memcached\")",
     );
     assert_problem(
         &rule_with("store = \"redis\"\n"),

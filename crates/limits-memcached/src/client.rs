@@ -1,0 +1,224 @@
+//! [`MemcachedClient`]: the servers of a `memcached://` URL, a pool of
+//! connections to each, the settings every store on them shares, and the
+//! counts they keep.
+
+use crate::meta::MetaError;
+use crate::pool::Pool;
+use crate::url::parse_url;
+use limits::StoreError;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the stores on a [`MemcachedClient`] talk to memcached.
+#[derive(Clone, Debug)]
+pub struct MemcachedOptions {
+    /// Prepended to every item's key: printable ASCII without spaces, at
+    /// most [`MAX_PREFIX`] bytes.
+    pub prefix: String,
+    /// The longest one decision may take, waiting for a connection and
+    /// every retry included; past it the decision is a [`StoreError`].
+    pub timeout: Duration,
+    /// Most connections open to each server at once.
+    pub max_connections: usize,
+    /// Most reads and writes of one decision when other writers keep
+    /// changing the key between them (at least 1); past it the decision is
+    /// a [`StoreError`] and nothing was recorded.
+    pub max_attempts: u32,
+    /// The servers' largest item in bytes (memcached's `-I`, 1 MiB by
+    /// default): rules whose state could outgrow it are refused.
+    pub item_size_max: usize,
+    /// While memcached cannot answer (unreachable, timed out), decide in
+    /// this process with an in-memory limiter of the same rule keeping at
+    /// most this many keys: each instance then admits at most the limit,
+    /// so N instances at most N times it. `None`: return the error, and
+    /// the caller's failure policy answers.
+    pub local_fallback: Option<usize>,
+}
+
+/// The longest key prefix.
+pub const MAX_PREFIX: usize = 64;
+
+impl Default for MemcachedOptions {
+    /// `limits:`, 50 ms, 32 connections per server, 64 attempts, 1 MiB
+    /// items, no local fallback.
+    fn default() -> MemcachedOptions {
+        MemcachedOptions {
+            prefix: "limits:".to_owned(),
+            timeout: Duration::from_millis(50),
+            max_connections: 32,
+            max_attempts: 64,
+            item_size_max: 1 << 20,
+            local_fallback: None,
+        }
+    }
+}
+
+/// What the stores on one client have counted since it was made.
+#[derive(Debug, Default)]
+pub(crate) struct Counts {
+    retries: AtomicU64,
+    gave_up: AtomicU64,
+    local_decisions: AtomicU64,
+}
+
+/// Connections to the memcached servers of one URL, shared (cheaply
+/// cloned) by every store deciding on them. Connections are opened when a
+/// decision needs one, so a client can be made before its servers are up.
+#[derive(Clone)]
+pub struct MemcachedClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    servers: Vec<Pool>,
+    options: MemcachedOptions,
+    counts: Counts,
+}
+
+impl std::fmt::Debug for MemcachedClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemcachedClient")
+            .field("servers", &self.servers())
+            .field("options", &self.inner.options)
+            .finish()
+    }
+}
+
+impl MemcachedClient {
+    /// A client of the servers `url` names (`memcached://HOST:PORT`),
+    /// connecting on demand; an error says what is wrong with the URL or
+    /// the options.
+    ///
+    /// ```
+    /// use limits_memcached::{MemcachedClient, MemcachedOptions};
+    /// let client = MemcachedClient::new("memcached://127.0.0.1:11211", MemcachedOptions::default()).unwrap();
+    /// assert_eq!(client.servers(), ["127.0.0.1:11211"]);
+    /// let bad = MemcachedOptions { prefix: "a b".into(), ..MemcachedOptions::default() };
+    /// assert!(MemcachedClient::new("memcached://h:1", bad).err().unwrap().contains("prefix"));
+    /// ```
+    pub fn new(url: &str, options: MemcachedOptions) -> Result<MemcachedClient, String> {
+        let servers = parse_url(url)?;
+        if servers.len() > 1 {
+            return Err(format!(
+                "{url:?}: several memcached servers are not supported yet; name one"
+            ));
+        }
+        let prefix_ok = options.prefix.len() <= MAX_PREFIX
+            && options.prefix.bytes().all(|b| b.is_ascii_graphic());
+        if !prefix_ok {
+            return Err(format!(
+                "the key prefix {:?} is not at most {MAX_PREFIX} bytes of printable ASCII without spaces",
+                options.prefix
+            ));
+        }
+        let servers = servers
+            .into_iter()
+            .map(|addr| Pool::new(addr, options.max_connections))
+            .collect();
+        Ok(MemcachedClient {
+            inner: Arc::new(Inner {
+                servers,
+                options,
+                counts: Counts::default(),
+            }),
+        })
+    }
+
+    /// As [`new`](Self::new), then asks every server to answer (`mn`):
+    /// an error names the one that did not.
+    pub async fn connect(url: &str, options: MemcachedOptions) -> Result<MemcachedClient, String> {
+        let client = MemcachedClient::new(url, options)?;
+        client.ping().await.map_err(|e| e.message)?;
+        Ok(client)
+    }
+
+    /// Whether every server answers now, within the timeout (readiness).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        for pool in &self.inner.servers {
+            self.exchange(pool, async |lease| lease.connection().noop().await)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The servers' `HOST:PORT`s.
+    pub fn servers(&self) -> Vec<&str> {
+        self.inner.servers.iter().map(Pool::addr).collect()
+    }
+
+    /// The settings it was made with.
+    pub fn options(&self) -> &MemcachedOptions {
+        &self.inner.options
+    }
+
+    /// Writes that found the key changed by another writer since it was
+    /// read, and so read it again: contention on hot keys.
+    pub fn retries(&self) -> u64 {
+        self.inner.counts.retries.load(Ordering::Relaxed)
+    }
+
+    /// Decisions that gave up after [`MemcachedOptions::max_attempts`]
+    /// attempts, each answered with a [`StoreError`].
+    pub fn gave_up(&self) -> u64 {
+        self.inner.counts.gave_up.load(Ordering::Relaxed)
+    }
+
+    /// Decisions made in this process because memcached could not answer
+    /// ([`MemcachedOptions::local_fallback`]).
+    pub fn local_decisions(&self) -> u64 {
+        self.inner.counts.local_decisions.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_local_decision(&self) {
+        self.inner
+            .counts
+            .local_decisions
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_retry(&self) {
+        self.inner.counts.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_gave_up(&self) {
+        self.inner.counts.gave_up.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The server that holds `item_key`.
+    pub(crate) fn server_of(&self, item_key: &str) -> &Pool {
+        let _ = item_key;
+        &self.inner.servers[0]
+    }
+
+    /// Runs `work` on a connection of `pool` within the timeout: the
+    /// connection goes back to the pool if `work` succeeded, and is closed
+    /// otherwise. Every failure is a [`StoreError`] naming the server.
+    pub(crate) async fn exchange<T>(
+        &self,
+        pool: &Pool,
+        work: impl AsyncFnOnce(&mut crate::pool::Lease<'_>) -> Result<T, MetaError>,
+    ) -> Result<T, StoreError> {
+        let timeout = self.inner.options.timeout;
+        let attempt = async {
+            let mut lease = pool.take().await?;
+            let result = work(&mut lease).await?;
+            lease.release();
+            Ok(result)
+        };
+        let failed = |e: MetaError| {
+            let message = format!("memcached {}: {e}", pool.addr());
+            match e.is_out_of_memory() {
+                true => StoreError::full(message),
+                false => StoreError::new(message),
+            }
+        };
+        match tokio::time::timeout(timeout, attempt).await {
+            Ok(result) => result.map_err(failed),
+            Err(_) => Err(StoreError::new(format!(
+                "memcached {}: no answer within {timeout:?}",
+                pool.addr()
+            ))),
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! What a key's state becomes in memcached: its item's key, its value (the
+//! core's state words, [`Rule::encode_state`]), how long the item lives,
+//! and the rules whose state could outgrow an item.
+
+use limits::{Algorithm, KeyState, Rule};
+use sha2::{Digest, Sha256};
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The layout of a value, part of every key: a changed layout starts afresh
+/// instead of misreading what an older version wrote.
+const VALUE_FORMAT: u32 = 1;
+
+/// Memcached's longest key.
+const MAX_KEY: usize = 250;
+
+/// Room left in an item for its key and memcached's own header.
+const ITEM_OVERHEAD: usize = 512;
+
+/// Memcached reads a relative TTL above 30 days as a Unix time.
+const MAX_RELATIVE_TTL: u64 = 30 * 24 * 3600;
+
+/// A rule the Memcached store cannot keep: why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnsupportedRule(pub String);
+
+impl fmt::Display for UnsupportedRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UnsupportedRule {}
+
+/// The largest value a state of `rule` can have, in bytes: every rate's
+/// words at their most (the sliding log's entries, at most one per unit of
+/// its limit).
+fn max_value_bytes(rule: &Rule) -> u128 {
+    let per_rate: u128 = rule
+        .rates()
+        .iter()
+        .map(|rate| match rule.algorithm() {
+            // Its length, then a time and a cost per entry.
+            Algorithm::SlidingLog => 1 + 2 * u128::from(rate.limit()),
+            // At most three words each (the sliding window's).
+            _ => 3,
+        })
+        .sum();
+    // The tag and the number of rates first.
+    8 * (2 + per_rate)
+}
+
+/// Checks that every state of `rule` fits an item of `item_size_max` bytes.
+pub(crate) fn check_fits(rule: &Rule, item_size_max: usize) -> Result<(), UnsupportedRule> {
+    let most = max_value_bytes(rule);
+    let room = item_size_max.saturating_sub(ITEM_OVERHEAD) as u128;
+    if most <= room {
+        return Ok(());
+    }
+    Err(UnsupportedRule(format!(
+        "{} {}: a key's state can take {most} bytes (16 per request in a window), more than a memcached item holds ({item_size_max} bytes, less {ITEM_OVERHEAD} for its key and header); lower the limit, or raise the servers' -I and the store's item size",
+        rule.algorithm(),
+        rule.rates()
+    )))
+}
+
+/// The start of every item key of a rule: `PREFIX NAME.FINGERPRINT:`, so
+/// that a changed rule (or value layout) starts afresh.
+pub(crate) fn stem(prefix: &str, name: &str, rule: &Rule) -> String {
+    let text = format!(
+        "{}|{}|{:?}|{VALUE_FORMAT}",
+        rule.algorithm(),
+        rule.rates(),
+        rule.burst()
+    );
+    let digest = Sha256::digest(text.as_bytes());
+    format!("{prefix}{name}.{}:", hex(&digest[..4]))
+}
+
+/// The item key of `key`: the stem and the key as they are when memcached
+/// takes them (printable ASCII, at most 250 bytes), else the prefix and a
+/// SHA-256 of both.
+pub(crate) fn item_key(prefix: &str, stem: &str, key: &str) -> String {
+    let plain = stem.len() + key.len() <= MAX_KEY
+        && stem
+            .bytes()
+            .chain(key.bytes())
+            .all(|b| b.is_ascii_graphic());
+    if plain {
+        return format!("{stem}{key}");
+    }
+    let mut hasher = Sha256::new();
+    hasher.update(stem.as_bytes());
+    hasher.update(key.as_bytes());
+    format!("{prefix}#{}", hex(&hasher.finalize()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The value of `state`: its words, little-endian.
+pub(crate) fn encode(rule: &Rule, state: &KeyState) -> Vec<u8> {
+    rule.encode_state(state)
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect()
+}
+
+/// The state a value holds; `None` if it is not a state of `rule`.
+pub(crate) fn decode(rule: &Rule, value: &[u8]) -> Option<KeyState> {
+    if value.len() % 8 != 0 {
+        return None;
+    }
+    let words: Vec<u64> = value
+        .chunks_exact(8)
+        .map(|w| u64::from_le_bytes(w.try_into().expect("chunks of 8")))
+        .collect();
+    rule.decode_state(&words)
+}
+
+/// The `T` of an item whose state stops mattering `reset_after` from now:
+/// whole seconds rounded up, and one more, since memcached's clock ticks
+/// once a second and an item set just before a tick expires up to a second
+/// early. Above memcached's 30 days a TTL is a Unix time: then this one is.
+pub(crate) fn ttl(reset_after: Duration) -> u64 {
+    let seconds = reset_after.as_secs() + u64::from(reset_after.subsec_nanos() > 0) + 1;
+    if seconds <= MAX_RELATIVE_TTL {
+        return seconds;
+    }
+    let unix_now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    unix_now.saturating_add(seconds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(algorithm: Algorithm, rates: &str) -> Rule {
+        Rule::new(algorithm, rates.parse().unwrap())
+    }
+
+    #[test]
+    fn a_sliding_log_that_could_outgrow_an_item_is_refused_with_the_reason() {
+        let mib = 1 << 20;
+        assert!(check_fits(&rule(Algorithm::SlidingLog, "65000/m"), mib).is_ok());
+        let err = check_fits(&rule(Algorithm::SlidingLog, "66000/m"), mib).unwrap_err();
+        assert!(err.0.contains("-I"), "{err}");
+        assert!(err.0.contains("66000/m"), "{err}");
+        // Several rates add up.
+        assert!(check_fits(&rule(Algorithm::SlidingLog, "40000/m; 40000/h"), mib).is_err());
+        // The counters and buckets keep a few words whatever the limit.
+        assert!(check_fits(&rule(Algorithm::TokenBucket, "1000000000/s"), mib).is_ok());
+    }
+
+    #[test]
+    fn keys_memcached_cannot_take_are_hashed_and_stay_apart() {
+        let r = rule(Algorithm::FixedWindow, "1/s");
+        let stem = stem("p:", "api", &r);
+        assert!(stem.starts_with("p:api.") && stem.ends_with(':'), "{stem}");
+        assert_eq!(item_key("p:", &stem, "alice"), format!("{stem}alice"));
+        let spaced = item_key("p:", &stem, "a b");
+        let long = item_key("p:", &stem, &"x".repeat(300));
+        for hashed in [&spaced, &long] {
+            assert!(
+                hashed.starts_with("p:#") && hashed.len() == 3 + 64,
+                "{hashed}"
+            );
+        }
+        assert_ne!(spaced, item_key("p:", &stem, "a  b"));
+        assert_ne!(
+            stem,
+            super::stem("p:", "api", &rule(Algorithm::FixedWindow, "2/s"))
+        );
+    }
+
+    #[test]
+    fn ttls_round_up_and_turn_absolute_past_30_days() {
+        assert_eq!(ttl(Duration::ZERO), 1);
+        assert_eq!(ttl(Duration::from_nanos(1)), 2);
+        assert_eq!(ttl(Duration::from_secs(60)), 61);
+        assert_eq!(
+            ttl(Duration::from_secs(MAX_RELATIVE_TTL - 1)),
+            MAX_RELATIVE_TTL
+        );
+        let absolute = ttl(Duration::from_secs(40 * 24 * 3600));
+        let unix_now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let expected = unix_now + 40 * 24 * 3600 + 1;
+        assert!((expected - 2..=expected).contains(&absolute), "{absolute}");
+    }
+
+    #[test]
+    fn values_round_trip_and_damaged_ones_are_refused() {
+        let r = rule(Algorithm::SlidingLog, "3/s; 5/m");
+        let mut state = r.new_state();
+        r.check(&mut state, 10, 2);
+        let value = encode(&r, &state);
+        let mut back = decode(&r, &value).expect("a state of the rule");
+        assert_eq!(r.check(&mut back, 11, 1).remaining, 0);
+        assert!(decode(&r, &value[..value.len() - 1]).is_none());
+        assert!(decode(&rule(Algorithm::SlidingLog, "3/s"), &value).is_none());
+    }
+}
