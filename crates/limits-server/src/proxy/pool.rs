@@ -83,10 +83,19 @@ impl Pool {
             .strip_prefix('[')
             .and_then(|h| h.strip_suffix(']'))
             .unwrap_or(host);
+        Pool::empty(host.to_string(), authority.port_u16().unwrap_or(80))
+    }
+
+    /// A pool to the same upstream as this one, with no connection yet.
+    pub(super) fn empty_like(&self) -> Arc<Pool> {
+        Pool::empty(self.host.clone(), self.port)
+    }
+
+    fn empty(host: String, port: u16) -> Arc<Pool> {
         Arc::new(Pool {
             idle: Mutex::new(VecDeque::new()),
-            host: host.to_string(),
-            port: authority.port_u16().unwrap_or(80),
+            host,
+            port,
             reaping: AtomicBool::new(false),
             looks: AtomicU32::new(0),
         })
