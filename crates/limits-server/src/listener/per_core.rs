@@ -4,10 +4,9 @@
 //!
 //! Per core, a connection is served to its end on the thread that accepted
 //! it, and so are the tasks it starts (the proxy's upstream connections,
-//! from a pool made per thread): a request wakes no other thread and takes
-//! no lock another thread contends for. What the threads share is what must
-//! be counted once: the connection caps, the rules and their stores, the
-//! metrics. The drain is told to every thread at once and waited for on
+//! from a pool made per thread): a request wakes no other thread. What the
+//! threads share is what must be counted once: the connection caps (taken
+//! at accept and close), the rules and their stores, the metrics. The drain is told to every thread at once and waited for on
 //! each.
 //!
 //! On Linux each thread's listener is a socket of its own on the same
