@@ -54,6 +54,7 @@ pub use listener::connection_caps::{
     connections_within_file_limit, ADMIN_MAX_CONNECTIONS, ADMIN_MAX_CONNECTIONS_PER_CLIENT,
     RESERVED_DESCRIPTORS,
 };
+pub use listener::per_core::Runtimes;
 pub use listener::{Bounds, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_CLIENT};
 pub use proxy::{Forwarding, Proxy, ProxyBody, ProxyErrors};
 pub use rules::{check_cost, fingerprint, keep_state, same_shape, CostError, ServerRule};

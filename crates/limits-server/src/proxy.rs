@@ -50,14 +50,17 @@ pub use body::ProxyBody;
 pub use service::Forwarding;
 
 /// A reverse proxy to one plain-HTTP upstream. Cheap to clone: clones share
-/// the connection pool and the error counters.
+/// the connection pool and the error counters ([`with_own_pool`](Self::with_own_pool):
+/// the counters only).
 #[derive(Clone)]
 pub struct Proxy {
     inner: Arc<Inner>,
+    /// The idle upstream connections this proxy's requests take and give back.
+    pool: Arc<Pool>,
 }
 
+/// What every copy of a proxy shares, whatever pool it uses.
 struct Inner {
-    pool: Arc<Pool>,
     /// `host[:port]`, sent as `Host`.
     host: HeaderValue,
     /// The upstream's base path without a trailing slash ("" for none).
@@ -97,8 +100,8 @@ impl Proxy {
         let host = HeaderValue::from_str(authority.as_str())
             .map_err(|e| format!("upstream {upstream:?}: host is not a valid Host header: {e}"))?;
         Ok(Proxy {
+            pool: Pool::new(&authority),
             inner: Arc::new(Inner {
-                pool: Pool::new(&authority),
                 host,
                 base_path,
                 name,
@@ -108,6 +111,17 @@ impl Proxy {
                 bad_request_body: AtomicU64::new(0),
             }),
         })
+    }
+
+    /// This proxy with a pool of its own, empty: for a thread that serves
+    /// its connections on its own runtime, so that its requests take and
+    /// give back connections no other thread touches (and whose tasks run
+    /// on that thread). The error counters stay shared.
+    pub fn with_own_pool(&self) -> Proxy {
+        Proxy {
+            inner: Arc::clone(&self.inner),
+            pool: self.pool.empty_like(),
+        }
     }
 
     /// Forwards one request from `client` (its address goes into

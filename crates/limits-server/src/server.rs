@@ -7,8 +7,8 @@
 //! [`Server::on_event`] (the `limits` command prints a line for each).
 
 use crate::events::{Events, ServerEvent};
-use crate::listener;
 use crate::listener::connection_caps::ConnectionCaps;
+use crate::listener::per_core::Listening;
 use crate::listener::Bounds;
 use crate::metrics::Metrics;
 use crate::proxy::Proxy;
@@ -54,12 +54,12 @@ enum Serves {
 /// future completes.
 type Run = Box<
     dyn FnOnce(
-            TcpListener,
+            Listening,
             RateLimitLayer<RuleStore>,
             Bounds,
             Arc<ConnectionCaps>,
             Pin<Box<dyn Future<Output = ()> + Send>>,
-        ) -> Pin<Box<dyn Future<Output = ()> + Send>>
+        ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
         + Send,
 >;
 
@@ -123,16 +123,12 @@ impl Backend {
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let run: Run = Box::new(move |listener, layer, bounds, caps, shutdown| {
-            let per_connection =
-                move |peer: SocketAddr| layer.layer(service.clone()).with_peer(peer);
-            Box::pin(listener::serve(
-                listener,
-                per_connection,
-                bounds,
-                caps,
-                shutdown,
-            ))
+        let run: Run = Box::new(move |listening, layer, bounds, caps, shutdown| {
+            let per_thread = move || {
+                let (layer, service) = (layer.clone(), service.clone());
+                move |peer: SocketAddr| layer.layer(service.clone()).with_peer(peer)
+            };
+            Box::pin(listening.serve(per_thread, bounds, caps, shutdown))
         });
         Backend {
             serves: Serves::Service(run),
@@ -235,19 +231,33 @@ impl Server {
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), String> {
         let addr = self.shared.config.listen;
-        let listener = TcpListener::bind(addr)
+        let listening = Listening::bind(addr, self.shared.config.runtimes)
             .await
             .map_err(|e| format!("--listen {addr}: {e}"))?;
-        self.serve_on(listener, backend, shutdown).await
+        self.serve_listening(listening, backend, shutdown).await
     }
 
     /// Serves `backend` behind the limits on `listener` until `shutdown`
     /// completes, then drains in-flight requests and saves the state.
     /// Meanwhile: the admin endpoint if configured, a sweep of idle keys
     /// every second, and reloads on SIGHUP if asked for; all stop with it.
+    /// With [`Runtimes::PerCore`](crate::Runtimes::PerCore), every thread
+    /// accepts from `listener`.
     pub async fn serve_on(
         self,
         listener: TcpListener,
+        backend: impl Into<Backend>,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), String> {
+        let listening = Listening::on(listener, self.shared.config.runtimes)
+            .map_err(|e| format!("cannot serve on the listener given: {e}"))?;
+        self.serve_listening(listening, backend, shutdown).await
+    }
+
+    /// Serves as [`serve_on`](Self::serve_on) says, on `listening`.
+    async fn serve_listening(
+        self,
+        listening: Listening,
         backend: impl Into<Backend>,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), String> {
@@ -257,7 +267,7 @@ impl Server {
             Serves::Proxy(proxy) => Some(proxy.clone()),
             Serves::Router { .. } | Serves::Service(_) => None,
         };
-        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        let local = listening.local_addr().map_err(|e| e.to_string())?;
         let bounds = shared.config.bounds;
         let caps = shared.metrics.connections.caps(
             "main",
@@ -289,18 +299,21 @@ impl Server {
         // matched its rules on; the listener serves it as it is, one service
         // per connection that knows the client's address.
         let layer = self.layer;
-        match backend.serves {
+        let served = match backend.serves {
             Serves::Router { router, peer_addr } => {
-                let per_connection = move |peer: SocketAddr| {
-                    let router = router.clone().map_request(move |mut req: Request| {
-                        if peer_addr {
-                            req.extensions_mut().insert(PeerAddr(peer));
-                        }
-                        req
-                    });
-                    layer.layer(router).with_peer(peer)
+                let per_thread = move || {
+                    let (router, layer) = (router.clone(), layer.clone());
+                    move |peer: SocketAddr| {
+                        let router = router.clone().map_request(move |mut req: Request| {
+                            if peer_addr {
+                                req.extensions_mut().insert(PeerAddr(peer));
+                            }
+                            req
+                        });
+                        layer.layer(router).with_peer(peer)
+                    }
                 };
-                listener::serve(listener, per_connection, bounds, caps, shutdown).await;
+                listening.serve(per_thread, bounds, caps, shutdown).await
             }
             Serves::Service(run) => {
                 // The loop's type does not name `shutdown`'s (which need not
@@ -313,17 +326,22 @@ impl Server {
                     shutdown.await;
                     let _ = stop.send(());
                 };
-                tokio::join!(run(listener, layer, bounds, caps, stopped), signal);
+                tokio::join!(run(listening, layer, bounds, caps, stopped), signal).0
             }
             Serves::Proxy(proxy) => {
-                let per_connection = move |peer: SocketAddr| {
-                    layer
-                        .layer(proxy.for_client(Some(peer.ip())))
-                        .with_peer(peer)
+                // A pool per thread: its connections taken and given back,
+                // and their tasks run, on the thread serving the client.
+                let per_thread = move || {
+                    let (proxy, layer) = (proxy.with_own_pool(), layer.clone());
+                    move |peer: SocketAddr| {
+                        layer
+                            .layer(proxy.for_client(Some(peer.ip())))
+                            .with_peer(peer)
+                    }
                 };
-                listener::serve(listener, per_connection, bounds, caps, shutdown).await;
+                listening.serve(per_thread, bounds, caps, shutdown).await
             }
-        }
+        };
         for task in background {
             task.abort();
         }
@@ -337,6 +355,7 @@ impl Server {
         };
         tracing::info!("stopped");
         shared.events.emit(ServerEvent::Stopped);
+        served?;
         saved.map_err(|e| format!("state not saved: {e}"))
     }
 }

@@ -5,6 +5,7 @@
 //! spelled. Error messages name the `limits serve` flag a field comes from
 //! (`--state FILE: ...`), which is how the one front end today reports them.
 
+use crate::listener::per_core::Runtimes;
 use crate::listener::Bounds;
 use crate::store::StoreOptions;
 use limits::Rule;
@@ -69,12 +70,16 @@ pub struct ServerConfig {
     /// unchanged rules. Its default action would end the process without
     /// draining or saving state, so a server owning its process wants this.
     pub reload_on_hangup: bool,
+    /// Which runtimes accept and serve the connections: the one running
+    /// the server, or one per core, each accepting for itself.
+    pub runtimes: Runtimes,
 }
 
 impl ServerConfig {
     /// `rules` with the defaults of `limits serve`: listen on
     /// 127.0.0.1:8080, no admin, default layer options and bounds, no state
-    /// file, a million keys per rule, reload on SIGHUP.
+    /// file, a million keys per rule, reload on SIGHUP, connections served
+    /// on the runtime running the server.
     pub fn new(rules: RulesSource) -> ServerConfig {
         ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
@@ -85,6 +90,7 @@ impl ServerConfig {
             state: None,
             stores: StoreOptions::default(),
             reload_on_hangup: true,
+            runtimes: Runtimes::Caller,
         }
     }
 }

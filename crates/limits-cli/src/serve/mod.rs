@@ -13,7 +13,7 @@ pub use stores::{OnStoreFull, StoreArgs};
 
 use crate::args::RuleArgs;
 use crate::lines::{self, Command};
-use crate::runtime::RuntimeArgs;
+use crate::runtime::{RuntimeArgs, RuntimeKind};
 use clap::{Args, ValueEnum};
 use limits::parse_duration;
 use limits_http::{
@@ -21,7 +21,7 @@ use limits_http::{
     DEFAULT_IPV6_PREFIX,
 };
 use limits_server::{
-    Backend, Bounds, LayerOptions, Proxy, RulesSource, Server, ServerConfig, StoreOptions,
+    Backend, Bounds, LayerOptions, Proxy, RulesSource, Runtimes, Server, ServerConfig, StoreOptions,
 };
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -109,6 +109,14 @@ pub struct ServeArgs {
     #[command(flatten)]
     runtime: RuntimeArgs,
 
+    /// How connections are spread over the workers: shared (one runtime, any
+    /// worker serves any connection) or per-core (each worker a runtime of its
+    /// own that accepts for itself and serves what it accepted). Default:
+    /// per-core with the memory store; shared with Redis, whose connections
+    /// run on one thread that every worker's decisions would cross to.
+    #[arg(long = "runtime", value_enum)]
+    runtime_kind: Option<RuntimeKind>,
+
     #[command(flatten)]
     connections: ConnectionArgs,
 
@@ -166,16 +174,21 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
     // A proxied request holds the client's connection and one upstream.
     let per_connection = if args.upstream.is_some() { 2 } else { 1 };
     let caps = args.connections.caps(file_limit, per_connection)?;
-    let runtime = args.runtime.build()?;
-    runtime.block_on(run(args, caps))
+    let kind = args.runtime_kind.unwrap_or(if args.stores.in_memory() {
+        RuntimeKind::PerCore
+    } else {
+        RuntimeKind::Shared
+    });
+    let (runtime, runtimes) = args.runtime.for_serve(kind)?;
+    runtime.block_on(run(args, caps, runtimes))
 }
 
-async fn run(args: ServeArgs, caps: (usize, usize)) -> Result<(), String> {
+async fn run(args: ServeArgs, caps: (usize, usize), runtimes: Runtimes) -> Result<(), String> {
     let layer = layer_options(&args)?;
     flags::warn_trust_everyone(&args.trust_proxy);
     let local = args.on_store_error == OnStoreError::Local;
     let stores = args.stores.options(local).await?;
-    let server = Server::new(server_config(&args, layer, stores, caps)?)?
+    let server = Server::new(server_config(&args, layer, stores, caps, runtimes)?)?
         .on_event(lines::printer(Command::Serve));
     let backend = match &args.upstream {
         Some(url) => Backend::proxy(Proxy::new(url, args.upstream_timeout)?, url),
@@ -215,12 +228,13 @@ fn layer_options(args: &ServeArgs) -> Result<LayerOptions, String> {
 
 /// The server's configuration from the flags: the rules of `--config`, or
 /// the one command-line rule; `caps`, the connection caps (total, per
-/// client).
+/// client); `runtimes`, where connections are served.
 fn server_config(
     args: &ServeArgs,
     layer: LayerOptions,
     stores: StoreOptions,
     (max_connections, max_connections_per_client): (usize, usize),
+    runtimes: Runtimes,
 ) -> Result<ServerConfig, String> {
     let rules = match &args.config {
         Some(path) => RulesSource::File(path.clone()),
@@ -242,6 +256,7 @@ fn server_config(
         },
         state: args.state.clone(),
         stores,
+        runtimes,
         ..ServerConfig::new(rules)
     })
 }

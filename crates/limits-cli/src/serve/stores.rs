@@ -89,6 +89,11 @@ fn parse_new_keys(s: &str) -> Result<NewKeys, String> {
 }
 
 impl StoreArgs {
+    /// Whether the store is this process's memory (`--store memory`).
+    pub fn in_memory(&self) -> bool {
+        self.store == "memory"
+    }
+
     /// `--store URL`, for a value that comes from elsewhere than the flag
     /// (`limits rls`: the reference's REDIS_* variables).
     pub fn set_store(&mut self, url: String) {

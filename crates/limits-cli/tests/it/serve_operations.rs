@@ -9,8 +9,27 @@ use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_sigterm_finishes_requests_in_flight_and_exits_zero() {
+    sigterm_finishes_requests_in_flight("shared").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_per_core_sigterm_finishes_requests_in_flight_on_every_thread_and_exits_zero() {
+    sigterm_finishes_requests_in_flight("per-core").await;
+}
+
+async fn sigterm_finishes_requests_in_flight(runtime: &str) {
     // A leaky bucket holds a burst: 11 admitted, the last one for a second.
-    let server = Server::start(&["--limiter", "leaky-bucket", "--limit", "10"], false);
+    let server = Server::start(
+        &[
+            "--limiter",
+            "leaky-bucket",
+            "--limit",
+            "10",
+            "--runtime",
+            runtime,
+        ],
+        false,
+    );
     let http = client();
     let url = format!("{}/api/items", server.url);
     let requests: Vec<_> = (0..11)
@@ -78,10 +97,22 @@ async fn serve_state_file_keeps_a_limited_client_limited_across_restarts() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_config_reload_on_sighup_keeps_unchanged_rules_and_survives_bad_files() {
+    reload_on_sighup_keeps_unchanged_rules_and_survives_bad_files("shared").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_per_core_config_reload_on_sighup_reaches_every_thread() {
+    reload_on_sighup_keeps_unchanged_rules_and_survives_bad_files("per-core").await;
+}
+
+async fn reload_on_sighup_keeps_unchanged_rules_and_survives_bad_files(runtime: &str) {
     let dir = tempfile::tempdir().unwrap();
     let one = "[[rule]]\nname = \"all\"\nrates = \"2/hour\"\n";
     let config = write(dir.path(), "rules.toml", one);
-    let server = Server::start(&["--config", config.to_str().unwrap()], false);
+    let server = Server::start(
+        &["--config", config.to_str().unwrap(), "--runtime", runtime],
+        false,
+    );
     let http = client();
     let get = |path: &'static str| {
         let http = http.clone();
@@ -113,6 +144,15 @@ async fn serve_config_reload_on_sighup_keeps_unchanged_rules_and_survives_bad_fi
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_sighup_without_config_keeps_serving_and_sigterm_still_saves_state() {
+    sighup_without_config_keeps_serving_and_sigterm_still_saves_state("shared").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_per_core_sighup_keeps_serving_and_sigterm_saves_state() {
+    sighup_without_config_keeps_serving_and_sigterm_still_saves_state("per-core").await;
+}
+
+async fn sighup_without_config_keeps_serving_and_sigterm_still_saves_state(runtime: &str) {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state.json");
     let server = Server::start(
@@ -123,6 +163,8 @@ async fn serve_sighup_without_config_keeps_serving_and_sigterm_still_saves_state
             "1h",
             "--state",
             state.to_str().unwrap(),
+            "--runtime",
+            runtime,
         ],
         false,
     );

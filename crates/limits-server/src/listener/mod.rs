@@ -12,10 +12,14 @@
 //! How many connections are open at once is capped in total and per client
 //! address ([`connection_caps`](crate::listener::connection_caps)): a connection over a
 //! cap is closed as soon as it is accepted.
+//!
+//! The accept loop runs on the server's runtime, or on one current-thread
+//! runtime per core ([`per_core`](crate::listener::per_core)).
 
 pub(crate) mod connection_caps;
 mod drain;
 mod header_timeout;
+pub(crate) mod per_core;
 
 use crate::listener::connection_caps::ConnectionCaps;
 use crate::listener::drain::Drain;

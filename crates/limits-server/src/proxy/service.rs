@@ -112,7 +112,7 @@ where
                 let inner = &*conn.proxy.inner;
                 let deadline = timer::deadline(inner.timeout);
                 let timer = conn.timer.take(deadline);
-                let sending = (self.start)(&inner.pool, request);
+                let sending = (self.start)(&conn.proxy.pool, request);
                 Exchange {
                     sending: Some(sending),
                     answer: None,

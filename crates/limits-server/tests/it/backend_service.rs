@@ -2,11 +2,11 @@
 //! no router around it; served over real HTTP, limited with the standard
 //! headers, and stopped by a shutdown future that need not be `Send`.
 
+use crate::serving::one_rule;
 use bytes::Bytes;
 use http_body_util::Full;
-use limits::{Algorithm, Rule};
-use limits_http::{KeySpec, PeerAddr};
-use limits_server::{Backend, RulesSource, Server, ServerConfig};
+use limits_http::PeerAddr;
+use limits_server::{Backend, Server};
 use std::convert::Infallible;
 use std::rc::Rc;
 use tokio::net::TcpListener;
@@ -27,18 +27,6 @@ fn echo() -> impl tower::Service<
         let text = format!("{} {} peer_addr={peer}\n", req.method(), req.uri().path());
         Ok::<_, Infallible>(http::Response::new(Full::new(Bytes::from(text))))
     })
-}
-
-/// One token-bucket rule at `rate`, keyed by the client's address.
-fn one_rule(rate: &str) -> ServerConfig {
-    let rule = Rule::new(Algorithm::TokenBucket, rate.parse().unwrap());
-    let mut config = ServerConfig::new(RulesSource::One {
-        rule,
-        key: KeySpec::ip(),
-        cost: 1,
-    });
-    config.reload_on_hangup = false;
-    config
 }
 
 #[tokio::test(flavor = "current_thread")]

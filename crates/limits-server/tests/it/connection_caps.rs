@@ -3,15 +3,17 @@
 //! served, and counted; the admin listener answers while the main one is
 //! full; a closed connection frees its place. Clients come from several
 //! loopback addresses (127.0.0.2, 127.0.0.3, ...: the whole 127/8 is the
-//! loopback on Linux).
+//! loopback on Linux). Per core, the caps count the connections of every
+//! thread as one.
 
-use limits::{Algorithm, Rule};
-use limits_http::KeySpec;
-use limits_server::{RulesSource, Server, ServerConfig};
+use crate::serving::{thread_name, Serving};
+use limits_server::Runtimes;
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::oneshot;
 
 /// Guards every wait against a hang (the test fails, it does not time).
@@ -27,13 +29,13 @@ struct Running {
 
 impl Running {
     async fn start(max_connections: usize, per_client: usize) -> Running {
-        let rule = Rule::new(Algorithm::TokenBucket, "100000/s".parse().unwrap());
-        let mut config = ServerConfig::new(RulesSource::One {
-            rule,
-            key: KeySpec::ip(),
-            cost: 1,
-        });
-        config.reload_on_hangup = false;
+        Running::start_on(max_connections, per_client, Runtimes::Caller).await
+    }
+
+    /// As [`start`](Self::start), serving on `runtimes`; its `/hello` names
+    /// the thread that served it.
+    async fn start_on(max_connections: usize, per_client: usize, runtimes: Runtimes) -> Running {
+        let mut config = crate::serving::one_rule("100000/s");
         config.bounds.max_connections = max_connections;
         config.bounds.max_connections_per_client = per_client;
         // Long enough that no idle connection of a test is closed under it.
@@ -42,14 +44,12 @@ impl Running {
         let admin_addr = free.local_addr().unwrap();
         drop(free);
         config.admin = Some(admin_addr);
-        let app = axum::Router::new().route("/hello", axum::routing::get(|| async { "hello\n" }));
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = oneshot::channel::<()>();
-        let server = Server::new(config).unwrap();
-        let task = tokio::spawn(server.serve_on(listener, app, async {
-            let _ = stopped.await;
-        }));
+        config.runtimes = runtimes;
+        let app = axum::Router::new().route(
+            "/hello",
+            axum::routing::get(|| async { format!("{}: hello\n", thread_name()) }),
+        );
+        let Serving { addr, stop, task } = Serving::start(config, app).await;
         let running = Running {
             addr,
             admin: format!("http://{admin_addr}"),
@@ -127,6 +127,13 @@ async fn connect_from(source: &str, addr: SocketAddr) -> TcpStream {
 /// Sends a request on `stream`: the response's status line, or None when the
 /// server closed the connection without a byte.
 async fn request(stream: &mut TcpStream) -> Option<String> {
+    answer(stream).await.map(|(status, _)| status)
+}
+
+/// Sends a request on `stream`: the response's status line and the thread
+/// that answered, or None when the server closed the connection without a
+/// byte.
+async fn answer(stream: &mut TcpStream) -> Option<(String, String)> {
     // A write to a socket the server closed may fail: then nothing was served.
     let _ = stream
         .write_all(b"GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -143,21 +150,96 @@ async fn request(stream: &mut TcpStream) -> Option<String> {
             Ok(n) => got.extend_from_slice(&buf[..n]),
         }
         let text = String::from_utf8_lossy(&got);
-        if text.ends_with("hello\n") {
-            return Some(text.lines().next().unwrap_or_default().to_string());
+        if let Some(body) = text.strip_suffix(": hello\n") {
+            let status = text.lines().next().unwrap_or_default().to_string();
+            let thread = body.rsplit("\r\n").next().unwrap_or_default().to_string();
+            return Some((status, thread));
         }
     }
 }
 
 /// `n` connections from `source`, each served once and left open.
 async fn held(source: &str, addr: SocketAddr, n: usize) -> Vec<TcpStream> {
+    held_on(source, addr, n).await.0
+}
+
+/// As [`held`], and the threads that served them.
+async fn held_on(source: &str, addr: SocketAddr, n: usize) -> (Vec<TcpStream>, BTreeSet<String>) {
     let mut streams = Vec::new();
+    let mut threads = BTreeSet::new();
     for _ in 0..n {
         let mut s = connect_from(source, addr).await;
-        assert_eq!(request(&mut s).await.as_deref(), Some("HTTP/1.1 200 OK"));
+        let (status, thread) = answer(&mut s).await.expect("served");
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        threads.insert(thread);
         streams.push(s);
     }
-    streams
+    (streams, threads)
+}
+
+/// Two worker threads, each accepting for itself.
+fn two_threads() -> Runtimes {
+    Runtimes::PerCore(NonZeroUsize::new(2).unwrap())
+}
+
+/// Connections from this many ports of one address land on both of two
+/// threads but with a chance of 2^-15 (the kernel hashes each connection's
+/// addresses to one of the sockets).
+const SPREAD: usize = 16;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_core_connections_spread_over_the_threads_and_the_total_counts_them_all() {
+    let server = Running::start_on(SPREAD, 100, two_threads()).await;
+    let (mut open, threads) = held_on("127.0.0.2", server.addr, SPREAD).await;
+    assert_eq!(
+        threads,
+        BTreeSet::from(["limits-worker-0".to_string(), "limits-worker-1".to_string()]),
+        "{SPREAD} connections, served by their own threads"
+    );
+    server.wait_open(SPREAD).await;
+    // Over the total, whichever thread accepts it.
+    for source in ["127.0.0.3", "127.0.0.4", "127.0.0.5"] {
+        let mut extra = connect_from(source, server.addr).await;
+        assert_eq!(request(&mut extra).await, None, "one more from {source}");
+    }
+    assert_eq!(
+        server
+            .sample(r#"limits_connections_refused_total{listener="main",reason="total"}"#)
+            .await,
+        3.0
+    );
+    // Each connection stays with the thread that accepted it.
+    for s in &mut open {
+        let (_, first) = answer(s).await.expect("served");
+        let (_, second) = answer(s).await.expect("served");
+        assert_eq!(first, second);
+    }
+    drop(open.pop());
+    server.wait_open(SPREAD - 1).await;
+    held("127.0.0.3", server.addr, 1).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_core_one_addresss_share_counts_its_connections_on_every_thread() {
+    let server = Running::start_on(100, SPREAD, two_threads()).await;
+    let (mut mine, threads) = held_on("127.0.0.6", server.addr, SPREAD).await;
+    assert_eq!(threads.len(), 2, "{threads:?}");
+    for _ in 0..3 {
+        let mut over = connect_from("127.0.0.6", server.addr).await;
+        assert_eq!(request(&mut over).await, None, "over the address's share");
+    }
+    let others = held("127.0.0.7", server.addr, 3).await;
+    assert_eq!(
+        server
+            .sample(r#"limits_connections_refused_total{listener="main",reason="per_client"}"#)
+            .await,
+        3.0
+    );
+    drop(mine.drain(..2));
+    server.wait_open(SPREAD - 2 + others.len()).await;
+    held("127.0.0.6", server.addr, 2).await;
+    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

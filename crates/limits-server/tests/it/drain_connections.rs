@@ -1,16 +1,18 @@
 //! Shutdown as a client sees it on a real socket: an idle keep-alive
 //! connection is closed at once, a request in flight is answered in full
 //! before its connection closes, and the server returns only after that
-//! (the drain timeout is an hour, so it is the drain, not the timeout).
+//! (the drain timeout is an hour, so it is the drain, not the timeout);
+//! per core, on every thread.
 
-use limits::{Algorithm, Rule};
-use limits_http::KeySpec;
-use limits_server::{RulesSource, Server, ServerConfig};
+use crate::serving::{thread_name, Serving};
+use limits_server::Runtimes;
+use std::collections::BTreeSet;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{oneshot, Semaphore};
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
 
 /// Guards every wait against a hang (the test fails, it does not time).
 const HANG: Duration = Duration::from_secs(60);
@@ -54,6 +56,21 @@ async fn closed(stream: &mut TcpStream) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_closes_idle_connections_and_answers_requests_in_flight() {
+    drains(Runtimes::Caller, 1).await;
+}
+
+/// Per core, every thread is told, and the server returns once each has
+/// answered what it was serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_core_every_thread_closes_its_idle_connections_and_answers_its_requests_in_flight() {
+    drains(Runtimes::PerCore(NonZeroUsize::new(2).unwrap()), 16).await;
+}
+
+/// `n` idle keep-alive connections and `n` requests in flight when the
+/// shutdown comes, on `runtimes`; with several threads, the requests in
+/// flight on more than one (16 of them land on one of two threads with a
+/// chance of 2^-15).
+async fn drains(runtimes: Runtimes, n: usize) {
     let entered = Arc::new(Semaphore::new(0));
     let release = Arc::new(Semaphore::new(0));
     let app = {
@@ -66,54 +83,65 @@ async fn shutdown_closes_idle_connections_and_answers_requests_in_flight() {
                 get(move || async move {
                     entered.add_permits(1);
                     release.acquire().await.unwrap().forget();
-                    "slow but answered\n"
+                    format!("slow but answered by {}\n", thread_name())
                 }),
             )
     };
-    let rule = Rule::new(Algorithm::TokenBucket, "1000/s".parse().unwrap());
-    let mut config = ServerConfig::new(RulesSource::One {
-        rule,
-        key: KeySpec::ip(),
-        cost: 1,
-    });
-    config.reload_on_hangup = false;
+    let mut config = crate::serving::one_rule("1000/s");
     config.bounds.drain_timeout = Duration::from_secs(3600);
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let server = Server::new(config).unwrap();
-    let task = tokio::spawn(server.serve_on(listener, app, async {
-        let _ = stopped.await;
-    }));
+    config.runtimes = runtimes;
+    let Serving { addr, stop, task } = Serving::start(config, app).await;
 
-    // An idle keep-alive connection that has served two requests.
-    let mut idle = TcpStream::connect(addr).await.unwrap();
-    for _ in 0..2 {
-        idle.write_all(b"GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+    // Idle keep-alive connections that have served two requests.
+    let mut idle = Vec::new();
+    for _ in 0..n {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        for _ in 0..2 {
+            stream
+                .write_all(b"GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+                .await
+                .unwrap();
+            let answer = response(&mut stream).await;
+            assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+            assert!(answer.ends_with("hello\n"), "{answer}");
+        }
+        idle.push(stream);
+    }
+    // Requests in flight when the shutdown comes.
+    let mut busy = Vec::new();
+    for _ in 0..n {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")
             .await
             .unwrap();
-        let answer = response(&mut idle).await;
-        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-        assert!(answer.ends_with("hello\n"), "{answer}");
+        busy.push(stream);
     }
-    // A request in flight when the shutdown comes.
-    let mut busy = TcpStream::connect(addr).await.unwrap();
-    busy.write_all(b"GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")
-        .await
-        .unwrap();
-    guarded("the slow request", entered.acquire())
+    guarded("the slow requests", entered.acquire_many(n as u32))
         .await
         .unwrap()
         .forget();
 
     stop.send(()).unwrap();
-    assert!(closed(&mut idle).await, "the idle connection is closed");
-    assert!(!task.is_finished(), "the server waits for the request");
-    release.add_permits(1);
-    let answer = response(&mut busy).await;
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    assert!(answer.ends_with("slow but answered\n"), "{answer}");
-    assert!(closed(&mut busy).await, "then its connection is closed");
+    for stream in &mut idle {
+        assert!(closed(stream).await, "an idle connection is closed");
+    }
+    assert!(!task.is_finished(), "the server waits for the requests");
+    release.add_permits(n);
+    let mut threads = BTreeSet::new();
+    for stream in &mut busy {
+        let answer = response(stream).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        let thread = answer
+            .rsplit_once("slow but answered by ")
+            .unwrap_or_else(|| panic!("{answer}"))
+            .1;
+        threads.insert(thread.trim_end().to_string());
+        assert!(closed(stream).await, "then its connection is closed");
+    }
+    if let Runtimes::PerCore(workers) = runtimes {
+        assert_eq!(threads.len(), workers.get(), "{threads:?}");
+    }
     guarded("the server's return", task)
         .await
         .unwrap()

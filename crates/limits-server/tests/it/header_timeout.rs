@@ -6,9 +6,7 @@
 
 use bytes::Bytes;
 use http_body::Frame;
-use limits::{Algorithm, Rule};
-use limits_http::KeySpec;
-use limits_server::{RulesSource, Server, ServerConfig};
+use limits_server::{Runtimes, Server, ServerConfig};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -51,8 +49,18 @@ impl http_body::Body for Slow {
 /// A server with T as its header timeout: `/hello`, `/slow` (answers after
 /// 3T) and `/stream` (7 chunks over 3.5T).
 async fn start() -> SocketAddr {
+    let config = config();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Server::new(config).unwrap();
+    tokio::spawn(server.serve_on(listener, app(), std::future::pending()));
+    addr
+}
+
+/// `start`'s routes.
+fn app() -> axum::Router {
     use axum::routing::get;
-    let app = axum::Router::new()
+    axum::Router::new()
         .route("/hello", get(|| async { "hello\n" }))
         .route(
             "/slow",
@@ -69,20 +77,14 @@ async fn start() -> SocketAddr {
                     next: Box::pin(sleep(T / 2)),
                 })
             }),
-        );
-    let rule = Rule::new(Algorithm::TokenBucket, "100000/s".parse().unwrap());
-    let mut config = ServerConfig::new(RulesSource::One {
-        rule,
-        key: KeySpec::ip(),
-        cost: 1,
-    });
-    config.reload_on_hangup = false;
+        )
+}
+
+/// One rule that passes everything, and T as the header timeout.
+fn config() -> ServerConfig {
+    let mut config = crate::serving::one_rule("100000/s");
     config.bounds.header_timeout = T;
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = Server::new(config).unwrap();
-    tokio::spawn(server.serve_on(listener, app, std::future::pending()));
-    addr
+    config
 }
 
 /// Reads one whole response (`Content-Length` or chunked) from `stream`.
@@ -244,4 +246,39 @@ async fn requests_each_under_the_timeout_keep_a_connection_open() {
         answered += 1;
     }
     assert!(answered >= 10, "{answered} requests");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_core_idle_connections_on_every_thread_are_closed_after_the_timeout() {
+    let mut config = config();
+    config.runtimes = Runtimes::PerCore(std::num::NonZeroUsize::new(2).unwrap());
+    let serving = crate::serving::Serving::start(config, app()).await;
+    // 16 connections land on both threads but with a chance of 2^-15.
+    let mut idle = Vec::new();
+    for _ in 0..16 {
+        let mut stream = TcpStream::connect(serving.addr).await.unwrap();
+        stream
+            .write_all(b"GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            .await
+            .unwrap();
+        assert!(response(&mut stream).await.ends_with("hello\n"));
+        idle.push((stream, Instant::now()));
+    }
+    let last = idle.last().map(|(_, began)| *began).unwrap();
+    // Each still open until T/2 after it began to wait (those whose T/2
+    // has not passed yet: setting up took a while on a loaded machine).
+    for (stream, began) in &mut idle {
+        let half = (*began + T / 2).saturating_duration_since(Instant::now());
+        if !half.is_zero() {
+            assert!(!closes_within(stream, half).await, "closed before T/2");
+        }
+    }
+    let until = (last + 3 * T).saturating_duration_since(Instant::now());
+    sleep(until).await;
+    for (stream, _) in &mut idle {
+        assert!(
+            closes_within(stream, Duration::ZERO).await,
+            "still open after 3T"
+        );
+    }
 }

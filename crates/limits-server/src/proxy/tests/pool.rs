@@ -77,12 +77,12 @@ async fn get(proxy: &Proxy) -> (StatusCode, Bytes) {
 /// connections; fails after a generous while.
 async fn until_idle(proxy: &Proxy, n: usize) {
     for _ in 0..1000 {
-        if proxy.inner.pool.idle() == n {
+        if proxy.pool.idle() == n {
             return;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("{} idle connections, not {n}", proxy.inner.pool.idle());
+    panic!("{} idle connections, not {n}", proxy.pool.idle());
 }
 
 #[tokio::test]
@@ -94,6 +94,29 @@ async fn sequential_requests_share_one_connection() {
     }
     assert_eq!(upstream.accepted(), 1);
     assert_eq!(proxy.errors(), ProxyErrors::default());
+}
+
+#[tokio::test]
+async fn a_proxy_with_its_own_pool_takes_none_of_the_others_connections_and_counts_errors_with_it()
+{
+    let upstream = Upstream::start(None).await;
+    let proxy = proxy(upstream.addr);
+    assert_eq!(get(&proxy).await.0, StatusCode::OK);
+    until_idle(&proxy, 1).await;
+    let own = proxy.with_own_pool();
+    assert_eq!(own.pool.idle(), 0, "made empty");
+    for _ in 0..3 {
+        assert_eq!(get(&own).await.0, StatusCode::OK);
+    }
+    assert_eq!(upstream.accepted(), 2, "a connection of its own, reused");
+    until_idle(&own, 1).await;
+    until_idle(&proxy, 1).await;
+    // Nothing listening: a 502 through one copy is counted in the other.
+    let free = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let gone = super::proxy(free.local_addr().expect("addr"));
+    drop(free);
+    assert_eq!(get(&gone.with_own_pool()).await.0, StatusCode::BAD_GATEWAY);
+    assert_eq!(gone.errors().bad_gateway, 1);
 }
 
 #[tokio::test]
@@ -282,8 +305,8 @@ async fn the_reaper_drops_a_connection_the_upstream_closed() {
     let (_upstream, proxy) = HangingUp::idle_then_closed().await;
     let mut reaped = false;
     for _ in 0..1000 {
-        proxy.inner.pool.reap();
-        if proxy.inner.pool.idle() == 0 {
+        proxy.pool.reap();
+        if proxy.pool.idle() == 0 {
             reaped = true;
             break;
         }
@@ -336,7 +359,7 @@ async fn a_connection_answered_before_its_body_was_sent_comes_back_once_it_is() 
     let answer = response.into_body().collect().await.expect("body");
     assert_eq!(answer.to_bytes(), Bytes::from("ok"));
     // The body is not sent in full: the connection is not back yet.
-    assert_eq!(proxy.inner.pool.idle(), 0);
+    assert_eq!(proxy.pool.idle(), 0);
     tx.send(Bytes::from_static(b"world")).await.expect("send");
     drop(tx);
     until_idle(&proxy, 1).await;
