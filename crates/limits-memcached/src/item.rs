@@ -2,9 +2,8 @@
 //! core's state words, [`Rule::encode_state`]), how long the item lives,
 //! and the rules whose state could outgrow an item.
 
-use limits::{Algorithm, KeyState, Rule};
+use limits::{Algorithm, KeyState, Rule, UnsupportedRule};
 use sha2::{Digest, Sha256};
-use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The layout of a value, part of every key: a changed layout starts afresh
@@ -19,18 +18,6 @@ const ITEM_OVERHEAD: usize = 512;
 
 /// Memcached reads a relative TTL above 30 days as a Unix time.
 const MAX_RELATIVE_TTL: u64 = 30 * 24 * 3600;
-
-/// A rule the Memcached store cannot keep: why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnsupportedRule(pub String);
-
-impl fmt::Display for UnsupportedRule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UnsupportedRule {}
 
 /// The largest value a state of `rule` can have, in bytes: every rate's
 /// words at their most (the sliding log's entries, at most one per unit of

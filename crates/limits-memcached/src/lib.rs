@@ -46,6 +46,6 @@ mod store;
 mod url;
 
 pub use client::{MemcachedClient, MemcachedOptions, MAX_PREFIX};
-pub use item::UnsupportedRule;
+pub use limits::UnsupportedRule;
 pub use store::MemcachedStore;
 pub use url::{is_memcached_url, parse_url};

@@ -3,8 +3,9 @@
 //! if no one wrote it meanwhile.
 
 use crate::client::MemcachedClient;
-use crate::item::{self, UnsupportedRule};
+use crate::item;
 use crate::meta::{Item, Write, Written};
+use limits::UnsupportedRule;
 use limits::{
     Algorithm, Clock, KeyedLimiter, Mode, Options, Rule, Store, StoreError, SystemClock, Verdict,
 };

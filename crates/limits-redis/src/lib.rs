@@ -60,6 +60,6 @@ mod tls;
 pub use batch::BatchDecision;
 pub use connection::{ConnectError, Fallback, RedisConnection, RedisOptions};
 pub use dial::{is_redis_url, is_tls_url, redact};
-pub use shape::UnsupportedRule;
+pub use limits::UnsupportedRule;
 pub use store::RedisStore;
 pub use tls::TlsFiles;

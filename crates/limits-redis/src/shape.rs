@@ -8,26 +8,13 @@
 //! for every rate. Rules that could overflow are refused here, with the
 //! reason, instead of deciding wrongly later.
 
-use limits::{Algorithm, Rule};
-use std::fmt;
+use limits::{Algorithm, Rule, UnsupportedRule};
 
 /// 2^53: above it, a Lua number is no longer every integer.
 pub(crate) const EXACT: u128 = 1 << 53;
 /// 2^48 us (8.9 years): the longest window; the sliding log stores times
 /// modulo a power of 256 above the window, in 6 bytes at most.
 pub(crate) const MAX_WINDOW_MICROS: u64 = 1 << 48;
-
-/// A rule the Redis store cannot decide exactly.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnsupportedRule(pub String);
-
-impl fmt::Display for UnsupportedRule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UnsupportedRule {}
 
 /// A rule checked for Redis: its script arguments and key stem.
 #[derive(Clone, Debug)]

@@ -5,8 +5,9 @@ use crate::connection::{Fallback, RedisConnection};
 use crate::deny_cache::DenyCache;
 use crate::new_keys::NewKeyCap;
 use crate::scripts::{script_for, Lua};
-use crate::shape::{fingerprint, Shape, UnsupportedRule, EXACT};
+use crate::shape::{fingerprint, Shape, EXACT};
 use crate::slots::key_slot;
+use limits::UnsupportedRule;
 use limits::{
     Algorithm, Asked, Decision, KeyedLimiter, Mode, Options, RetryAfter, Rule, Store, StoreError,
     SystemClock, Until, Verdict,

@@ -51,7 +51,7 @@ pub use local_store::LocalStore;
 pub use parse::ParseError;
 pub use rate::{Rate, RateError, Rates, DEFAULT_WINDOW, MAX_LIMIT, MAX_WINDOW};
 pub use rule::{KeyState, Rule};
-pub use store::{Asked, Store, StoreError, StoreErrorKind, Until, Verdict};
+pub use store::{Asked, Store, StoreError, StoreErrorKind, UnsupportedRule, Until, Verdict};
 
 /// The README's examples, run as doctests so that they cannot go stale.
 #[doc = include_str!("../../../README.md")]

@@ -111,6 +111,26 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+/// A rule a store cannot keep exactly, and why (a window longer than the
+/// store's time range, a sliding log larger than its item size): refused
+/// when the store is made, never answered approximately.
+///
+/// ```
+/// use limits::UnsupportedRule;
+/// let why = UnsupportedRule("a window of 10 years is past this store's range".into());
+/// assert!(why.to_string().contains("10 years"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnsupportedRule(pub String);
+
+impl fmt::Display for UnsupportedRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UnsupportedRule {}
+
 /// One request among several that [`Store::decide_in_order`] decides: what
 /// [`Store::decide_from`] takes, and the store that decides it.
 #[derive(Debug)]
