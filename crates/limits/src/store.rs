@@ -175,7 +175,7 @@ impl Until {
     /// use limits::{Decision, RetryAfter, StoreError, Until, Verdict};
     ///
     /// let decision = Decision { allowed: false, retry_after: RetryAfter::Never, ..Decision::allow(0) };
-    /// let denied = Ok(Verdict { decision, per_rate: Default::default() });
+    /// let denied = Ok(Verdict { decision, per_rate: Default::default(), decided_at: None });
     /// assert!(Until::Denied.stops_after(&denied));
     /// assert!(!Until::Failed.stops_after(&denied));
     /// assert!(Until::Failed.stops_after(&Err(StoreError::new("down"))));
@@ -445,7 +445,7 @@ impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
     /// let rule = Rule::new(Algorithm::FixedWindow, "1/minute".parse().unwrap());
     /// let store: KeyedLimiter<String> = KeyedLimiter::new(rule);
     /// let verdict = store.decide_now("alice", 1, Mode::Record).unwrap().unwrap();
-    /// let mut fut = std::pin::pin!(store.settle("alice", None, verdict.receipt(1).unwrap(), 0));
+    /// let mut fut = std::pin::pin!(Store::settle(&store, "alice", None, verdict.receipt(1).unwrap(), 0));
     /// assert!(matches!(fut.as_mut().poll(&mut Context::from_waker(Waker::noop())), Poll::Ready(Ok(()))));
     /// assert!(store.decide_now("alice", 1, Mode::Record).unwrap().unwrap().decision.allowed);
     /// ```
