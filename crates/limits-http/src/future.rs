@@ -103,7 +103,8 @@ where
                     Some(h) => {
                         if !h.unsettled.is_empty() {
                             let unsettled = std::mem::take(&mut h.unsettled);
-                            settle_by_status(&h.in_force, unsettled, response.status());
+                            // Decided at once: in memory, settled at once too.
+                            settle_by_status(&h.in_force, unsettled, response.status()).spawn();
                         }
                         add_headers(&h.in_force, &h.statuses, h.legacy, response)
                     }

@@ -200,7 +200,9 @@ where
     drop(held);
     let response = response?;
     if !passed.unsettled.is_empty() {
-        settle_by_status(&in_force, passed.unsettled, response.status());
+        settle_by_status(&in_force, passed.unsettled, response.status())
+            .finish()
+            .await;
     }
     Ok(add_headers(&in_force, &passed.statuses, legacy, response))
 }

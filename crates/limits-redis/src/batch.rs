@@ -91,7 +91,7 @@ impl RedisStore {
             let replies = connection.connection().pipelined(&group).await;
             for (p, reply) in group.iter().zip(replies) {
                 let d = &decisions[p.index];
-                let answer = reply.and_then(|packed| d.store.answer(&packed));
+                let answer = reply.and_then(|packed| d.store.answer(&packed, d.mode));
                 answers[p.index] = Some(d.store.answered(answer, sent, d.key, d.cost, d.mode));
             }
         }
@@ -154,10 +154,17 @@ impl RedisStore {
         for (i, answer) in places.into_iter().zip(decided) {
             answers[i] = Some(answer);
         }
-        answers
+        let mut answers: Vec<Result<Verdict, StoreError>> = answers
             .into_iter()
             .map(|a| a.unwrap_or_else(|| Err(StoreError::new("a batched decision was not made"))))
-            .collect()
+            .collect();
+        if refused || !answers.iter().all(admitted) {
+            // The admitted ones answered a look: they recorded nothing to settle.
+            for verdict in answers.iter_mut().flatten() {
+                verdict.decided_at = None;
+            }
+        }
+        answers
     }
 }
 
@@ -333,7 +340,7 @@ async fn in_one_call(
         .map_while(|(d, call)| match call {
             Some(_) => {
                 let answer = connection.decision_answer(failed_in_script(replies.next()?));
-                let answer = answer.and_then(|packed| d.store.answer(&packed));
+                let answer = answer.and_then(|packed| d.store.answer(&packed, d.mode));
                 Some(d.store.answered(answer, sent, d.key, d.cost, d.mode))
             }
             None => Some(Ok(d.store.stateless(d.cost, d.mode))),

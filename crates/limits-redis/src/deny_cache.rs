@@ -4,8 +4,11 @@
 //! After Redis denies a request of cost c with retry_after R, the same key
 //! is denied here, for any cost >= c, until R has passed since the request
 //! was *sent*. Redis decided at or after that moment, and nothing but time
-//! turns a denial into an allow (more requests only take more; a larger
-//! cost only needs more), so this never denies what Redis would allow. The
+//! or a refund turns a denial into an allow (more requests only take more;
+//! a larger cost only needs more), so this never denies what Redis would
+//! allow: a refund this instance makes forgets the key's denial. (Another
+//! instance's refund is not seen here: the denial holds until its retry
+//! time, which is the most it can.) The
 //! answer's waits are Redis's, less the time passed on this host's
 //! monotonic clock.
 
@@ -87,6 +90,15 @@ impl DenyCache {
             },
         );
     }
+
+    /// Forgets `key`'s denial: a refund may let through what it refuses.
+    pub fn forget(&self, key: &str) {
+        if self.capacity == 0 {
+            return;
+        }
+        let mut denials = self.denials.lock().unwrap_or_else(|e| e.into_inner());
+        denials.remove(key);
+    }
 }
 
 /// `d` as it reads `passed` later: every wait shorter by that much.
@@ -137,6 +149,16 @@ mod tests {
             cache.check("k", 2).is_none(),
             "after the wait, Redis decides"
         );
+    }
+
+    #[test]
+    fn a_forgotten_denial_is_decided_by_redis_again() {
+        let cache = DenyCache::new(10);
+        cache.remember("k", 1, Instant::now(), &denial(Duration::from_secs(5)));
+        cache.remember("j", 1, Instant::now(), &denial(Duration::from_secs(5)));
+        cache.forget("k");
+        assert!(cache.check("k", 1).is_none(), "forgotten");
+        assert!(cache.check("j", 1).is_some(), "another key's denial holds");
     }
 
     #[test]

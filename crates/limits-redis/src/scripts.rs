@@ -1,7 +1,9 @@
 //! The Lua scripts, one per limiter: exact division (`divmod.lua`), the
-//! shared helpers, the limiter's own functions, the time (`now.lua`) and the
-//! all-or-nothing driver, joined at compile time (the sliding log's is
-//! written whole, without the driver); and for every stateful limiter a
+//! shared helpers, the limiter's own functions, the time (`now.lua`), the
+//! rule's rates (`rates.lua`) and the all-or-nothing driver, joined at
+//! compile time (the sliding log's is its ring's functions and a decision
+//! written whole, without the driver); a settle script per limiter, the
+//! same pieces under `settle.lua` (the sliding log's under its own); and for every stateful limiter a
 //! second one for rules of one rate, straight-line code that costs Redis a
 //! fraction of the general one (BENCHMARKS.md); and one that holds all of
 //! them as functions, to decide a request's decisions in one call, all or
@@ -40,15 +42,21 @@ impl Lua {
     }
 }
 
+/// A limiter's functions (`A`) under a driver: `driver.lua` decides,
+/// `settle.lua` settles.
 macro_rules! limiter_script {
     ($file:literal) => {
+        limiter_script!($file, "lua/driver.lua")
+    };
+    ($file:literal, $driver:literal) => {
         LazyLock::new(|| {
             Lua::new(concat!(
                 include_str!("lua/divmod.lua"),
                 include_str!("lua/common.lua"),
                 include_str!(concat!("lua/", $file)),
                 include_str!("lua/now.lua"),
-                include_str!("lua/driver.lua"),
+                include_str!("lua/rates.lua"),
+                include_str!($driver),
             ))
         })
     };
@@ -68,13 +76,14 @@ macro_rules! one_rate_script {
 }
 
 /// A script written whole for any number of rates: only the shared time and
-/// division before it.
-macro_rules! whole_script {
+/// division before it, and the sliding log's ring functions.
+macro_rules! sliding_log_script {
     ($file:literal) => {
         LazyLock::new(|| {
             Lua::new(concat!(
                 include_str!("lua/divmod.lua"),
                 include_str!("lua/now.lua"),
+                include_str!("lua/sliding_log.lua"),
                 include_str!(concat!("lua/", $file)),
             ))
         })
@@ -82,7 +91,7 @@ macro_rules! whole_script {
 }
 
 static FIXED_WINDOW: LazyLock<Lua> = limiter_script!("fixed_window.lua");
-static SLIDING_LOG: LazyLock<Lua> = whole_script!("sliding_log.lua");
+static SLIDING_LOG: LazyLock<Lua> = sliding_log_script!("sliding_log_decide.lua");
 static TOKEN_BUCKET: LazyLock<Lua> = limiter_script!("token_bucket.lua");
 static SLIDING_WINDOW: LazyLock<Lua> = limiter_script!("sliding_window.lua");
 static LEAKY_BUCKET: LazyLock<Lua> = limiter_script!("leaky_bucket.lua");
@@ -92,6 +101,18 @@ static SLIDING_LOG_1: LazyLock<Lua> = one_rate_script!("sliding_log_1.lua");
 static TOKEN_BUCKET_1: LazyLock<Lua> = one_rate_script!("token_bucket_1.lua");
 static SLIDING_WINDOW_1: LazyLock<Lua> = one_rate_script!("sliding_window_1.lua");
 static LEAKY_BUCKET_1: LazyLock<Lua> = one_rate_script!("leaky_bucket_1.lua");
+
+// Settling a request, any number of rates (settle.lua): rare beside
+// decisions, so one general script per limiter.
+static SETTLE_FIXED_WINDOW: LazyLock<Lua> =
+    limiter_script!("fixed_window.lua", "lua/settle.lua");
+static SETTLE_SLIDING_LOG: LazyLock<Lua> = sliding_log_script!("sliding_log_settle.lua");
+static SETTLE_TOKEN_BUCKET: LazyLock<Lua> =
+    limiter_script!("token_bucket.lua", "lua/settle.lua");
+static SETTLE_SLIDING_WINDOW: LazyLock<Lua> =
+    limiter_script!("sliding_window.lua", "lua/settle.lua");
+static SETTLE_LEAKY_BUCKET: LazyLock<Lua> =
+    limiter_script!("leaky_bucket.lua", "lua/settle.lua");
 
 /// Every limiter's script above as a function of its keys and arguments,
 /// by its SHA1, and the driver that decides a request's decisions in one
@@ -140,5 +161,18 @@ pub(crate) fn script_for(algorithm: Algorithm, rates: usize) -> Option<&'static 
         Algorithm::TokenBucket => &TOKEN_BUCKET,
         Algorithm::SlidingWindow => &SLIDING_WINDOW,
         Algorithm::LeakyBucket => &LEAKY_BUCKET,
+    })
+}
+
+/// The script that settles a request of `algorithm` (any number of rates);
+/// `None` for `none`, which counts nothing.
+pub(crate) fn settle_script_for(algorithm: Algorithm) -> Option<&'static Lua> {
+    Some(match algorithm {
+        Algorithm::None => return None,
+        Algorithm::FixedWindow => &SETTLE_FIXED_WINDOW,
+        Algorithm::SlidingLog => &SETTLE_SLIDING_LOG,
+        Algorithm::TokenBucket => &SETTLE_TOKEN_BUCKET,
+        Algorithm::SlidingWindow => &SETTLE_SLIDING_WINDOW,
+        Algorithm::LeakyBucket => &SETTLE_LEAKY_BUCKET,
     })
 }

@@ -25,6 +25,10 @@ pub(crate) struct Shape {
     pub max_capacity: u64,
     /// Whether each rate has its own key (the sliding log) or all share one.
     pub key_per_rate: bool,
+    /// Why a charge cannot be settled exactly, if it cannot: a leaky
+    /// bucket whose burst is below its limit passes its checks with a
+    /// queue far shorter than the 2 x limit a charge may make.
+    pub uncharged: Option<String>,
 }
 
 impl Shape {
@@ -33,6 +37,7 @@ impl Shape {
         let algorithm = rule.algorithm();
         let mut args = vec![rule.rates().len() as u64];
         let mut max_capacity = 0;
+        let mut uncharged = None;
         for rate in rule.rates().iter() {
             let window = rate.window_nanos();
             if window % 1000 != 0 {
@@ -75,6 +80,12 @@ impl Shape {
                     "{rate}: the Redis store takes limits below 2^53 / 1000"
                 )));
             }
+            let debt = 2 * u128::from(limit) * u128::from(w) + u128::from(limit);
+            if scaled && debt >= EXACT {
+                uncharged = Some(format!(
+                    "{rate}: a charge on {algorithm} in Redis may queue 2 x limit, and 2 x limit x window (in microseconds) reaches 2^53; use a shorter window or a smaller limit"
+                ));
+            }
             max_capacity = max_capacity.max(capacity);
             args.extend([limit, w, burst]);
         }
@@ -82,6 +93,7 @@ impl Shape {
             args,
             max_capacity,
             key_per_rate: algorithm == Algorithm::SlidingLog,
+            uncharged,
         })
     }
 
@@ -146,6 +158,21 @@ mod tests {
         let err = shape(Algorithm::SlidingLog, "5/1500ns").unwrap_err();
         assert!(err.0.contains("microseconds"), "{err}");
         assert!(shape(Algorithm::FixedWindow, "5/3650d").is_err());
+    }
+
+    #[test]
+    fn a_leaky_bucket_whose_debt_could_pass_2_pow_53_decides_but_is_not_charged() {
+        let rule = |burst| {
+            Rule::new(Algorithm::LeakyBucket, "1000000/1000000s".parse().unwrap())
+                .with_burst(burst)
+        };
+        let small_burst = Shape::new(&rule(1)).unwrap();
+        assert!(small_burst.uncharged.unwrap().contains("2^53"));
+        assert!(Shape::new(&rule(1_000_000)).is_err());
+        assert!(shape(Algorithm::LeakyBucket, "10/s")
+            .unwrap()
+            .uncharged
+            .is_none());
     }
 
     #[test]

@@ -4,17 +4,18 @@
 use crate::connection::{Fallback, RedisConnection};
 use crate::deny_cache::DenyCache;
 use crate::new_keys::NewKeyCap;
-use crate::scripts::{script_for, Lua};
+use crate::scripts::{script_for, settle_script_for, Lua};
 use crate::shape::{fingerprint, Shape, EXACT};
 use crate::slots::key_slot;
 use limits::UnsupportedRule;
 use limits::{
-    Algorithm, Asked, Decision, KeyedLimiter, Mode, Options, RetryAfter, Rule, Store, StoreError,
-    SystemClock, Until, Verdict,
+    Algorithm, Asked, Decision, KeyedLimiter, Mode, Options, Receipt, RetryAfter, Rule, Store,
+    StoreError, SystemClock, Until, Verdict,
 };
 use redis::aio::ConnectionLike;
 use redis::{Arg, Cmd, ErrorKind, FromRedisValue, ServerErrorKind};
 use smallvec::SmallVec;
+use std::cmp::Ordering as Compared;
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -27,6 +28,11 @@ const EXPLICIT_TTL_MS: u64 = 24 * 3600 * 1000;
 
 /// Numbers per rate in the script's answer.
 const ROW: usize = 11;
+
+/// The most units one settle script call is told of: every rate's charge
+/// stops at 2 x its limit (the buckets) or at its limit (the counts), far
+/// below, and every argument stays an exact Lua number.
+const MOST_SETTLED: u64 = 1 << 51;
 
 /// One rule's decisions, in Redis: every instance that shares the Redis (and
 /// the rule's name) shares the limit, exactly.
@@ -157,7 +163,7 @@ impl RedisStore {
             .connection
             .run(|conn| query_loaded(conn, script, command))
             .await?;
-        self.answer(&packed)
+        self.answer(&packed, mode)
     }
 
     /// The `EVALSHA` of one decision, and its script; `None` for `none`,
@@ -170,16 +176,8 @@ impl RedisStore {
         cost: u64,
         mode: Mode,
     ) -> Option<(&'static Lua, Cmd)> {
-        let call = self.script_call(key, now, cost, mode)?;
-        let mut command = redis::cmd("EVALSHA");
-        command
-            .arg(call.script.script.get_hash())
-            .arg(call.keys.len())
-            .arg(&call.keys);
-        for arg in call.argv() {
-            command.arg(arg);
-        }
-        Some((call.script, command))
+        self.script_call(key, now, cost, mode)
+            .map(ScriptCall::command)
     }
 
     /// The script, keys and arguments of one decision; `None` for `none`.
@@ -193,24 +191,67 @@ impl RedisStore {
         let script = self.script?;
         // Every cost above every rate's capacity is "never" for all of them.
         let cost = cost.min(self.shape.max_capacity + 1);
+        let mode = match mode {
+            Mode::Peek => 0u8,
+            Mode::Record => 1,
+            Mode::RecordAlways => 2,
+        };
+        Some(self.call_of(script, key, now, (cost, mode)))
+    }
+
+    /// A script call on `key`'s keys with the arguments every script takes:
+    /// the time (`now` in microseconds, or `""` for Redis's `TIME`), what
+    /// is asked (a cost and a mode, or units and how they settle), the
+    /// keys' least time to live, and the rule's rates.
+    fn call_of(
+        &self,
+        script: &'static Lua,
+        key: &str,
+        now: Option<u64>,
+        asked: (u64, impl redis::ToRedisArgs),
+    ) -> ScriptCall {
         let mut args = Cmd::new();
         match now {
             Some(now) => args.arg(now),
             None => args.arg(""),
         };
-        args.arg(cost)
-            .arg(match mode {
-                Mode::Peek => 0u8,
-                Mode::Record => 1,
-                Mode::RecordAlways => 2,
-            })
+        args.arg(asked.0)
+            .arg(asked.1)
             .arg(if now.is_some() { EXPLICIT_TTL_MS } else { 0 })
             .arg(&self.shape.args);
-        Some(ScriptCall {
+        ScriptCall {
             script,
             keys: self.redis_keys(key),
             args,
-        })
+        }
+    }
+
+    /// The script call settling `key`'s request of `receipt` to `cost` at
+    /// `now` (microseconds, or Redis's `TIME`): the units refunded or
+    /// charged, and the request's time after the rates. `None` when there
+    /// is nothing to settle (the cost it was counted for, or `none`, which
+    /// counts nothing).
+    fn settle_call(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        receipt: Receipt,
+        cost: u64,
+    ) -> Result<Option<ScriptCall>, StoreError> {
+        let Some(script) = settle_script_for(self.rule.algorithm()) else {
+            return Ok(None);
+        };
+        let (how, units) = match cost.cmp(&receipt.cost) {
+            Compared::Equal => return Ok(None),
+            Compared::Less => ("refund", receipt.cost - cost),
+            Compared::Greater => match &self.shape.uncharged {
+                Some(why) => return Err(StoreError::new(why.clone())),
+                None => ("charge", cost - receipt.cost),
+            },
+        };
+        let mut call = self.call_of(script, key, now, (units.min(MOST_SETTLED), how));
+        call.args.arg(receipt.at / 1000);
+        Ok(Some(call))
     }
 
     /// The verdict of a rule of `none`: the core's, without Redis.
@@ -228,9 +269,14 @@ impl RedisStore {
         }
     }
 
-    /// The verdict in the script's answer.
-    pub(crate) fn answer(&self, packed: &[u8]) -> Result<Verdict, StoreError> {
-        verdict(&unpack(packed)?, self.shape.key_count_rates())
+    /// The verdict in the script's answer to a decision in `mode`: one
+    /// that records carries the time Redis decided at, its receipt's.
+    pub(crate) fn answer(&self, packed: &[u8], mode: Mode) -> Result<Verdict, StoreError> {
+        let mut verdict = verdict(&unpack(packed)?, self.shape.key_count_rates())?;
+        if !mode.records() {
+            verdict.decided_at = None;
+        }
+        Ok(verdict)
     }
 
     /// The connection's identity: stores deciding on one connection share
@@ -257,7 +303,11 @@ impl RedisStore {
     ) -> Verdict {
         let decided = &self.connection.health.local_decisions;
         decided.fetch_add(1, Ordering::Relaxed);
-        local.verdict(key, None, cost, mode)
+        Verdict {
+            // What this process counted is not in Redis: nothing to settle there.
+            decided_at: None,
+            ..local.verdict(key, None, cost, mode)
+        }
     }
 
     /// The local decision while the circuit is open, when an unreachable
@@ -431,6 +481,19 @@ pub(crate) struct ScriptCall {
 }
 
 impl ScriptCall {
+    /// The `EVALSHA` of this call, and its script.
+    fn command(self) -> (&'static Lua, Cmd) {
+        let mut command = redis::cmd("EVALSHA");
+        command
+            .arg(self.script.script.get_hash())
+            .arg(self.keys.len())
+            .arg(&self.keys);
+        for arg in self.argv() {
+            command.arg(arg);
+        }
+        (self.script, command)
+    }
+
     /// The arguments, each as Redis receives it.
     pub fn argv(&self) -> impl Iterator<Item = &[u8]> {
         self.args.args_iter().filter_map(|arg| match arg {
@@ -454,6 +517,18 @@ pub(crate) async fn query_loaded<T: FromRedisValue>(
         }
         answered => answered,
     }
+}
+
+/// `now` in nanoseconds as the scripts' microseconds, floored; an error past
+/// their range.
+fn micros(now: u64) -> Result<u64, StoreError> {
+    let micros = now / 1000;
+    if u128::from(micros) >= EXACT / 2 {
+        return Err(StoreError::new(format!(
+            "{now} ns is past the Redis store's time range (2^52 microseconds)"
+        )));
+    }
+    Ok(micros)
 }
 
 /// A duration the script gave as (microseconds, nanosecond adjustment).
@@ -489,7 +564,8 @@ fn unpack(packed: &[u8]) -> Result<Vec<i64>, StoreError> {
         .collect()
 }
 
-/// The verdict from the script's answer: `now`, then a row per rate.
+/// The verdict from the script's answer: the time decided at (us), then a
+/// row per rate.
 fn verdict(answer: &[i64], rates: usize) -> Result<Verdict, StoreError> {
     if answer.len() != 1 + rates * ROW {
         return Err(StoreError::new(format!(
@@ -521,7 +597,7 @@ fn verdict(answer: &[i64], rates: usize) -> Result<Verdict, StoreError> {
     Ok(Verdict {
         decision,
         per_rate,
-        decided_at: None,
+        decided_at: u64::try_from(answer[0]).ok().map(|us| us * 1000),
     })
 }
 
@@ -585,13 +661,38 @@ impl Store for RedisStore {
         cost: u64,
         mode: Mode,
     ) -> Result<Verdict, StoreError> {
-        let micros = now / 1000;
-        if u128::from(micros) >= EXACT / 2 {
-            return Err(StoreError::new(format!(
-                "{now} ns is past the Redis store's time range (2^52 microseconds)"
-            )));
+        self.call(key, Some(micros(now)?), cost, mode).await
+    }
+
+    /// Settles the request of `receipt` (which Redis admitted) to `cost`,
+    /// at `now` (nanoseconds, floored to the microsecond) or Redis's
+    /// `TIME`, in one script call doing the core's refund or charge on
+    /// every rate ([`Rule::settle`]): the sliding log's entry of the
+    /// receipt's time, a window's count while it still weighs, a bucket's
+    /// level; a charge past the limit is the debt the core records. A
+    /// refund then forgets the key's denial in this instance's deny cache,
+    /// which it may have made stale (another instance's cache holds its
+    /// denial until the retry time Redis answered it, at most).
+    async fn settle(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        receipt: Receipt,
+        cost: u64,
+    ) -> Result<(), StoreError> {
+        let now = now.map(micros).transpose()?;
+        let Some(call) = self.settle_call(key, now, receipt, cost)? else {
+            return Ok(());
+        };
+        let (script, command) = call.command();
+        let settled = self
+            .connection
+            .run(|conn| query_loaded::<()>(conn, script, command))
+            .await;
+        if cost < receipt.cost {
+            self.denials.forget(key);
         }
-        self.call(key, Some(micros), cost, mode).await
+        settled
     }
 
     /// Stores on one connection share a round trip.

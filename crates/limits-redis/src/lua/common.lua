@@ -70,3 +70,20 @@ local function save_counters(states, fields, resets, floor)
   end
   redis.call('SET', KEYS[1], struct.pack(string.rep('<d', #parts), unpack(parts)), 'PX', ttl_ms(longest, floor))
 end
+
+-- The buckets' settled levels: a level d (us times L: a debt, or a queue)
+-- set at t as q * L + r.
+local function set_level(p, s, t, d)
+  local q, r = divmod(d, p.L)
+  s.q, s.r = t + q, r
+end
+
+-- The level d after a charge of units: d + units * W, at most 2 L W (what
+-- the store checked stays below 2^53), compared so that nothing passes it.
+local function charged(d, units, p)
+  local most = 2 * p.L * p.W
+  if d >= most then return most end
+  local add = math.min(units, 2 * p.L) * p.W
+  if add > most - d then return most end
+  return d + add
+end

@@ -3,24 +3,23 @@
 -- ARGV: now (us, or '' for Redis TIME), cost, record (1), peek (0) or
 -- record a denial too (2: A.record_denied, where the limiter has one),
 -- the ttl floor in ms, the number of rates n, then n x (L, W in us, burst).
--- Returns now, then per rate: allowed, remaining, never, retry us, retry adj,
--- reset us, reset adj, refill us, refill adj, delay us, delay adj; packed as
+-- Returns the time decided at (now, or a state's later time: what the
+-- request's receipt names), then per rate: allowed, remaining, never, retry
+-- us, retry adj, reset us, reset adj, refill us, refill adj, delay us, delay
+-- adj; packed as
 -- little-endian doubles (exact integers) in one string, which costs Redis
 -- half what an array of integers does (BENCHMARKS.md).
 local cost = tonumber(ARGV[2])
 local record = ARGV[3] ~= '0'
 local always = ARGV[3] == '2'
-local floor = tonumber(ARGV[4])
-local n = tonumber(ARGV[5])
-local P = {}
-for i = 1, n do
-  local b = 5 + (i - 1) * 3
-  P[i] = {L = tonumber(ARGV[b + 1]), W = tonumber(ARGV[b + 2]), B = tonumber(ARGV[b + 3])}
-end
 
 local S = A.load(P, n)
 local T = {}
-for i = 1, n do T[i] = A.advance(P[i], S[i], now, i) end
+local at = now
+for i = 1, n do
+  T[i] = A.advance(P[i], S[i], now, i)
+  if T[i] > at then at = T[i] end
+end
 local allowed = true
 if cost > 0 then
   for i = 1, n do
@@ -31,7 +30,7 @@ if cost > 0 then
   end
 end
 
-local out = {now}
+local out = {at}
 local resets = {}
 local recorded = false
 for i = 1, n do

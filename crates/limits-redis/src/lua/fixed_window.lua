@@ -35,3 +35,19 @@ function A.reset(p, s, t)
   if s.count == 0 then return ZERO end
   return us((s.index + 1) * p.W - t)
 end
+
+-- Settling (settle.lua), as the core's refund and charge: a refund takes
+-- from the count of the request's window while it is the state's; a charge
+-- counts up to the limit, as a counted denial does.
+function A.refund(p, s, t, at, units)
+  if divmod(at, p.W) ~= s.index or s.count == 0 then return false end
+  s.count = s.count - math.min(units, s.count)
+  return true
+end
+
+function A.charge(p, s, t, units) A.record_denied(p, s, t, units) end
+
+-- A settled key lives to its window's end, as a key written by the decision
+-- that starts a window does: fixed_window_1.lua keeps that expiry (KEEPTTL)
+-- on later writes in the window, whatever the count.
+function A.hold(p, s, t) return us((s.index + 1) * p.W - t) end

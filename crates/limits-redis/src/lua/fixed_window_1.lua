@@ -37,4 +37,4 @@ if (allowed == 1 and cost > 0 and record) or counted then
 end
 local reset, refill = 0, 0
 if count > 0 then reset, refill = left, left end
-return struct.pack(ANSWER, now, allowed, L - count, never, retry, 0, reset, 0, refill, 0, 0, 0)
+return struct.pack(ANSWER, t, allowed, L - count, never, retry, 0, reset, 0, refill, 0, 0, 0)

@@ -4,7 +4,9 @@
 -- (BENCHMARKS.md). Same ARGV and answer as driver.lua with n = 1; the same
 -- arithmetic as the limiter's general functions, which stay the reference
 -- for rules of several rates (the conformance suite runs both).
--- The answer: its 12 numbers packed as little-endian doubles in one string.
+-- The answer: its 12 numbers packed as little-endian doubles in one string,
+-- the first the time decided at (the state's later time, if a window or
+-- the log holds one: what the request's receipt names).
 local ANSWER = '<d<d<d<d<d<d<d<d<d<d<d<d'
 -- ceil(x * 1000 / d) nanoseconds for x scaled by d, as (us, adj).
 local function ceil_ns(x, d)

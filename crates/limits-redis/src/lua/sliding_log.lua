@@ -1,6 +1,8 @@
 -- Sliding log, exact, for a rule of any number of rates: per rate, one
 -- string key (KEYS[i]) holding a ring buffer of the admitted requests.
 -- Rules of one rate run sliding_log_1.lua instead: keep the two in step.
+-- This file is the ring's functions: sliding_log_decide.lua decides with
+-- them, sliding_log_settle.lua settles.
 -- ARGV and answer as driver.lua's: now (us, or '' for Redis TIME), cost,
 -- record (1; 2 records a denial too, which a log does not keep) or peek
 -- (0), the ttl floor in ms, n, then n x (L, W in us, burst); the answer
@@ -70,6 +72,14 @@ local function load(i)
   return s
 end
 
+-- The time of an entry written as time modulo 256^v: every live entry
+-- lies in (newest - W, newest].
+local function unwrap(s, time)
+  local back = s.low - time
+  if back < 0 then back = back + s.P end
+  return s.newest - back
+end
+
 -- The j-th oldest entry (0-based): its time and running total.
 local function entry(s, j)
   local pos = s.head + j
@@ -81,9 +91,7 @@ local function entry(s, j)
   else
     time, total = struct.unpack(s.fmt, redis.call('GETRANGE', s.key, at, at + s.E - 1))
   end
-  local back = s.low - time
-  if back < 0 then back = back + s.P end
-  return s.newest - back, total
+  return unwrap(s, time), total
 end
 
 -- Expiry at now: drops the entries at or before t - W, where t is now or
@@ -146,19 +154,33 @@ local function unit_time(s, k)
   return (entry(s, lo))
 end
 
+-- The live entries' bytes, oldest first (the ring unrolled).
+local function live_bytes(s)
+  if s.count == 0 then return '' end
+  local first = math.min(s.count, s.cap - s.head)
+  local at = HEADER + s.head * s.E
+  local live = redis.call('GETRANGE', s.key, at, at + first * s.E - 1)
+  if first < s.count then
+    live = live .. redis.call('GETRANGE', s.key, HEADER, HEADER + (s.count - first) * s.E - 1)
+  end
+  return live
+end
+
 -- Rewrites the key with room for `size` entries, the live ones first.
 local function rebuild(s, size)
-  local live = ''
-  if s.count > 0 then
-    local first = math.min(s.count, s.cap - s.head)
-    local at = HEADER + s.head * s.E
-    live = redis.call('GETRANGE', s.key, at, at + first * s.E - 1)
-    if first < s.count then
-      live = live .. redis.call('GETRANGE', s.key, HEADER, HEADER + (s.count - first) * s.E - 1)
-    end
-  end
+  local live = live_bytes(s)
   redis.call('SET', s.key, string.rep('\0', HEADER) .. live .. string.rep('\0', (size - s.count) * s.E))
   s.head, s.cap, s.raw = 0, size, false
+end
+
+-- The key's expiry: back to full W after its newest entry (at s.t or
+-- before), rounded up, one ms to spare.
+local function expire(s)
+  local ms, r = divmod(s.W, 1000)
+  if r > 0 then ms = ms + 1 end
+  ms = ms + 1
+  if ms < floor then ms = floor end
+  redis.call('PEXPIRE', s.key, ms)
 end
 
 -- Records the admitted cost at s.t, and the key's expiry.
@@ -183,48 +205,6 @@ local function write(s)
   s.total, s.units, s.newest = total, s.units + cost, t
   if s.cap > 16 and s.count < s.cap / 4 then rebuild(s, s.count * 2) end
   redis.call('SETRANGE', s.key, 0, struct.pack(HEAD_FORMAT, t, s.head, s.count, total, s.units))
-  -- Back to full W after its newest entry: rounded up, one ms to spare.
-  local ms, r = divmod(s.W, 1000)
-  if r > 0 then ms = ms + 1 end
-  ms = ms + 1
-  if ms < floor then ms = floor end
-  redis.call('PEXPIRE', s.key, ms)
+  expire(s)
 end
 
-local S = {}
-local allowed = true
-for i = 1, n do
-  local s = load(i)
-  advance(s)
-  S[i] = s
-  if cost > 0 and s.units + cost > s.L then allowed = false end
-end
-
-local out = {now}
-for i = 1, n do
-  local s = S[i]
-  local never, retry = 0, 0
-  if not allowed then
-    if cost > s.L then
-      never = 1
-    elseif s.units + cost > s.L then
-      retry = unit_time(s, s.units + cost - s.L) + s.W - s.t
-      if retry < 0 then retry = 0 end
-    end
-  elseif cost > 0 and record then
-    write(s)
-  end
-  local reset, refill = 0, 0
-  if s.units > 0 then
-    reset = s.newest + s.W - s.t
-    if reset < 0 then reset = 0 end
-    -- One more unit of room when the oldest entry expires.
-    refill = s.oldest + s.W - s.t
-    if refill < 0 then refill = 0 end
-  end
-  local o = #out
-  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6] =
-    allowed and 1 or 0, s.L - s.units, never, retry, 0, reset
-  out[o + 7], out[o + 8], out[o + 9], out[o + 10], out[o + 11] = 0, refill, 0, 0, 0
-end
-return struct.pack(string.rep('<d', #out), unpack(out))

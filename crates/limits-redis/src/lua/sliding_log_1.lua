@@ -148,4 +148,4 @@ if units > 0 then
   refill = oldest + W - t
   if refill < 0 then refill = 0 end
 end
-return struct.pack(ANSWER, now, allowed, L - units, never, retry, 0, reset, 0, refill, 0, 0, 0)
+return struct.pack(ANSWER, t, allowed, L - units, never, retry, 0, reset, 0, refill, 0, 0, 0)

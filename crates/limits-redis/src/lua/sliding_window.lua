@@ -63,3 +63,25 @@ function A.reset(p, s, t)
   if s.prev > 0 then return us(start + p.W - t) end
   return ZERO
 end
+
+-- Settling (settle.lua), as the core's refund and charge: a refund takes
+-- from the count of the request's window while it is the current or the
+-- previous one; a charge counts up to the limit, as a counted denial does.
+function A.refund(p, s, t, at, units)
+  local index = divmod(at, p.W)
+  if index == s.index and s.curr > 0 then
+    s.curr = s.curr - math.min(units, s.curr)
+    return true
+  elseif index + 1 == s.index and s.prev > 0 then
+    s.prev = s.prev - math.min(units, s.prev)
+    return true
+  end
+  return false
+end
+
+function A.charge(p, s, t, units) A.record_denied(p, s, t, units) end
+
+-- A settled key lives to the end of the window after its own, as a key
+-- written by the decision that starts a window does: sliding_window_1.lua
+-- keeps that expiry (KEEPTTL) on later writes in the window.
+function A.hold(p, s, t) return us((s.index + 2) * p.W - t) end

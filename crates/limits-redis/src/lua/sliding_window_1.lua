@@ -84,4 +84,4 @@ if remaining < L then
   local w, adj = wait(remaining + 1)
   if w then refill, refill_adj = w, adj end
 end
-return struct.pack(ANSWER, now, allowed, remaining, never, retry, retry_adj, reset, 0, refill, refill_adj, 0, 0)
+return struct.pack(ANSWER, t, allowed, remaining, never, retry, retry_adj, reset, 0, refill, refill_adj, 0, 0)

@@ -1,11 +1,11 @@
-//! The Redis store on a 3-master Redis Cluster: the conformance suite passes
-//! (every limiter, microsecond traces), and decisions over keys spread across
+//! The Redis store on a 3-master Redis Cluster: the conformance suite and
+//! the settle suite pass (every limiter, microsecond traces), and decisions over keys spread across
 //! every slot never touch two slots at once.
 
 use crate::redis_server;
 
 use limits::{Algorithm, Mode, Rule, Store};
-use limits_conformance::{run_suite, Config};
+use limits_conformance::{check_settle, run_suite, Config};
 use limits_redis::{RedisConnection, RedisOptions, RedisStore};
 use redis_server::RedisCluster;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,28 +20,49 @@ fn options(prefix: String) -> RedisOptions {
     }
 }
 
-#[test]
-fn the_conformance_suite_passes_on_a_cluster() {
-    let cluster = RedisCluster::start();
+/// A store factory on `cluster`, each store under a prefix of its own.
+fn stores_on(
+    cluster: &RedisCluster,
+) -> impl Fn(Rule) -> std::pin::Pin<Box<dyn std::future::Future<Output = RedisStore>>> {
     let url = cluster.url();
     let counter = Arc::new(AtomicU64::new(0));
-    let make = |rule: Rule| {
+    move |rule: Rule| {
         let url = url.clone();
         let n = counter.fetch_add(1, Ordering::Relaxed);
-        async move {
+        Box::pin(async move {
             let connection = RedisConnection::connect(&url, options(format!("c{n}:")))
                 .await
                 .unwrap();
             RedisStore::new(&connection, rule, "r").unwrap()
-        }
-    };
-    let config = Config {
+        })
+    }
+}
+
+/// The suite on a cluster: fewer cases than on one node, the same traces.
+fn cluster_config() -> Config {
+    Config {
         cases: 24,
         time_step: 1000,
         ..Config::default()
-    };
-    if let Err(failure) = run_suite(make, &config) {
+    }
+}
+
+#[test]
+fn the_conformance_suite_passes_on_a_cluster() {
+    let cluster = RedisCluster::start();
+    if let Err(failure) = run_suite(stores_on(&cluster), &cluster_config()) {
         panic!("the store does not conform on a cluster: {failure}");
+    }
+}
+
+#[test]
+fn settling_on_a_cluster_matches_the_models_for_every_limiter() {
+    let cluster = RedisCluster::start();
+    let make = stores_on(&cluster);
+    for algorithm in limits_conformance::ALGORITHMS {
+        if let Err(failure) = check_settle(&make, algorithm, &cluster_config()) {
+            panic!("the store does not settle as the models do on a cluster: {failure}");
+        }
     }
 }
 

@@ -45,3 +45,5 @@ pub(crate) fn config() -> Config {
 }
 
 limits_conformance::store_conformance_tests!(redis(), config());
+
+limits_conformance::store_settle_tests!(redis(), config());
