@@ -19,6 +19,7 @@ mod local_fallback;
 mod new_keys_cap;
 mod redis_store;
 mod sentinel;
+mod settle;
 mod sliding_log_ring;
 mod start_before_redis;
 mod store_full;
