@@ -22,7 +22,7 @@ use crate::method::MethodCase;
 use crate::path::PathError;
 use crate::policy::{FailurePolicy, HttpRule, LayerOptions, Outcome, Policy};
 use crate::prepare::Matched;
-use crate::settle::{settle_by_status, Settlements, Unsettled};
+use crate::settle::{settle_by_response, Settlements, Unsettled};
 use crate::{Key, KeyError, KeyExtractor};
 use bytes::Bytes;
 use http::request::Parts;
@@ -359,7 +359,7 @@ fn fold<S: Store, K>(
     };
     if d.allowed {
         tell(Outcome::Allowed);
-        if !rule.count.is_every_response() {
+        if rule.settles() {
             match receipt {
                 Some(receipt) => passed.unsettled.push(Unsettled {
                     rule: index,
@@ -397,7 +397,7 @@ fn fold<S: Store, K>(
 /// `status`: what they count by it is settled now.
 fn settle_refused<S: Store, K>(in_force: &InForce<S, K>, passed: &mut Passed, status: StatusCode) {
     if !passed.unsettled.is_empty() {
-        settle_by_status(in_force, std::mem::take(&mut passed.unsettled), status).spawn();
+        settle_by_response(in_force, std::mem::take(&mut passed.unsettled), status, None).spawn();
     }
 }
 

@@ -11,7 +11,7 @@
 use crate::in_force::InForce;
 use crate::members::Statuses;
 use crate::respond::{add_headers, LimitedBody};
-use crate::settle::{settle_by_status, Settlements};
+use crate::settle::{settle_by_response, Settlements};
 use http::Response;
 use http_body_util::Either;
 use limits::Store;
@@ -104,7 +104,8 @@ where
                         if !h.unsettled.is_empty() {
                             let unsettled = std::mem::take(&mut h.unsettled);
                             // Decided at once: in memory, settled at once too.
-                            settle_by_status(&h.in_force, unsettled, response.status()).spawn();
+                            let (status, headers) = (response.status(), Some(response.headers()));
+                            settle_by_response(&h.in_force, unsettled, status, headers).spawn();
                         }
                         add_headers(&h.in_force, &h.statuses, h.legacy, response)
                     }

@@ -38,6 +38,9 @@ pub(crate) struct InForce<S, K> {
     /// Each rule's observer ([`Observer::rule_observer`](crate::Observer::rule_observer)), asked for
     /// as the policy is put in force.
     observers: Vec<Option<Box<dyn RuleObserver>>>,
+    /// The response headers the rules read real costs from
+    /// ([`CostFrom`](crate::CostFrom)): the upstream's, never the client's.
+    pub(crate) cost_headers: Vec<http::HeaderName>,
 }
 
 impl<S, K> InForce<S, K> {
@@ -47,10 +50,17 @@ impl<S, K> InForce<S, K> {
             .iter()
             .map(|rule| policy.observer.rule_observer(&rule.name))
             .collect();
+        let mut cost_headers: Vec<http::HeaderName> = Vec::new();
+        for from in policy.rules.iter().filter_map(|rule| rule.cost_from.as_ref()) {
+            if !cost_headers.contains(&from.header) {
+                cost_headers.push(from.header.clone());
+            }
+        }
         InForce {
             policy: Arc::new(policy),
             texts: OnceLock::new(),
             observers,
+            cost_headers,
         }
     }
 

@@ -75,6 +75,7 @@ mod method;
 mod no_client;
 pub use method::STANDARD_METHODS;
 mod path;
+mod cost_from;
 mod policy;
 mod prepare;
 mod problem;
@@ -86,6 +87,7 @@ mod too_many;
 
 pub use body::BodyBudget;
 pub use builder::RateLimitLayerBuilder;
+pub use cost_from::CostFrom;
 pub use client_ip::{
     ClientIp, ClientIpHeader, ResolvedClient, TrustedProxies, DEFAULT_IPV6_PREFIX,
 };

@@ -3,7 +3,7 @@
 //! what to do when the store cannot answer).
 
 use crate::path::fold_case;
-use crate::{BodyBudget, ClientIp, KeyExtractor, KeySpec};
+use crate::{BodyBudget, ClientIp, CostFrom, KeyExtractor, KeySpec};
 use http::Method;
 use limits::Store;
 use std::sync::Arc;
@@ -38,6 +38,10 @@ pub struct HttpRule<S, K = KeySpec> {
     /// only those of some statuses (failed logins), the rest refunded when
     /// the response head arrives.
     pub count: Counts,
+    /// Where the request's real cost is read from its response, if the
+    /// rule settles to it ([`CostFrom`]): `cost` is then the estimate
+    /// counted on arrival.
+    pub cost_from: Option<CostFrom>,
     /// Where the rule's state lives.
     pub store: Arc<S>,
 }
@@ -72,6 +76,7 @@ impl<S, K> HttpRule<S, K> {
             key,
             cost: 1,
             count: Counts::default(),
+            cost_from: None,
             store: Arc::new(store),
         }
     }
@@ -106,6 +111,32 @@ impl<S, K> HttpRule<S, K> {
     pub fn count(mut self, count: Counts) -> HttpRule<S, K> {
         self.count = count;
         self
+    }
+
+    /// Settles each request to the real cost its response gives
+    /// ([`CostFrom`]), counting it at [`cost`](HttpRule::cost) on arrival.
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, Rule};
+    /// use limits_http::{CostFrom, HttpRule, KeySpec};
+    ///
+    /// // Tokens per minute per API key, 500 estimated, at most 10,000 a request.
+    /// let tokens = Rule::new(Algorithm::SlidingLog, "100000/min".parse().unwrap());
+    /// let store = KeyedLimiter::<String>::new(tokens);
+    /// let llm = HttpRule::new("llm", store, "header:x-api-key".parse::<KeySpec>().unwrap())
+    ///     .cost(500)
+    ///     .cost_from(CostFrom::header("x-tokens-used", 10_000).unwrap());
+    /// assert!(llm.settles());
+    /// ```
+    pub fn cost_from(mut self, cost_from: CostFrom) -> HttpRule<S, K> {
+        self.cost_from = Some(cost_from);
+        self
+    }
+
+    /// Whether the rule settles its requests after their response (it
+    /// counts only some statuses, or reads the real cost from it).
+    pub fn settles(&self) -> bool {
+        !self.count.is_every_response() || self.cost_from.is_some()
     }
 
     /// Whether the rule applies to a request.

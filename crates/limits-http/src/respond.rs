@@ -20,7 +20,8 @@ pub(crate) fn ours<B>(r: Response<Full<Bytes>>) -> Response<LimitedBody<B>> {
 }
 
 /// The inner service's `response` with the RateLimit headers of the rules
-/// it passed (`statuses`).
+/// it passed (`statuses`), and without the headers rules read real costs
+/// from ([`CostFrom`](crate::CostFrom)).
 pub(crate) fn add_headers<S: Store, K, B>(
     in_force: &InForce<S, K>,
     statuses: &[Counted],
@@ -28,6 +29,9 @@ pub(crate) fn add_headers<S: Store, K, B>(
     response: Response<B>,
 ) -> Response<LimitedBody<B>> {
     let mut response = response.map(Either::Left);
+    for name in &in_force.cost_headers {
+        response.headers_mut().remove(name);
+    }
     // No rule decided (its store could not): no field to send.
     if statuses.is_empty() {
         return response;

@@ -13,7 +13,7 @@ use crate::no_client::no_client_address;
 use crate::prepare::{prepare, Matched, Prepared};
 use crate::refusals;
 use crate::respond::{add_headers, ours, LimitedBody};
-use crate::settle::settle_by_status;
+use crate::settle::settle_by_response;
 use bytes::Bytes;
 use http::request::Parts;
 use http::{Request, Response};
@@ -200,7 +200,8 @@ where
     drop(held);
     let response = response?;
     if !passed.unsettled.is_empty() {
-        settle_by_status(&in_force, passed.unsettled, response.status())
+        let (status, headers) = (response.status(), Some(response.headers()));
+        settle_by_response(&in_force, passed.unsettled, status, headers)
             .finish()
             .await;
     }

@@ -1,12 +1,15 @@
 //! A rule that counts only some responses (its [`Counts`](crate::Counts))
 //! refunds the requests it admitted when their response head arrives with
-//! a status it does not count: what a request's decision leaves for its
-//! response ([`Unsettled`]), and the refund ([`settle_by_status`]), left
-//! [`Pending`] for a store elsewhere.
+//! a status it does not count, and one that reads the real cost from the
+//! response ([`CostFrom`](crate::CostFrom)) settles them to it: what a
+//! request's decision leaves for its response ([`Unsettled`]), and the
+//! settlement ([`settle_by_response`]), left [`Pending`] for a store
+//! elsewhere.
 
 use crate::in_force::InForce;
 use crate::key::Key;
-use http::StatusCode;
+use crate::policy::HttpRule;
+use http::{HeaderMap, StatusCode};
 use limits::{Receipt, Store};
 use std::future::Future;
 use std::pin::{pin, Pin};
@@ -50,40 +53,71 @@ impl Pending {
     }
 }
 
-/// Refunds each request in `unsettled` whose rule does not count a
-/// response of `status`. A store that settles in this process (memory)
-/// does so at once; any other's settlement is left [`Pending`]. A refund
-/// that fails is logged: the request stays counted.
-pub(crate) fn settle_by_status<S: Store, K>(
+/// Settles each request in `unsettled` by its response, of `status` and
+/// `headers` (none: our own answer): refunded in full when its rule does
+/// not count the status, else to the real cost its rule reads from the
+/// headers ([`CostFrom`](crate::CostFrom)), the estimate it was counted
+/// for when they do not say. A store that settles in this process
+/// (memory) does so at once; any other's settlement is left [`Pending`].
+/// A settlement that fails is logged: the request stays as counted.
+pub(crate) fn settle_by_response<S: Store, K>(
     in_force: &InForce<S, K>,
     unsettled: Settlements,
     status: StatusCode,
+    headers: Option<&HeaderMap>,
 ) -> Pending {
     let mut pending = Vec::new();
     for Unsettled { rule, key, receipt } in unsettled {
         let rule = &in_force.policy.rules[rule];
-        if rule.count.counts(status) {
+        let cost = real_cost(rule, receipt.cost, status, headers);
+        if cost == receipt.cost {
             continue;
         }
         let store = rule.store.clone();
         let name = rule.name.clone();
-        let refund = async move {
-            if let Err(e) = store.settle(key.as_str(), None, receipt, 0).await {
-                tracing::debug!(rule = %name, key = %key, error = %e, "could not refund a request");
+        let settle = async move {
+            if let Err(e) = store.settle(key.as_str(), None, receipt, cost).await {
+                tracing::debug!(rule = %name, key = %key, cost, error = %e, "could not settle a request");
             }
         };
         if rule.store.local().is_some() {
             // In memory: done on the first poll.
-            let mut refund = pin!(refund);
-            let done = refund
+            let mut settle = pin!(settle);
+            let done = settle
                 .as_mut()
                 .poll(&mut Context::from_waker(Waker::noop()));
             if done.is_pending() {
                 tracing::warn!(rule = %rule.name, "an in-process store did not settle at once");
             }
         } else {
-            pending.push(Box::pin(refund) as Settling);
+            pending.push(Box::pin(settle) as Settling);
         }
     }
     Pending(pending)
+}
+
+/// The real cost of a request `rule` counted at `counted`, by its
+/// response: nothing if the rule does not count `status`, else what its
+/// `cost_from` header says, else `counted`.
+fn real_cost<S, K>(
+    rule: &HttpRule<S, K>,
+    counted: u64,
+    status: StatusCode,
+    headers: Option<&HeaderMap>,
+) -> u64 {
+    if !rule.count.counts(status) {
+        return 0;
+    }
+    let Some(from) = &rule.cost_from else {
+        return counted;
+    };
+    match headers.and_then(|headers| from.read(headers)) {
+        Some(cost) => cost,
+        None => {
+            if headers.is_some() {
+                tracing::debug!(rule = %rule.name, header = %from.header, "no cost in the response: the estimate stands");
+            }
+            counted
+        }
+    }
 }

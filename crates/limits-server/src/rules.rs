@@ -180,6 +180,7 @@ pub(crate) fn single(
         key,
         cost,
         count: Default::default(),
+        cost_from: None,
         store: Arc::new(store),
     })
 }

@@ -3,12 +3,15 @@
 //! arrival; one whose response is not of a counted status is refunded when
 //! its head arrives, through the body-keyed path (the rule keyed on the
 //! form's username) and the path decided in the service's call (keyed on
-//! the address), against an upstream answering 401 to a wrong password.
+//! the address), against an upstream answering 401 to a wrong password; on
+//! a real redis-server, the same answers as in memory.
 
 use crate::common;
+use crate::redis_server;
 
 use common::server::Server;
 use common::{raw_exchange, write};
+use redis_server::RedisServer;
 
 const RULES: &str = r#"
 [[rule]]
@@ -39,56 +42,71 @@ async fn login(server: &Server, user: &str, password: &str) -> String {
     answer.lines().next().unwrap_or_default().to_string()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn serve_limits_failed_logins_and_not_successful_ones() {
+/// The logins of the scenario below, on a server of `store` arguments:
+/// every answer's status line, and how many logins reached the upstream.
+async fn failed_logins(store: &[&str]) -> (Vec<String>, usize) {
     let upstream = common::upstream::RecordingUpstream::start();
     let dir = tempfile::tempdir().unwrap();
     let config = write(dir.path(), "rules.toml", RULES);
-    let server = Server::start(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--upstream",
-            &upstream.url,
-        ],
-        false,
-    );
+    let mut args = vec![
+        "--config",
+        config.to_str().unwrap(),
+        "--upstream",
+        &upstream.url,
+    ];
+    args.extend_from_slice(store);
+    let server = Server::start(&args, false);
+    let mut answers = Vec::new();
+    // Ten successful logins, three failed ones and one more of alice's;
+    // two of bob's, then carol's.
+    let logins = [("alice", "right"); 10]
+        .into_iter()
+        .chain([("alice", "wrong"); 3])
+        .chain([("alice", "right")])
+        .chain([("bob", "wrong"); 2])
+        .chain([("carol", "right")]);
+    for (user, password) in logins {
+        answers.push(login(&server, user, password).await);
+    }
+    (answers, upstream.request_lines().len())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_limits_failed_logins_and_not_successful_ones() {
+    let (answers, upstream) = failed_logins(&[]).await;
     // Ten successful logins: none counts, on either rule.
-    for n in 0..10 {
-        assert_eq!(
-            login(&server, "alice", "right").await,
-            "HTTP/1.1 200 OK",
-            "#{n}"
-        );
+    for (n, answer) in answers[..10].iter().enumerate() {
+        assert_eq!(answer, "HTTP/1.1 200 OK", "#{n}");
     }
     // Three failed ones pass (and count)...
-    for n in 0..3 {
-        assert_eq!(
-            login(&server, "alice", "wrong").await,
-            "HTTP/1.1 401 Unauthorized",
-            "#{n}"
-        );
+    for (n, answer) in answers[10..13].iter().enumerate() {
+        assert_eq!(answer, "HTTP/1.1 401 Unauthorized", "#{n}");
     }
     // ...the fourth is refused before the upstream, even with the right
     // password: the account has used its failures.
-    assert_eq!(
-        login(&server, "alice", "right").await,
-        "HTTP/1.1 429 Too Many Requests"
-    );
+    assert_eq!(answers[13], "HTTP/1.1 429 Too Many Requests");
     // Another account from the same address: its own three failures, but
     // the address has failed five times after two more.
-    for n in 0..2 {
-        assert_eq!(
-            login(&server, "bob", "wrong").await,
-            "HTTP/1.1 401 Unauthorized",
-            "#{n}"
-        );
+    for (n, answer) in answers[14..16].iter().enumerate() {
+        assert_eq!(answer, "HTTP/1.1 401 Unauthorized", "#{n}");
     }
     assert_eq!(
-        login(&server, "carol", "right").await,
-        "HTTP/1.1 429 Too Many Requests",
+        answers[16], "HTTP/1.1 429 Too Many Requests",
         "five failures from one address"
     );
     // The upstream saw 10 + 3 + 2 logins, not the refused ones.
-    assert_eq!(upstream.request_lines().len(), 15);
+    assert_eq!(upstream, 15);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_on_redis_counts_failed_logins_as_memory_does() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let in_memory = failed_logins(&[]).await;
+    // Each refund is made before the response goes out: the next login,
+    // sent as soon as it arrives, finds it settled.
+    let on_redis = failed_logins(&["--store", &url]).await;
+    assert_eq!(on_redis, in_memory);
+    let keys = redis.integer(&["DBSIZE"]);
+    assert!(keys >= 1, "the rules' keys are in Redis: {keys}");
 }

@@ -87,6 +87,7 @@ async fn a_custom_extractors_keys_never_meet_the_built_in_ones() {
         key,
         cost: 1,
         count: Default::default(),
+        cost_from: None,
         store: shared.clone(),
     };
     let a = rule("by-ip", "/a", Arc::new(KeySpec::ip()));

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod cost_from;
 mod count_statuses;
 mod empty_ratelimit_fields;
 mod examples;

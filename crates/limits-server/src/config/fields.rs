@@ -9,7 +9,7 @@ use super::Problems;
 use crate::store::{RuleStore, StoreKind, StoreOptions};
 use http::Method;
 use limits::{parse_duration, Rate, RateError, Rates, Rule, DEFAULT_WINDOW};
-use limits_http::{Counts, KeySpec, Missing, Normalize, NormalizeStep, STANDARD_METHODS};
+use limits_http::{CostFrom, Counts, KeySpec, Missing, Normalize, NormalizeStep, STANDARD_METHODS};
 use serde_spanned::Spanned;
 use std::ops::Range;
 
@@ -286,16 +286,90 @@ pub(super) fn counts(count: Spanned<RawCount>, p: &mut Problems<'_>) -> Counts {
     counts
 }
 
-/// A rule that counts only some responses refunds the others: its store
-/// must be able to (`count` is the `count` table's span).
-pub(super) fn check_settles(store: &RuleStore, count: &Range<usize>, p: &mut Problems<'_>) {
+/// A rule that counts only some responses refunds the others, and one
+/// that reads the real cost from the response settles to it: its store
+/// must be able to (`field` names the key, at `span`).
+pub(super) fn check_settles(
+    store: &RuleStore,
+    (field, span): (&str, &Range<usize>),
+    p: &mut Problems<'_>,
+) {
     if !matches!(store, RuleStore::Memory(_) | RuleStore::Redis(_)) {
         p.add(
-            count,
+            span,
             format!(
-                "count refunds requests after their response, which the {} store cannot do yet: use store = \"memory\" for this rule",
+                "{field} settles requests after their response, which the {} store cannot do yet: use store = \"memory\" for this rule",
                 store.kind()
             ),
         );
+    }
+}
+
+/// `cost_from = "header:NAME"` and its `max_cost = N`: the real cost read
+/// from the upstream's response header, at most N, settled from the
+/// estimate `cost` (its value and span) counted on arrival. Each problem
+/// on its own line; `None` without `cost_from`, or with a problem.
+pub(super) fn cost_from(
+    from: Option<Spanned<String>>,
+    max: Option<Spanned<Whole>>,
+    (cost, cost_span): (u64, &Range<usize>),
+    p: &mut Problems<'_>,
+) -> Option<CostFrom> {
+    let Some(from) = from else {
+        if let Some(max) = max {
+            p.add(
+                &max.span(),
+                "max_cost caps the cost read by cost_from: add cost_from = \"header:NAME\", or leave max_cost out",
+            );
+        }
+        return None;
+    };
+    let before = p.found.len();
+    let name = match from.get_ref().strip_prefix("header:") {
+        Some(name) if !name.is_empty() => name,
+        _ => {
+            let problem = format!(
+                "cost_from {:?} is not \"header:NAME\" (the upstream's response header with the real cost)",
+                from.get_ref()
+            );
+            p.add(&from.span(), problem);
+            ""
+        }
+    };
+    let max = match max {
+        None => {
+            p.add(
+                &from.span(),
+                "cost_from needs max_cost = N: the most one request is settled to, whatever the header says",
+            );
+            0
+        }
+        Some(max) => {
+            let most = max.get_ref().0;
+            if most == 0 {
+                p.add(&max.span(), "max_cost is 0: every request would cost nothing");
+            } else if most < cost {
+                let problem = format!("max_cost {most} is below the estimate cost = {cost}");
+                p.add(&max.span(), problem);
+            }
+            most
+        }
+    };
+    if cost == 0 {
+        p.add(
+            cost_span,
+            "cost_from settles each request from the estimate cost counted on arrival: cost must be 1 or more",
+        );
+    }
+    if p.found.len() != before {
+        return None;
+    }
+    match CostFrom::header(name, max) {
+        Ok(cost_from) => Some(cost_from),
+        Err(_) => {
+            let problem = format!("cost_from: {name:?} is not a header name");
+            p.add(&from.span(), problem);
+            None
+        }
     }
 }

@@ -35,6 +35,8 @@ pub(super) struct RawRule {
     pub burst: Option<Spanned<Whole>>,
     pub store: Option<Spanned<String>>,
     pub count: Option<Spanned<RawCount>>,
+    pub cost_from: Option<Spanned<String>>,
+    pub max_cost: Option<Spanned<Whole>>,
 }
 
 /// `count = { status = [401, 403] }`, or `unless_status`, or both.

@@ -32,6 +32,7 @@ pub fn rule<S>(name: &str, path: &str, key: &str, store: Arc<S>) -> HttpRule<S> 
         key: key.parse::<KeySpec>().unwrap(),
         cost: 1,
         count: Default::default(),
+        cost_from: None,
         store,
     }
 }

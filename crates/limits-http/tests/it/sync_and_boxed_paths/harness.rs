@@ -124,6 +124,7 @@ pub async fn run(defs: &[Def], options: &LayerOptions, at_once: &[bool], script:
                 .with_missing(Missing::Reject),
             cost: 1,
             count: Default::default(),
+            cost_from: None,
             store: store.clone(),
         })
         .collect();
