@@ -31,6 +31,7 @@ mod security_recipes;
 mod serve;
 mod serve_client;
 mod serve_connections;
+mod serve_cost_from;
 mod serve_count_failed;
 mod serve_key_floods;
 mod serve_metrics_counts;

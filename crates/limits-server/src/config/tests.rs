@@ -164,6 +164,18 @@ fn count_keeps_the_statuses_a_rule_counts_by() {
 }
 
 #[test]
+fn cost_from_keeps_the_header_and_its_maximum() {
+    let text = "[[rule]]\nname = \"llm\"\nrates = \"100000/m\"\ncost = 500\ncost_from = \"header:X-Tokens-Used\"\nmax_cost = 10000\n";
+    let rules = super::parse(text, "c.toml", &StoreOptions::default()).expect("valid");
+    let want = limits_http::CostFrom::header("x-tokens-used", 10_000).unwrap();
+    assert_eq!(rules[0].cost_from, Some(want));
+    assert_eq!(rules[0].cost, 500);
+    let plain = "[[rule]]\nname = \"api\"\nrates = \"3/m\"\n";
+    let rules = super::parse(plain, "c.toml", &StoreOptions::default()).expect("valid");
+    assert_eq!(rules[0].cost_from, None);
+}
+
+#[test]
 fn load_names_the_file_it_could_not_read() {
     let dir = tempfile::tempdir().expect("temp dir");
     let missing = dir.path().join("nope.toml");

@@ -1,7 +1,9 @@
 //! A raw upstream for proxy tests: a TCP listener on 127.0.0.1 that records
 //! the bytes of every request it receives and answers each with a small 200,
 //! so that a test can assert exactly what the upstream saw; a login whose
-//! body says `password=wrong` gets a 401, as a login page answers it.
+//! body says `password=wrong` gets a 401, as a login page answers it, and
+//! a request with `x-answer-tokens: N` an `x-tokens-used: N` header, as an
+//! LLM API reports what an answer used.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -57,8 +59,9 @@ fn answer(mut stream: TcpStream, seen: &Mutex<Vec<String>>) {
             } else {
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok"
             };
+            let reply = with_tokens_used(reply, &text);
             seen.lock().unwrap().push(text);
-            if stream.write_all(reply).is_err() {
+            if stream.write_all(&reply).is_err() {
                 return;
             }
         }
@@ -67,6 +70,25 @@ fn answer(mut stream: TcpStream, seen: &Mutex<Vec<String>>) {
             Ok(n) => buffer.extend_from_slice(&chunk[..n]),
         }
     }
+}
+
+/// `reply` with `x-tokens-used: N` after its status line when the request
+/// asks for it with `x-answer-tokens: N`, as an LLM API reports the tokens
+/// an answer used.
+fn with_tokens_used(reply: &[u8], request: &str) -> Vec<u8> {
+    let asked = request.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("x-answer-tokens")
+            .then(|| value.trim().to_string())
+    });
+    let Some(tokens) = asked else {
+        return reply.to_vec();
+    };
+    let line_end = reply.windows(2).position(|w| w == b"\r\n").unwrap_or(0) + 2;
+    let mut out = reply[..line_end].to_vec();
+    out.extend_from_slice(format!("x-tokens-used: {tokens}\r\n").as_bytes());
+    out.extend_from_slice(&reply[line_end..]);
+    out
 }
 
 /// Where the first complete request in `buffer` ends: its head, plus a

@@ -359,3 +359,50 @@ fn count_names_real_statuses_and_at_least_one_list() {
         assert_problem(&rule_with(more), line, phrase);
     }
 }
+
+#[test]
+fn cost_from_names_a_response_header_and_a_maximum_at_least_the_estimate() {
+    let bad = [
+        (
+            "cost_from = \"x-tokens-used\"\nmax_cost = 10\n",
+            4,
+            "cost_from \"x-tokens-used\" is not \"header:NAME\"",
+        ),
+        (
+            "cost_from = \"header:\"\nmax_cost = 10\n",
+            4,
+            "is not \"header:NAME\"",
+        ),
+        (
+            "cost_from = \"header:x tokens\"\nmax_cost = 10\n",
+            4,
+            "cost_from: \"x tokens\" is not a header name",
+        ),
+        (
+            "cost_from = \"header:x-tokens-used\"\n",
+            4,
+            "cost_from needs max_cost = N",
+        ),
+        ("max_cost = 10\n", 4, "max_cost caps the cost read by cost_from"),
+        (
+            "cost = 5\ncost_from = \"header:x-tokens-used\"\nmax_cost = 4\n",
+            6,
+            "max_cost 4 is below the estimate cost = 5",
+        ),
+        (
+            "cost_from = \"header:x-tokens-used\"\nmax_cost = 0\n",
+            5,
+            "max_cost is 0",
+        ),
+        (
+            "cost = 0\ncost_from = \"header:x-tokens-used\"\nmax_cost = 9\n",
+            4,
+            "cost must be 1 or more",
+        ),
+        ("cost_from = 5\nmax_cost = 9\n", 4, "invalid type"),
+        ("max_cost = -1\ncost_from = \"header:a\"\n", 4, "whole number"),
+    ];
+    for (more, line, phrase) in bad {
+        assert_problem(&rule_with(more), line, phrase);
+    }
+}
