@@ -397,7 +397,13 @@ fn fold<S: Store, K>(
 /// `status`: what they count by it is settled now.
 fn settle_refused<S: Store, K>(in_force: &InForce<S, K>, passed: &mut Passed, status: StatusCode) {
     if !passed.unsettled.is_empty() {
-        settle_by_response(in_force, std::mem::take(&mut passed.unsettled), status, None).spawn();
+        settle_by_response(
+            in_force,
+            std::mem::take(&mut passed.unsettled),
+            status,
+            None,
+        )
+        .spawn();
     }
 }
 

@@ -51,7 +51,11 @@ impl<S, K> InForce<S, K> {
             .map(|rule| policy.observer.rule_observer(&rule.name))
             .collect();
         let mut cost_headers: Vec<http::HeaderName> = Vec::new();
-        for from in policy.rules.iter().filter_map(|rule| rule.cost_from.as_ref()) {
+        for from in policy
+            .rules
+            .iter()
+            .filter_map(|rule| rule.cost_from.as_ref())
+        {
             if !cost_headers.contains(&from.header) {
                 cost_headers.push(from.header.clone());
             }

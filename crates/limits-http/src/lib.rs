@@ -74,8 +74,8 @@ mod members;
 mod method;
 mod no_client;
 pub use method::STANDARD_METHODS;
-mod path;
 mod cost_from;
+mod path;
 mod policy;
 mod prepare;
 mod problem;
@@ -87,10 +87,10 @@ mod too_many;
 
 pub use body::BodyBudget;
 pub use builder::RateLimitLayerBuilder;
-pub use cost_from::CostFrom;
 pub use client_ip::{
     ClientIp, ClientIpHeader, ResolvedClient, TrustedProxies, DEFAULT_IPV6_PREFIX,
 };
+pub use cost_from::CostFrom;
 pub use future::ResponseFuture;
 pub use in_force::PolicyHandle;
 pub use key::{

@@ -25,6 +25,13 @@
 //! can hold the unit a denial waits for: none when every cost is one)
 //! whatever the limit or the cost.
 //!
+//! A granted request can be settled once its outcome is known
+//! ([`Store::settle`](limits::Store::settle), with the receipt of
+//! [`Verdict::receipt`](limits::Verdict::receipt): the time Redis decided
+//! at): one more script call refunds it or charges the rest, exactly as the
+//! core does on every rate (the settle suite holds it to the models). A
+//! refund forgets the key's denial in this instance's deny cache.
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use limits::{Algorithm, Mode, Rule, Store};
@@ -35,6 +42,8 @@
 //! let store = RedisStore::new(&connection, rule, "api")?;
 //! let verdict = store.decide("alice", 1, Mode::Record).await?;
 //! assert!(verdict.decision.allowed);
+//! // It failed upstream: it costs nothing after all.
+//! store.settle("alice", None, verdict.receipt(1).expect("admitted"), 0).await?;
 //! # Ok(())
 //! # }
 //! ```

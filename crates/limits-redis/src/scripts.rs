@@ -104,15 +104,12 @@ static LEAKY_BUCKET_1: LazyLock<Lua> = one_rate_script!("leaky_bucket_1.lua");
 
 // Settling a request, any number of rates (settle.lua): rare beside
 // decisions, so one general script per limiter.
-static SETTLE_FIXED_WINDOW: LazyLock<Lua> =
-    limiter_script!("fixed_window.lua", "lua/settle.lua");
+static SETTLE_FIXED_WINDOW: LazyLock<Lua> = limiter_script!("fixed_window.lua", "lua/settle.lua");
 static SETTLE_SLIDING_LOG: LazyLock<Lua> = sliding_log_script!("sliding_log_settle.lua");
-static SETTLE_TOKEN_BUCKET: LazyLock<Lua> =
-    limiter_script!("token_bucket.lua", "lua/settle.lua");
+static SETTLE_TOKEN_BUCKET: LazyLock<Lua> = limiter_script!("token_bucket.lua", "lua/settle.lua");
 static SETTLE_SLIDING_WINDOW: LazyLock<Lua> =
     limiter_script!("sliding_window.lua", "lua/settle.lua");
-static SETTLE_LEAKY_BUCKET: LazyLock<Lua> =
-    limiter_script!("leaky_bucket.lua", "lua/settle.lua");
+static SETTLE_LEAKY_BUCKET: LazyLock<Lua> = limiter_script!("leaky_bucket.lua", "lua/settle.lua");
 
 /// Every limiter's script above as a function of its keys and arguments,
 /// by its SHA1, and the driver that decides a request's decisions in one

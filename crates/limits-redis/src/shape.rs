@@ -163,8 +163,7 @@ mod tests {
     #[test]
     fn a_leaky_bucket_whose_debt_could_pass_2_pow_53_decides_but_is_not_charged() {
         let rule = |burst| {
-            Rule::new(Algorithm::LeakyBucket, "1000000/1000000s".parse().unwrap())
-                .with_burst(burst)
+            Rule::new(Algorithm::LeakyBucket, "1000000/1000000s".parse().unwrap()).with_burst(burst)
         };
         let small_burst = Shape::new(&rule(1)).unwrap();
         assert!(small_burst.uncharged.unwrap().contains("2^53"));

@@ -198,7 +198,7 @@ fn rule_config(
         p.add(&cost_span, e.message("cost"));
     }
     let cost_from_span = raw.cost_from.as_ref().map(Spanned::span);
-    let cost_from = fields::cost_from(raw.cost_from, raw.max_cost, (cost, &cost_span), p);
+    let cost_from = fields::cost_from(raw.cost_from, raw.max_cost, cost, p);
     let (Some(rule), Some(key)) = (rule, key) else {
         return None;
     };

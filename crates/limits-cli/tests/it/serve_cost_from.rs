@@ -7,8 +7,8 @@
 use crate::common;
 use crate::redis_server;
 
+use common::raw_exchange;
 use common::server::Server;
-use common::{raw_exchange, write};
 use redis_server::RedisServer;
 
 const RULES: &str = r#"
@@ -45,16 +45,7 @@ async fn call(server: &Server, tokens: Option<u64>) -> (String, String, bool) {
 /// The calls below on a server of `store` arguments.
 async fn calls(store: &[&str]) -> Vec<(String, String, bool)> {
     let upstream = common::upstream::RecordingUpstream::start();
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(dir.path(), "rules.toml", RULES);
-    let mut args = vec![
-        "--config",
-        config.to_str().unwrap(),
-        "--upstream",
-        &upstream.url,
-    ];
-    args.extend_from_slice(store);
-    let server = Server::start(&args, false);
+    let (server, _rules) = Server::with_rules(RULES, &upstream.url, store);
     let mut answers = Vec::new();
     for tokens in [Some(30), Some(700), None, Some(500), Some(1)] {
         answers.push(call(&server, tokens).await);

@@ -9,8 +9,8 @@
 use crate::common;
 use crate::redis_server;
 
+use common::raw_exchange;
 use common::server::Server;
-use common::{raw_exchange, write};
 use redis_server::RedisServer;
 
 const RULES: &str = r#"
@@ -46,16 +46,7 @@ async fn login(server: &Server, user: &str, password: &str) -> String {
 /// every answer's status line, and how many logins reached the upstream.
 async fn failed_logins(store: &[&str]) -> (Vec<String>, usize) {
     let upstream = common::upstream::RecordingUpstream::start();
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(dir.path(), "rules.toml", RULES);
-    let mut args = vec![
-        "--config",
-        config.to_str().unwrap(),
-        "--upstream",
-        &upstream.url,
-    ];
-    args.extend_from_slice(store);
-    let server = Server::start(&args, false);
+    let (server, _rules) = Server::with_rules(RULES, &upstream.url, store);
     let mut answers = Vec::new();
     // Ten successful logins, three failed ones and one more of alice's;
     // two of bob's, then carol's.

@@ -71,8 +71,8 @@ local function save_counters(states, fields, resets, floor)
   redis.call('SET', KEYS[1], struct.pack(string.rep('<d', #parts), unpack(parts)), 'PX', ttl_ms(longest, floor))
 end
 
--- The buckets' settled levels: a level d (us times L: a debt, or a queue)
--- set at t as q * L + r.
+-- The buckets' settled levels (settle.lua), as the core's refunded and
+-- charged: a level d (us times L: a debt, or a queue) set at t as q * L + r.
 local function set_level(p, s, t, d)
   local q, r = divmod(d, p.L)
   s.q, s.r = t + q, r
@@ -86,4 +86,21 @@ local function charged(d, units, p)
   local add = math.min(units, 2 * p.L) * p.W
   if add > most - d then return most end
   return d + add
+end
+
+-- A bucket's settling, on its level at t (`level`: its debt, or its
+-- queue): a refund lowers the level by units (at most `most(p)`, the most
+-- a request is counted for), never below empty; a charge raises it, at
+-- most 2 L W; a settled key lives until the bucket is full again.
+local function settles_by_level(A, level, most)
+  function A.refund(p, s, t, at, units)
+    local d = level(p, s, t)
+    if d == 0 then return false end
+    set_level(p, s, t, d - math.min(d, math.min(units, most(p)) * p.W))
+    return true
+  end
+  function A.charge(p, s, t, units)
+    set_level(p, s, t, charged(level(p, s, t), units, p))
+  end
+  A.hold = A.reset
 end

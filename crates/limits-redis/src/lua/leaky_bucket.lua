@@ -45,18 +45,6 @@ end
 
 function A.reset(p, s, t) return ceil_ns(queued(p, s, t), p.L) end
 
--- Settling (settle.lua), as the core's refunded and charged levels: a
--- refund shortens the queue by units, never below empty; a charge
--- lengthens it by units, to at most 2 L units (2 L W, in us times L).
-function A.refund(p, s, t, at, units)
-  local d = queued(p, s, t)
-  if d == 0 then return false end
-  set_level(p, s, t, d - math.min(d, math.min(units, p.B + 1) * p.W))
-  return true
-end
-
-function A.charge(p, s, t, units)
-  set_level(p, s, t, charged(queued(p, s, t), units, p))
-end
-
-A.hold = A.reset
+-- Settling (settle.lua): the queue shortened, never below empty; a charge
+-- queues at most 2 L units.
+settles_by_level(A, queued, function(p) return p.B + 1 end)

@@ -40,18 +40,6 @@ end
 
 function A.reset(p, s, t) return ceil_ns(debt(p, s, t), p.L) end
 
--- Settling (settle.lua), as the core's refunded and charged levels: a
--- refund gives back units tokens, never above full; a charge takes units
--- more, at most L tokens into debt (2 L W below full, in us times L).
-function A.refund(p, s, t, at, units)
-  local d = debt(p, s, t)
-  if d == 0 then return false end
-  set_level(p, s, t, d - math.min(d, math.min(units, p.L) * p.W))
-  return true
-end
-
-function A.charge(p, s, t, units)
-  set_level(p, s, t, charged(debt(p, s, t), units, p))
-end
-
-A.hold = A.reset
+-- Settling (settle.lua): tokens back, never above full; a charge at most L
+-- tokens into debt.
+settles_by_level(A, debt, function(p) return p.L end)

@@ -35,7 +35,14 @@ async fn a_refund_forgets_the_denial_this_instance_cached() {
         let first = store.decide("k", 1, Mode::Record).await.unwrap();
         let receipt = first.receipt(1).expect("Redis's verdict has a receipt");
         let calls = store.connection().calls();
-        assert!(!store.decide("k", 1, Mode::Record).await.unwrap().decision.allowed);
+        assert!(
+            !store
+                .decide("k", 1, Mode::Record)
+                .await
+                .unwrap()
+                .decision
+                .allowed
+        );
         assert!(
             store.decide_now("k", 1, Mode::Record).is_some(),
             "{algorithm}: the denial is cached"

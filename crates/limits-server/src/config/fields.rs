@@ -307,12 +307,13 @@ pub(super) fn check_settles(
 
 /// `cost_from = "header:NAME"` and its `max_cost = N`: the real cost read
 /// from the upstream's response header, at most N, settled from the
-/// estimate `cost` (its value and span) counted on arrival. Each problem
-/// on its own line; `None` without `cost_from`, or with a problem.
+/// estimate `cost` counted on arrival (at least 1: checked with the cost).
+/// Each problem on its own line; `None` without `cost_from`, or with a
+/// problem.
 pub(super) fn cost_from(
     from: Option<Spanned<String>>,
     max: Option<Spanned<Whole>>,
-    (cost, cost_span): (u64, &Range<usize>),
+    cost: u64,
     p: &mut Problems<'_>,
 ) -> Option<CostFrom> {
     let Some(from) = from else {
@@ -347,7 +348,10 @@ pub(super) fn cost_from(
         Some(max) => {
             let most = max.get_ref().0;
             if most == 0 {
-                p.add(&max.span(), "max_cost is 0: every request would cost nothing");
+                p.add(
+                    &max.span(),
+                    "max_cost is 0: every request would cost nothing",
+                );
             } else if most < cost {
                 let problem = format!("max_cost {most} is below the estimate cost = {cost}");
                 p.add(&max.span(), problem);
@@ -355,12 +359,6 @@ pub(super) fn cost_from(
             most
         }
     };
-    if cost == 0 {
-        p.add(
-            cost_span,
-            "cost_from settles each request from the estimate cost counted on arrival: cost must be 1 or more",
-        );
-    }
     if p.found.len() != before {
         return None;
     }

@@ -21,6 +21,17 @@ pub struct Server {
 }
 
 impl Server {
+    /// `limits serve --config RULES --upstream UPSTREAM ARGS`, the rules
+    /// written to a file in a temporary directory (returned: the file lives
+    /// as long as it does).
+    pub fn with_rules(rules: &str, upstream: &str, args: &[&str]) -> (Server, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let config = super::write(dir.path(), "rules.toml", rules);
+        let mut all = vec!["--config", config.to_str().unwrap(), "--upstream", upstream];
+        all.extend_from_slice(args);
+        (Server::start(&all, false), dir)
+    }
+
     /// `limits serve ARGS --listen 127.0.0.1:0` (plus `--admin 127.0.0.1:0`
     /// with `admin`); waits until it listens.
     pub fn start(args: &[&str], admin: bool) -> Server {

@@ -383,7 +383,11 @@ fn cost_from_names_a_response_header_and_a_maximum_at_least_the_estimate() {
             4,
             "cost_from needs max_cost = N",
         ),
-        ("max_cost = 10\n", 4, "max_cost caps the cost read by cost_from"),
+        (
+            "max_cost = 10\n",
+            4,
+            "max_cost caps the cost read by cost_from",
+        ),
         (
             "cost = 5\ncost_from = \"header:x-tokens-used\"\nmax_cost = 4\n",
             6,
@@ -397,10 +401,14 @@ fn cost_from_names_a_response_header_and_a_maximum_at_least_the_estimate() {
         (
             "cost = 0\ncost_from = \"header:x-tokens-used\"\nmax_cost = 9\n",
             4,
-            "cost must be 1 or more",
+            "cost must be at least 1",
         ),
         ("cost_from = 5\nmax_cost = 9\n", 4, "invalid type"),
-        ("max_cost = -1\ncost_from = \"header:a\"\n", 4, "whole number"),
+        (
+            "max_cost = -1\ncost_from = \"header:a\"\n",
+            4,
+            "whole number",
+        ),
     ];
     for (more, line, phrase) in bad {
         assert_problem(&rule_with(more), line, phrase);
