@@ -42,6 +42,7 @@ mod client;
 mod item;
 mod meta;
 mod pool;
+mod ring;
 mod store;
 mod url;
 

@@ -106,6 +106,12 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
         item::item_key(&self.client.options().prefix, &self.stem, key)
     }
 
+    /// The `HOST:PORT` of the server holding `key`'s item (of several, by
+    /// ketama), for inspection.
+    pub fn server_of(&self, key: &str) -> &str {
+        self.client.server_of(&self.item_key(key)).addr()
+    }
+
     /// The seconds `key`'s item has left before memcached forgets it
     /// (`None`: there is no item): for inspection and tests.
     pub async fn item_ttl(&self, key: &str) -> Result<Option<i64>, StoreError> {
