@@ -169,8 +169,8 @@ impl MemcachedClient {
         self.inner.counts.gave_up.load(Ordering::Relaxed)
     }
 
-    /// Decisions made in this process because memcached could not answer
-    /// ([`MemcachedOptions::local_fallback`]).
+    /// Decisions (and settlements) made in this process because memcached
+    /// could not answer ([`MemcachedOptions::local_fallback`]).
     pub fn local_decisions(&self) -> u64 {
         self.inner.counts.local_decisions.load(Ordering::Relaxed)
     }

@@ -81,12 +81,8 @@ async fn decisions_follow_the_stores_clock_and_equal_the_in_memory_ones() {
             let cost = 1 + step % 3;
             let there = shared.decide("k", cost, Mode::Record).await.unwrap();
             let here = memory.decide_now("k", cost, Mode::Record).unwrap().unwrap();
-            // Only memory can settle yet, so only its verdict has a receipt.
-            assert_eq!(
-                (there.decision, there.per_rate),
-                (here.decision, here.per_rate),
-                "{algorithm}, step {step}"
-            );
+            // The whole verdict, its time (its receipt's) included.
+            assert_eq!(there, here, "{algorithm}, step {step}");
             clock.advance(Duration::from_millis(137 * (step % 5)));
         }
     }
@@ -249,4 +245,46 @@ async fn ping_answers_while_the_server_is_up_and_names_it_when_down() {
     );
     let refused = MemcachedClient::connect(&server.url(), MemcachedOptions::default()).await;
     assert!(refused.is_err());
+}
+
+#[tokio::test]
+async fn a_request_settled_by_another_instance_gives_back_to_both() {
+    let server = MemcachedServer::start();
+    let r = rule(Algorithm::SlidingLog, "2/h");
+    let clock = ManualClock::new(1_000);
+    let a = store(&server, r.clone(), clock.clone());
+    let b = store(&server, r, clock.clone());
+    let first = a.decide("carol", 1, Mode::Record).await.unwrap();
+    let receipt = first.receipt(1).expect("a granted verdict has a receipt");
+    assert_eq!(receipt.at, 1_000);
+    a.decide("carol", 1, Mode::Record).await.unwrap();
+    assert!(
+        !b.decide("carol", 1, Mode::Record)
+            .await
+            .unwrap()
+            .decision
+            .allowed
+    );
+    clock.advance(Duration::from_secs(1));
+    // The first request turned out not to count: settled to nothing by b.
+    Store::settle(&b, "carol", None, receipt, 0).await.unwrap();
+    assert!(
+        a.decide("carol", 1, Mode::Record)
+            .await
+            .unwrap()
+            .decision
+            .allowed
+    );
+    // A refund on a key with no item changes nothing: nothing is written.
+    Store::settle(&b, "dave", None, receipt, 0).await.unwrap();
+    assert_eq!(cas_of(&server, &a.item_key("dave")), None);
+    // A charge on a key with no item makes one: the debt is shared.
+    Store::settle(&a, "erin", None, receipt, 3).await.unwrap();
+    assert!(
+        !b.decide("erin", 1, Mode::Record)
+            .await
+            .unwrap()
+            .decision
+            .allowed
+    );
 }
