@@ -37,6 +37,16 @@ pub struct MemcachedOptions {
     pub local_fallback: Option<usize>,
 }
 
+/// What memcached servers hold ([`MemcachedClient::usage`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Items stored (`curr_items`).
+    pub items: u64,
+    /// Bytes the items take, each with its key and memcached's header
+    /// (`bytes`).
+    pub bytes: u64,
+}
+
 /// The longest key prefix.
 pub const MAX_PREFIX: usize = 64;
 
@@ -145,6 +155,29 @@ impl MemcachedClient {
                 .await?;
         }
         Ok(())
+    }
+
+    /// What the servers hold, summed over them (memcached's `stats`):
+    /// for sizing memcached, and for `limits bench`.
+    pub async fn usage(&self) -> Result<Usage, StoreError> {
+        let mut usage = Usage::default();
+        for pool in &self.inner.servers {
+            let stats = self
+                .exchange(pool, async |lease| lease.connection().stats().await)
+                .await?;
+            let stat = |name: &str| {
+                stats
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .and_then(|(_, v)| v.parse::<u64>().ok())
+                    .ok_or_else(|| {
+                        StoreError::new(format!("memcached {}: no {name} in stats", pool.addr()))
+                    })
+            };
+            usage.items += stat("curr_items")?;
+            usage.bytes += stat("bytes")?;
+        }
+        Ok(usage)
     }
 
     /// The servers' `HOST:PORT`s.

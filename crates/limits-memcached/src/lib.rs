@@ -46,7 +46,7 @@ mod ring;
 mod store;
 mod url;
 
-pub use client::{MemcachedClient, MemcachedOptions, MAX_PREFIX};
+pub use client::{MemcachedClient, MemcachedOptions, Usage, MAX_PREFIX};
 pub use limits::UnsupportedRule;
 pub use store::MemcachedStore;
 pub use url::{is_memcached_url, parse_url};

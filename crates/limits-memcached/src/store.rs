@@ -123,6 +123,18 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
         self.client.server_of(&self.item_key(key)).addr()
     }
 
+    /// Forgets `key`'s state on memcached (its next request starts
+    /// afresh); whether there was any.
+    pub async fn remove(&self, key: &str) -> Result<bool, StoreError> {
+        let item_key = self.item_key(key);
+        let server = self.client.server_of(&item_key);
+        self.client
+            .exchange(server, async |lease| {
+                lease.connection().delete(&item_key).await
+            })
+            .await
+    }
+
     /// The seconds `key`'s item has left before memcached forgets it
     /// (`None`: there is no item): for inspection and tests.
     pub async fn item_ttl(&self, key: &str) -> Result<Option<i64>, StoreError> {

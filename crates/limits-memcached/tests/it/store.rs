@@ -288,3 +288,36 @@ async fn a_request_settled_by_another_instance_gives_back_to_both() {
             .allowed
     );
 }
+
+#[tokio::test]
+async fn usage_counts_the_items_and_remove_forgets_a_key() {
+    let (_server, store) = started(Algorithm::FixedWindow, "1/h");
+    let before = store.client().usage().await.unwrap();
+    assert_eq!(before.items, 0);
+    for key in ["a", "b", "c"] {
+        store.decide(key, 1, Mode::Record).await.unwrap();
+    }
+    let after = store.client().usage().await.unwrap();
+    assert_eq!(after.items, 3);
+    // Each item: its key, its value (the fixed window's words) and a header.
+    let value = (after.bytes - before.bytes) / 3;
+    assert!(value > store.item_key("a").len() as u64 + 24, "{value}");
+    assert!(store.remove("a").await.unwrap());
+    assert!(!store.remove("a").await.unwrap());
+    assert!(
+        store
+            .decide("a", 1, Mode::Record)
+            .await
+            .unwrap()
+            .decision
+            .allowed
+    );
+    assert!(
+        !store
+            .decide("b", 1, Mode::Record)
+            .await
+            .unwrap()
+            .decision
+            .allowed
+    );
+}
