@@ -289,7 +289,7 @@ pub(super) fn counts(count: Spanned<RawCount>, p: &mut Problems<'_>) -> Counts {
 /// A rule that counts only some responses refunds the others: its store
 /// must be able to (`count` is the `count` table's span).
 pub(super) fn check_settles(store: &RuleStore, count: &Range<usize>, p: &mut Problems<'_>) {
-    if !matches!(store, RuleStore::Memory(_)) {
+    if !matches!(store, RuleStore::Memory(_) | RuleStore::Memcached(_)) {
         p.add(
             count,
             format!(
