@@ -9,11 +9,11 @@
 use crate::counts::set_count;
 use crate::label_value::LabelValue;
 use crate::listener::connection_caps::ConnectionMetrics;
-use crate::proxy::ProxyErrors;
 use crate::memcached_metrics::MemcachedCounts;
+use crate::proxy::ProxyErrors;
 use crate::redis_metrics::{KindLabel, RedisGauges};
-use crate::store::StoreOptions;
 use crate::rules::{self, ServerRule};
+use crate::store::StoreOptions;
 use limits_http::{Observer, Outcome, RuleObserver};
 use prometheus_client::encoding::{text::encode, EncodeLabelSet};
 use prometheus_client::metrics::counter::Counter;

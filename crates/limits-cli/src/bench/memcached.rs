@@ -68,6 +68,10 @@ impl Backend for Memcached {
     }
 
     async fn delete(store: &MemcachedStore, key: &str) -> Result<(), String> {
-        store.remove(key).await.map(|_| ()).map_err(|e| e.to_string())
+        store
+            .remove(key)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 }

@@ -15,9 +15,9 @@ mod memory;
 mod redis;
 mod report;
 mod rules;
-mod shared;
 #[path = "../../../limits/benches/common/scenario.rs"]
 mod scenario;
+mod shared;
 
 use crate::args::{parse_limiters_from, Limiters, RateArgs};
 use clap::parser::ValueSource;

@@ -59,22 +59,22 @@ impl Backend for Redis {
         warm: impl Future<Output = Result<(), String>>,
     ) -> Result<(u64, u64), String> {
         warm.await?;
-    let step = (keys.len() / SAMPLE).max(1);
-    let (mut sampled, mut present, mut bytes) = (0u64, 0u64, 0u64);
-    for key in keys.iter().step_by(step) {
-        sampled += 1;
-        let mut held = 0;
-        for k in store.redis_keys(key) {
-            held += store.connection().memory_usage(&k).await?.unwrap_or(0);
+        let step = (keys.len() / SAMPLE).max(1);
+        let (mut sampled, mut present, mut bytes) = (0u64, 0u64, 0u64);
+        for key in keys.iter().step_by(step) {
+            sampled += 1;
+            let mut held = 0;
+            for k in store.redis_keys(key) {
+                held += store.connection().memory_usage(&k).await?.unwrap_or(0);
+            }
+            if held > 0 {
+                present += 1;
+                bytes += held;
+            }
         }
-        if held > 0 {
-            present += 1;
-            bytes += held;
-        }
+        let resident = (present as f64 / sampled.max(1) as f64 * keys.len() as f64).round() as u64;
+        Ok((resident, bytes.checked_div(present).unwrap_or(0)))
     }
-    let resident = (present as f64 / sampled.max(1) as f64 * keys.len() as f64).round() as u64;
-    Ok((resident, bytes.checked_div(present).unwrap_or(0)))
-}
 
     async fn delete(store: &RedisStore, key: &str) -> Result<(), String> {
         store

@@ -105,7 +105,11 @@ impl Report {
         );
         let redis = self.store != "memory";
         let memcached = limits_memcached::is_memcached_url(&self.store);
-        let shared_bytes = if memcached { "Memcached B/key" } else { "Redis B/key" };
+        let shared_bytes = if memcached {
+            "Memcached B/key"
+        } else {
+            "Redis B/key"
+        };
         let mut rows = vec![if redis {
             [
                 "limiter",

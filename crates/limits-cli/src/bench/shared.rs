@@ -43,10 +43,7 @@ pub(super) trait Backend: 'static {
     ) -> impl Future<Output = Result<(u64, u64), String>>;
 
     /// Deletes what `key` holds in `store`.
-    fn delete(
-        store: &Self::Store,
-        key: &str,
-    ) -> impl Future<Output = Result<(), String>> + Send;
+    fn delete(store: &Self::Store, key: &str) -> impl Future<Output = Result<(), String>> + Send;
 }
 
 /// The keys, as the store sees them.
