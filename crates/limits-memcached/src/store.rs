@@ -4,7 +4,7 @@
 
 use crate::client::MemcachedClient;
 use crate::item;
-use crate::meta::{Item, Write, Written};
+use crate::meta::{Connection, Item, MetaError, Write, Written};
 use limits::UnsupportedRule;
 use limits::{
     Algorithm, Clock, KeyState, KeyedLimiter, Mode, Options, Receipt, Rule, Store, StoreError,
@@ -126,23 +126,32 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
     /// Forgets `key`'s state on memcached (its next request starts
     /// afresh); whether there was any.
     pub async fn remove(&self, key: &str) -> Result<bool, StoreError> {
-        let item_key = self.item_key(key);
-        let server = self.client.server_of(&item_key);
-        self.client
-            .exchange(server, async |lease| {
-                lease.connection().delete(&item_key).await
-            })
-            .await
+        self.on_item(key, async |connection, item_key| {
+            connection.delete(item_key).await
+        })
+        .await
     }
 
     /// The seconds `key`'s item has left before memcached forgets it
     /// (`None`: there is no item): for inspection and tests.
     pub async fn item_ttl(&self, key: &str) -> Result<Option<i64>, StoreError> {
+        self.on_item(key, async |connection, item_key| {
+            connection.ttl(item_key).await
+        })
+        .await
+    }
+
+    /// Runs one command on `key`'s item, on the server holding it.
+    async fn on_item<T>(
+        &self,
+        key: &str,
+        command: impl AsyncFnOnce(&mut Connection, &str) -> Result<T, MetaError>,
+    ) -> Result<T, StoreError> {
         let item_key = self.item_key(key);
         let server = self.client.server_of(&item_key);
         self.client
             .exchange(server, async |lease| {
-                lease.connection().ttl(&item_key).await
+                command(lease.connection(), &item_key).await
             })
             .await
     }

@@ -4,6 +4,7 @@
 //! others keep deciding; once it is back, its keys decide again.
 
 use crate::memcached_server::MemcachedServer;
+use crate::store::allowed;
 
 use limits::{Algorithm, Mode, Rule, Store};
 use limits_memcached::{MemcachedClient, MemcachedOptions, MemcachedStore};
@@ -53,24 +54,10 @@ async fn keys_spread_over_every_server_each_on_the_one_its_ring_names() {
     let mut placed: BTreeMap<String, u64> = BTreeMap::new();
     for k in 0..300 {
         let key = format!("client{k}");
-        assert!(
-            store
-                .decide(&key, 1, Mode::Record)
-                .await
-                .unwrap()
-                .decision
-                .allowed
-        );
+        assert!(allowed(&store, &key, 1, Mode::Record).await);
         *placed.entry(store.server_of(&key).to_owned()).or_default() += 1;
         // The same key, asked again, meets its own state: one server holds it.
-        assert!(
-            !store
-                .decide(&key, 1, Mode::Record)
-                .await
-                .unwrap()
-                .decision
-                .allowed
-        );
+        assert!(!allowed(&store, &key, 1, Mode::Record).await);
     }
     for server in &servers {
         let addr = format!("127.0.0.1:{}", server.port);

@@ -20,6 +20,16 @@ fn client(server: &MemcachedServer) -> MemcachedClient {
     MemcachedClient::new(&server.url(), options).unwrap()
 }
 
+/// Whether `store` admits a request of `key` at `cost` in `mode`.
+pub(crate) async fn allowed(store: &impl Store, key: &str, cost: u64, mode: Mode) -> bool {
+    store
+        .decide(key, cost, mode)
+        .await
+        .unwrap()
+        .decision
+        .allowed
+}
+
 fn store(server: &MemcachedServer, rule: Rule, clock: ManualClock) -> MemcachedStore<ManualClock> {
     MemcachedStore::with_clock(&client(server), rule, "api", clock).unwrap()
 }
@@ -258,35 +268,17 @@ async fn a_request_settled_by_another_instance_gives_back_to_both() {
     let receipt = first.receipt(1).expect("a granted verdict has a receipt");
     assert_eq!(receipt.at, 1_000);
     a.decide("carol", 1, Mode::Record).await.unwrap();
-    assert!(
-        !b.decide("carol", 1, Mode::Record)
-            .await
-            .unwrap()
-            .decision
-            .allowed
-    );
+    assert!(!allowed(&b, "carol", 1, Mode::Record).await);
     clock.advance(Duration::from_secs(1));
     // The first request turned out not to count: settled to nothing by b.
     Store::settle(&b, "carol", None, receipt, 0).await.unwrap();
-    assert!(
-        a.decide("carol", 1, Mode::Record)
-            .await
-            .unwrap()
-            .decision
-            .allowed
-    );
+    assert!(allowed(&a, "carol", 1, Mode::Record).await);
     // A refund on a key with no item changes nothing: nothing is written.
     Store::settle(&b, "dave", None, receipt, 0).await.unwrap();
     assert_eq!(cas_of(&server, &a.item_key("dave")), None);
     // A charge on a key with no item makes one: the debt is shared.
     Store::settle(&a, "erin", None, receipt, 3).await.unwrap();
-    assert!(
-        !b.decide("erin", 1, Mode::Record)
-            .await
-            .unwrap()
-            .decision
-            .allowed
-    );
+    assert!(!allowed(&b, "erin", 1, Mode::Record).await);
 }
 
 #[tokio::test]
@@ -304,20 +296,6 @@ async fn usage_counts_the_items_and_remove_forgets_a_key() {
     assert!(value > store.item_key("a").len() as u64 + 24, "{value}");
     assert!(store.remove("a").await.unwrap());
     assert!(!store.remove("a").await.unwrap());
-    assert!(
-        store
-            .decide("a", 1, Mode::Record)
-            .await
-            .unwrap()
-            .decision
-            .allowed
-    );
-    assert!(
-        !store
-            .decide("b", 1, Mode::Record)
-            .await
-            .unwrap()
-            .decision
-            .allowed
-    );
+    assert!(allowed(&store, "a", 1, Mode::Record).await);
+    assert!(!allowed(&store, "b", 1, Mode::Record).await);
 }
