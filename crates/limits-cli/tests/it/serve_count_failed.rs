@@ -3,9 +3,11 @@
 //! arrival; one whose response is not of a counted status is refunded when
 //! its head arrives, through the body-keyed path (the rule keyed on the
 //! form's username) and the path decided in the service's call (keyed on
-//! the address), against an upstream answering 401 to a wrong password.
+//! the address), against an upstream answering 401 to a wrong password; in
+//! memory, and on memcached.
 
 use crate::common;
+use crate::memcached_server::MemcachedServer;
 
 use common::server::Server;
 use common::{raw_exchange, write};
@@ -41,18 +43,29 @@ async fn login(server: &Server, user: &str, password: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_limits_failed_logins_and_not_successful_ones() {
+    limits_failed_logins_only(&[]).await;
+}
+
+/// The same on memcached: the refunds are settled there, by CAS.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_on_memcached_limits_failed_logins_and_not_successful_ones() {
+    let memcached = MemcachedServer::start();
+    limits_failed_logins_only(&["--store", &memcached.url()]).await;
+}
+
+/// The rules above, in `limits serve` with `store` (its `--store`, if any).
+async fn limits_failed_logins_only(store: &[&str]) {
     let upstream = common::upstream::RecordingUpstream::start();
     let dir = tempfile::tempdir().unwrap();
     let config = write(dir.path(), "rules.toml", RULES);
-    let server = Server::start(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--upstream",
-            &upstream.url,
-        ],
-        false,
-    );
+    let mut args = vec![
+        "--config",
+        config.to_str().unwrap(),
+        "--upstream",
+        &upstream.url,
+    ];
+    args.extend_from_slice(store);
+    let server = Server::start(&args, false);
     // Ten successful logins: none counts, on either rule.
     for n in 0..10 {
         assert_eq!(
