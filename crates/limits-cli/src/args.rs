@@ -9,7 +9,7 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 /// What `--store` takes besides `memory`, for its errors.
-pub const STORE_URLS: &str = "expected memory, redis://[USER:PASSWORD@]HOST:PORT[/DB], rediss://... (TLS), redis+unix:///PATH, redis+cluster://HOST:PORT,..., redis+sentinel://HOST:PORT,.../MASTER (rediss+cluster://, rediss+sentinel:// over TLS) or memcached://HOST:PORT";
+pub const STORE_URLS: &str = "expected memory, redis://[USER:PASSWORD@]HOST:PORT[/DB], rediss://... (TLS), redis+unix:///PATH, redis+cluster://HOST:PORT,..., redis+sentinel://HOST:PORT,.../MASTER (rediss+cluster://, rediss+sentinel:// over TLS) or memcached://HOST:PORT[,HOST:PORT...]";
 
 /// `--redis-ca FILE`, `--redis-cert FILE` and `--redis-key FILE`, beside
 /// every `--store` that takes a Redis URL.

@@ -4,6 +4,7 @@
 
 use crate::meta::MetaError;
 use crate::pool::Pool;
+use crate::ring::Ring;
 use crate::url::parse_url;
 use limits::StoreError;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,6 +35,16 @@ pub struct MemcachedOptions {
     /// so N instances at most N times it. `None`: return the error, and
     /// the caller's failure policy answers.
     pub local_fallback: Option<usize>,
+}
+
+/// What memcached servers hold ([`MemcachedClient::usage`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Items stored (`curr_items`).
+    pub items: u64,
+    /// Bytes the items take, each with its key and memcached's header
+    /// (`bytes`).
+    pub bytes: u64,
 }
 
 /// The longest key prefix.
@@ -72,6 +83,8 @@ pub struct MemcachedClient {
 
 struct Inner {
     servers: Vec<Pool>,
+    /// Which of `servers` holds a key.
+    ring: Ring,
     options: MemcachedOptions,
     counts: Counts,
 }
@@ -86,24 +99,24 @@ impl std::fmt::Debug for MemcachedClient {
 }
 
 impl MemcachedClient {
-    /// A client of the servers `url` names (`memcached://HOST:PORT`),
-    /// connecting on demand; an error says what is wrong with the URL or
-    /// the options.
+    /// A client of the servers `url` names
+    /// (`memcached://HOST:PORT[,HOST:PORT...]`), connecting on demand; an
+    /// error says what is wrong with the URL or the options. Keys are
+    /// spread over several servers by consistent hashing (ketama, as
+    /// libmemcached and spymemcached spread them), so a server that goes
+    /// away fails the decisions of its keys only.
     ///
     /// ```
     /// use limits_memcached::{MemcachedClient, MemcachedOptions};
     /// let client = MemcachedClient::new("memcached://127.0.0.1:11211", MemcachedOptions::default()).unwrap();
     /// assert_eq!(client.servers(), ["127.0.0.1:11211"]);
+    /// let two = MemcachedClient::new("memcached://10.0.0.1,10.0.0.2:11212", MemcachedOptions::default()).unwrap();
+    /// assert_eq!(two.servers(), ["10.0.0.1:11211", "10.0.0.2:11212"]);
     /// let bad = MemcachedOptions { prefix: "a b".into(), ..MemcachedOptions::default() };
     /// assert!(MemcachedClient::new("memcached://h:1", bad).err().unwrap().contains("prefix"));
     /// ```
     pub fn new(url: &str, options: MemcachedOptions) -> Result<MemcachedClient, String> {
         let servers = parse_url(url)?;
-        if servers.len() > 1 {
-            return Err(format!(
-                "{url:?}: several memcached servers are not supported yet; name one"
-            ));
-        }
         let prefix_ok = options.prefix.len() <= MAX_PREFIX
             && options.prefix.bytes().all(|b| b.is_ascii_graphic());
         if !prefix_ok {
@@ -112,6 +125,7 @@ impl MemcachedClient {
                 options.prefix
             ));
         }
+        let ring = Ring::new(&servers);
         let servers = servers
             .into_iter()
             .map(|addr| Pool::new(addr, options.max_connections))
@@ -119,6 +133,7 @@ impl MemcachedClient {
         Ok(MemcachedClient {
             inner: Arc::new(Inner {
                 servers,
+                ring,
                 options,
                 counts: Counts::default(),
             }),
@@ -140,6 +155,29 @@ impl MemcachedClient {
                 .await?;
         }
         Ok(())
+    }
+
+    /// What the servers hold, summed over them (memcached's `stats`):
+    /// for sizing memcached, and for `limits bench`.
+    pub async fn usage(&self) -> Result<Usage, StoreError> {
+        let mut usage = Usage::default();
+        for pool in &self.inner.servers {
+            let stats = self
+                .exchange(pool, async |lease| lease.connection().stats().await)
+                .await?;
+            let stat = |name: &str| {
+                stats
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .and_then(|(_, v)| v.parse::<u64>().ok())
+                    .ok_or_else(|| {
+                        StoreError::new(format!("memcached {}: no {name} in stats", pool.addr()))
+                    })
+            };
+            usage.items += stat("curr_items")?;
+            usage.bytes += stat("bytes")?;
+        }
+        Ok(usage)
     }
 
     /// The servers' `HOST:PORT`s.
@@ -164,8 +202,8 @@ impl MemcachedClient {
         self.inner.counts.gave_up.load(Ordering::Relaxed)
     }
 
-    /// Decisions made in this process because memcached could not answer
-    /// ([`MemcachedOptions::local_fallback`]).
+    /// Decisions (and settlements) made in this process because memcached
+    /// could not answer ([`MemcachedOptions::local_fallback`]).
     pub fn local_decisions(&self) -> u64 {
         self.inner.counts.local_decisions.load(Ordering::Relaxed)
     }
@@ -185,10 +223,10 @@ impl MemcachedClient {
         self.inner.counts.gave_up.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The server that holds `item_key`.
+    /// The server that holds `item_key`: ketama's, as the common clients
+    /// place it.
     pub(crate) fn server_of(&self, item_key: &str) -> &Pool {
-        let _ = item_key;
-        &self.inner.servers[0]
+        &self.inner.servers[self.inner.ring.server_of(item_key.as_bytes())]
     }
 
     /// Runs `work` on a connection of `pool` within the timeout: the

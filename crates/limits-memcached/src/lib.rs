@@ -42,10 +42,11 @@ mod client;
 mod item;
 mod meta;
 mod pool;
+mod ring;
 mod store;
 mod url;
 
-pub use client::{MemcachedClient, MemcachedOptions, MAX_PREFIX};
+pub use client::{MemcachedClient, MemcachedOptions, Usage, MAX_PREFIX};
 pub use limits::UnsupportedRule;
 pub use store::MemcachedStore;
 pub use url::{is_memcached_url, parse_url};

@@ -1,6 +1,6 @@
 //! One TCP connection speaking memcached's meta protocol: the few commands
 //! the store needs (`mg` with the value and its CAS token, `ms` as a CAS
-//! write or an add, `mn`), each answered before the next is sent.
+//! write or an add, `md`, `mn`, and `stats`), each answered before the next is sent.
 //!
 //! A connection that fails or is abandoned mid-answer is dropped by its
 //! owner, never reused: what is left unread on it would be read as the next
@@ -165,6 +165,43 @@ impl Connection {
             .find_map(|w| w.strip_prefix('t').and_then(|t| t.parse().ok()))
             .map(Some)
             .ok_or(MetaError::Protocol(line))
+    }
+
+    /// `md KEY`: deletes the item; whether there was one.
+    pub(crate) async fn delete(&mut self, key: &str) -> Result<bool, MetaError> {
+        self.out.clear();
+        for part in ["md ", key, "\r\n"] {
+            self.out.extend_from_slice(part.as_bytes());
+        }
+        self.send().await?;
+        self.read_line().await?;
+        match self.line.as_slice() {
+            b"HD" => Ok(true),
+            b"NF" => Ok(false),
+            _ => Err(answer_error(&self.line_text())),
+        }
+    }
+
+    /// `stats`: the general statistics, as `(NAME, VALUE)` pairs.
+    pub(crate) async fn stats(&mut self) -> Result<Vec<(String, String)>, MetaError> {
+        self.out.clear();
+        self.out.extend_from_slice(b"stats\r\n");
+        self.send().await?;
+        let mut stats = Vec::new();
+        loop {
+            self.read_line().await?;
+            let line = self.line_text();
+            if line == "END" {
+                return Ok(stats);
+            }
+            let mut words = line.splitn(3, ' ');
+            match (words.next(), words.next(), words.next()) {
+                (Some("STAT"), Some(name), Some(value)) => {
+                    stats.push((name.to_owned(), value.to_owned()))
+                }
+                _ => return Err(answer_error(&line)),
+            }
+        }
     }
 
     /// `mn`: the server answers (`MN`).

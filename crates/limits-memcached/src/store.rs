@@ -4,10 +4,11 @@
 
 use crate::client::MemcachedClient;
 use crate::item;
-use crate::meta::{Item, Write, Written};
+use crate::meta::{Connection, Item, MetaError, Write, Written};
 use limits::UnsupportedRule;
 use limits::{
-    Algorithm, Clock, KeyedLimiter, Mode, Options, Rule, Store, StoreError, SystemClock, Verdict,
+    Algorithm, Clock, KeyState, KeyedLimiter, Mode, Options, Receipt, Rule, Store, StoreError,
+    SystemClock, Verdict,
 };
 use smallvec::SmallVec;
 use std::time::Duration;
@@ -26,6 +27,16 @@ const EXPLICIT_MIN_LIFE: Duration = Duration::from_secs(24 * 3600);
 /// times (each retry counted: [`MemcachedClient::retries`]); past that the
 /// answer is a [`StoreError`] and nothing was recorded. A denial and a peek
 /// write nothing.
+///
+/// A granted verdict carries its time ([`Verdict::decided_at`]), so its
+/// [`receipt`](Verdict::receipt) settles the request later to its real cost
+/// ([`Store::settle`]): the same read, the core's [`Rule::settle`] on the
+/// state, and a CAS write.
+///
+/// With several servers, each key's item lives on one of them, the one
+/// ketama places it on ([`server_of`](Self::server_of)), so a server that
+/// goes away fails (or sends to the local fallback) its keys' decisions
+/// only.
 ///
 /// Memcached has no clock: the time is this store's [`Clock`] (the
 /// caller's), and [`decide_at`](Store::decide_at) takes one on the same
@@ -106,14 +117,41 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
         item::item_key(&self.client.options().prefix, &self.stem, key)
     }
 
+    /// The `HOST:PORT` of the server holding `key`'s item (of several, by
+    /// ketama), for inspection.
+    pub fn server_of(&self, key: &str) -> &str {
+        self.client.server_of(&self.item_key(key)).addr()
+    }
+
+    /// Forgets `key`'s state on memcached (its next request starts
+    /// afresh); whether there was any.
+    pub async fn remove(&self, key: &str) -> Result<bool, StoreError> {
+        self.on_item(key, async |connection, item_key| {
+            connection.delete(item_key).await
+        })
+        .await
+    }
+
     /// The seconds `key`'s item has left before memcached forgets it
     /// (`None`: there is no item): for inspection and tests.
     pub async fn item_ttl(&self, key: &str) -> Result<Option<i64>, StoreError> {
+        self.on_item(key, async |connection, item_key| {
+            connection.ttl(item_key).await
+        })
+        .await
+    }
+
+    /// Runs one command on `key`'s item, on the server holding it.
+    async fn on_item<T>(
+        &self,
+        key: &str,
+        command: impl AsyncFnOnce(&mut Connection, &str) -> Result<T, MetaError>,
+    ) -> Result<T, StoreError> {
         let item_key = self.item_key(key);
         let server = self.client.server_of(&item_key);
         self.client
             .exchange(server, async |lease| {
-                lease.connection().ttl(&item_key).await
+                command(lease.connection(), &item_key).await
             })
             .await
     }
@@ -130,21 +168,14 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
         min_life: Duration,
     ) -> Result<Verdict, StoreError> {
         let shared = self.decide_shared(key, now, cost, mode, min_life).await;
-        match (shared, &self.local) {
-            (Ok(answered), _) => answered,
-            (Err(unanswered), Some(local)) if !unanswered.is_full() => {
-                self.client.count_local_decision();
-                Store::decide_at(&**local, key, now, cost, mode).await
-            }
-            (Err(unanswered), _) => Err(unanswered),
+        match self.fallback(shared)? {
+            Ok(answered) => answered,
+            Err(local) => Store::decide_at(local, key, now, cost, mode).await,
         }
     }
 
-    /// The decision at `now` on memcached: read, decide, write back, again
-    /// while another writer comes between. The outer error: memcached did
-    /// not answer (or said it is full); the inner one: it answered, and
-    /// the decision still failed (other writers every time, an item that
-    /// is no state of the rule).
+    /// The decision at `now` on memcached (the outer error: memcached did
+    /// not answer, as in [`read_modify_write`](Self::read_modify_write)).
     async fn decide_shared(
         &self,
         key: &str,
@@ -162,6 +193,89 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
                 mode,
             )));
         }
+        self.read_modify_write(key, |found| {
+            let (mut state, before) = self.state_of(key, found)?;
+            let verdict = self.decide_state(&mut state, now, cost, mode);
+            let writes = match (mode, verdict.decision.allowed) {
+                (Mode::Peek, _) | (Mode::Record, false) => false,
+                (_, true) => cost > 0,
+                // A counted denial writes only what it counted.
+                (Mode::RecordAlways, false) => true,
+            };
+            let life = verdict.decision.reset_after.max(min_life);
+            let write = writes
+                .then(|| self.changed(&state, before.as_deref(), life))
+                .flatten();
+            Ok((verdict, write))
+        })
+        .await
+    }
+
+    /// Settles at `now` on memcached, or in the local fallback if memcached
+    /// could not answer and there is one.
+    async fn settle_on(
+        &self,
+        key: &str,
+        now: u64,
+        receipt: Receipt,
+        cost: u64,
+        min_life: Duration,
+    ) -> Result<(), StoreError> {
+        let shared = match self.rule.algorithm() {
+            // It keeps no state: nothing to settle.
+            Algorithm::None => Ok(Ok(())),
+            _ => {
+                self.read_modify_write(key, |found| {
+                    let (mut state, before) = self.state_of(key, found)?;
+                    self.rule.settle(&mut state, now, receipt, cost);
+                    // The state's life from now: what a look at it says.
+                    let reset = self.rule.peek(&mut state.clone(), now, 1).reset_after;
+                    let life = reset.max(min_life);
+                    Ok(((), self.changed(&state, before.as_deref(), life)))
+                })
+                .await
+            }
+        };
+        match self.fallback(shared)? {
+            Ok(answered) => answered,
+            Err(local) => {
+                local.settle_at(key, now, receipt, cost);
+                Ok(())
+            }
+        }
+    }
+
+    /// What memcached answered (`Ok`); else the local fallback to answer
+    /// instead (`Err`, counted), if there is one and memcached is not full;
+    /// else memcached's error.
+    #[allow(clippy::type_complexity)]
+    fn fallback<T>(
+        &self,
+        shared: Result<T, StoreError>,
+    ) -> Result<Result<T, &KeyedLimiter<String, C>>, StoreError> {
+        match (shared, self.local.as_deref()) {
+            (Ok(answered), _) => Ok(Ok(answered)),
+            (Err(unanswered), Some(local)) if !unanswered.is_full() => {
+                self.client.count_local_decision();
+                Ok(Err(local))
+            }
+            (Err(unanswered), _) => Err(unanswered),
+        }
+    }
+
+    /// Reads `key`'s item with its CAS token, asks `change` for the answer
+    /// and what to write (nothing, or a new value), and writes it only if
+    /// no one wrote the item meanwhile (a new key: only if there is still
+    /// none); while another writer comes between, reads and asks again, up
+    /// to [`max_attempts`](crate::MemcachedOptions::max_attempts). The outer
+    /// error: memcached did not answer (or said it is full); the inner one:
+    /// it answered, and the change still failed (other writers every time,
+    /// an item that is no state of the rule).
+    async fn read_modify_write<T>(
+        &self,
+        key: &str,
+        mut change: impl FnMut(Option<Item>) -> Result<(T, Option<Change>), StoreError>,
+    ) -> Result<Result<T, StoreError>, StoreError> {
         let item_key = self.item_key(key);
         let server = self.client.server_of(&item_key);
         let attempts = self.client.options().max_attempts.max(1);
@@ -170,16 +284,16 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
                 for _ in 0..attempts {
                     let connection = lease.connection();
                     let found = connection.get(&item_key).await?;
-                    let (verdict, write) = match self.decide_item(key, found, now, cost, mode) {
-                        Ok(decided) => decided,
+                    let how = found.as_ref().map_or(Write::Add, |item| Write::Cas(item.cas));
+                    let (answer, write) = match change(found) {
+                        Ok(changed) => changed,
                         Err(e) => return Ok(Err(e)),
                     };
-                    let Some((value, how)) = write else {
-                        return Ok(Ok(verdict));
+                    let Some(Change { value, ttl }) = write else {
+                        return Ok(Ok(answer));
                     };
-                    let ttl = item::ttl(verdict.decision.reset_after.max(min_life));
                     match connection.set(&item_key, &value, ttl, how).await? {
-                        Written::Stored => return Ok(Ok(verdict)),
+                        Written::Stored => return Ok(Ok(answer)),
                         Written::Conflict => self.client.count_retry(),
                     }
                 }
@@ -192,66 +306,60 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
             .await
     }
 
-    /// Decides on the state `found` holds (a new key's if none): the verdict,
-    /// and the value to write and how, unless nothing is to be written.
-    #[allow(clippy::type_complexity)]
-    fn decide_item(
+    /// The state `found` holds (a new key's if none), and the value it was
+    /// read from.
+    fn state_of(
         &self,
         key: &str,
         found: Option<Item>,
-        now: u64,
-        cost: u64,
-        mode: Mode,
-    ) -> Result<(Verdict, Option<(Vec<u8>, Write)>), StoreError> {
-        let (mut state, before, how) = match found {
-            None => (self.rule.new_state(), None, Write::Add),
-            Some(Item { value, cas }) => {
-                let state = item::decode(&self.rule, &value).ok_or_else(|| {
-                    StoreError::new(format!(
-                        "memcached: the item of key {key:?} ({}) holds no state of this rule ({} {}); it is left as it is",
-                        self.item_key(key),
-                        self.rule.algorithm(),
-                        self.rule.rates()
-                    ))
-                })?;
-                (state, Some(value), Write::Cas(cas))
-            }
+    ) -> Result<(KeyState, Option<Vec<u8>>), StoreError> {
+        let Some(Item { value, .. }) = found else {
+            return Ok((self.rule.new_state(), None));
         };
-        let verdict = self.decide_state(&mut state, now, cost, mode);
-        let after = item::encode(&self.rule, &state);
-        let writes = match (mode, verdict.decision.allowed) {
-            (Mode::Peek, _) | (Mode::Record, false) => false,
-            (_, true) => cost > 0,
-            // A counted denial writes only what it counted.
-            (Mode::RecordAlways, false) => {
-                let unchanged = match &before {
-                    Some(value) => *value == after,
-                    None => after == item::encode(&self.rule, &self.rule.new_state()),
-                };
-                !unchanged
-            }
-        };
-        Ok((verdict, writes.then_some((after, how))))
+        let state = item::decode(&self.rule, &value).ok_or_else(|| {
+            StoreError::new(format!(
+                "memcached: the item of key {key:?} ({}) holds no state of this rule ({} {}); it is left as it is",
+                self.item_key(key),
+                self.rule.algorithm(),
+                self.rule.rates()
+            ))
+        })?;
+        Ok((state, Some(value)))
     }
 
-    /// The core's decision on `state`, every rate's own decision kept.
-    fn decide_state(
-        &self,
-        state: &mut limits::KeyState,
-        now: u64,
-        cost: u64,
-        mode: Mode,
-    ) -> Verdict {
+    /// The write of `state`, living `life`, unless it is what was read
+    /// (`before`; none: a new key's state), which leaves nothing to write.
+    fn changed(&self, state: &KeyState, before: Option<&[u8]>, life: Duration) -> Option<Change> {
+        let after = item::encode(&self.rule, state);
+        let unchanged = match before {
+            Some(value) => value == after,
+            None => after == item::encode(&self.rule, &self.rule.new_state()),
+        };
+        (!unchanged).then(|| Change {
+            value: after,
+            ttl: item::ttl(life),
+        })
+    }
+
+    /// The core's decision on `state`, every rate's own decision kept, and
+    /// the time it decided at (a granted request's receipt).
+    fn decide_state(&self, state: &mut KeyState, now: u64, cost: u64, mode: Mode) -> Verdict {
         let mut per_rate = SmallVec::new();
-        let decision = self
+        let (decision, at) = self
             .rule
-            .decide(state, now, cost, mode, |d| per_rate.push(d));
+            .decide_timed(state, now, cost, mode, |d| per_rate.push(d));
         Verdict {
             decision,
             per_rate,
-            decided_at: None,
+            decided_at: Some(at),
         }
     }
+}
+
+/// What a read-modify-write writes: the new value and its TTL.
+struct Change {
+    value: Vec<u8>,
+    ttl: u64,
 }
 
 impl<C: Clock + Clone + 'static> Store for MemcachedStore<C> {
@@ -273,5 +381,27 @@ impl<C: Clock + Clone + 'static> Store for MemcachedStore<C> {
     ) -> Result<Verdict, StoreError> {
         self.decide_on(key, now, cost, mode, EXPLICIT_MIN_LIFE)
             .await
+    }
+
+    /// Settles on memcached by the same read, change and CAS write as a
+    /// decision, with the core's [`Rule::settle`]: a refund that changes
+    /// nothing (a count that has lapsed) writes nothing.
+    async fn settle(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        receipt: Receipt,
+        cost: u64,
+    ) -> Result<(), StoreError> {
+        match now {
+            Some(now) => {
+                self.settle_on(key, now, receipt, cost, EXPLICIT_MIN_LIFE)
+                    .await
+            }
+            None => {
+                self.settle_on(key, self.clock.now(), receipt, cost, Duration::ZERO)
+                    .await
+            }
+        }
     }
 }

@@ -181,7 +181,6 @@ fn rule_config(
 
     let burst = raw.burst.map(|burst| checked_burst(burst, algorithm, p));
 
-    let count_span = raw.count.as_ref().map(Spanned::span);
     let count = raw
         .count
         .map(|count| fields::counts(count, p))
@@ -197,18 +196,11 @@ fn rule_config(
     if let Err(e) = check_cost(cost, rule.as_ref()) {
         p.add(&cost_span, e.message("cost"));
     }
-    let cost_from_span = raw.cost_from.as_ref().map(Spanned::span);
     let cost_from = fields::cost_from(raw.cost_from, raw.max_cost, cost, p);
     let (Some(rule), Some(key)) = (rule, key) else {
         return None;
     };
     let store = fields::rule_store(raw.store, &table, stores, (&name, rule), p)?;
-    if let Some(span) = &count_span {
-        fields::check_settles(&store, ("count", span), p);
-    }
-    if let Some(span) = &cost_from_span {
-        fields::check_settles(&store, ("cost_from", span), p);
-    }
     (p.found.len() == before).then(|| HttpRule {
         name,
         path_prefix,

@@ -34,6 +34,7 @@ mod counts;
 mod events;
 mod label_value;
 mod listener;
+mod memcached_metrics;
 mod metrics;
 mod proxy;
 mod redis_metrics;

@@ -9,11 +9,12 @@
 use crate::counts::set_count;
 use crate::label_value::LabelValue;
 use crate::listener::connection_caps::ConnectionMetrics;
+use crate::memcached_metrics::MemcachedCounts;
 use crate::proxy::ProxyErrors;
 use crate::redis_metrics::{KindLabel, RedisGauges};
 use crate::rules::{self, ServerRule};
+use crate::store::StoreOptions;
 use limits_http::{Observer, Outcome, RuleObserver};
-use limits_redis::RedisConnection;
 use prometheus_client::encoding::{text::encode, EncodeLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -52,6 +53,7 @@ pub struct Metrics {
     client_errors: Family<KindLabel, Counter>,
     unreadable_clients: Counter,
     redis: RedisGauges,
+    memcached: MemcachedCounts,
     /// Connections open and refused, per listener.
     pub(crate) connections: ConnectionMetrics,
 }
@@ -111,6 +113,7 @@ impl Metrics {
             unreadable_clients.clone(),
         );
         let redis = RedisGauges::register(&mut registry);
+        let memcached = MemcachedCounts::register(&mut registry);
         let connections = ConnectionMetrics::register(&mut registry);
         Metrics {
             registry,
@@ -125,6 +128,7 @@ impl Metrics {
             client_errors,
             unreadable_clients,
             redis,
+            memcached,
             connections,
         }
     }
@@ -140,10 +144,13 @@ impl Metrics {
         &self,
         rules: &[ServerRule],
         upstream: Option<ProxyErrors>,
-        redis: Option<&RedisConnection>,
+        stores: &StoreOptions,
     ) -> String {
-        if let Some(redis) = redis {
+        if let Some(redis) = &stores.redis {
             self.redis.update(redis);
+        }
+        if let Some(memcached) = &stores.memcached {
+            self.memcached.update(memcached);
         }
         for (name, keys, evictions, limited) in rules::sizes(rules) {
             let label = RuleLabel {

@@ -36,8 +36,9 @@ pub(crate) async fn start_admin(
     let render = Arc::new(move || {
         let upstream = proxy.as_ref().map(Proxy::errors);
         let policy = shared.handle.current();
-        let redis = shared.config.stores.redis.as_ref();
-        shared.metrics.render(&policy.rules, upstream, redis)
+        shared
+            .metrics
+            .render(&policy.rules, upstream, &shared.config.stores)
     });
     let (task, local) = bind_admin(addr, render, redis, rules_error, bounds, &connections).await?;
     events.events.emit(ServerEvent::Admin { local });

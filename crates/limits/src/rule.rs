@@ -188,6 +188,35 @@ impl Rule {
         now: u64,
         cost: u64,
     ) -> (Decision, Option<Receipt>) {
+        let (decision, at) = self.decide_timed(state, now, cost, Mode::Record, |_| {});
+        let receipt = (decision.allowed && cost > 0).then_some(Receipt { at, cost });
+        (decision, receipt)
+    }
+
+    /// [`decide`](Rule::decide), and the time it decided at: `now`, or the
+    /// key's latest time if that is later (a key's time never runs
+    /// backwards). A store that keeps the state elsewhere gives it as its
+    /// verdict's time ([`Verdict::decided_at`](crate::Verdict::decided_at)),
+    /// the [`Receipt::at`] its request is settled by.
+    ///
+    /// ```
+    /// use limits::{Algorithm, Mode, Rule};
+    /// let rule = Rule::new(Algorithm::SlidingLog, "2/s".parse().unwrap());
+    /// let mut state = rule.new_state();
+    /// let (_, at) = rule.decide_timed(&mut state, 50, 1, Mode::Record, |_| {});
+    /// assert_eq!(at, 50);
+    /// // An earlier time is decided at the key's latest.
+    /// let (_, at) = rule.decide_timed(&mut state, 10, 1, Mode::Record, |_| {});
+    /// assert_eq!(at, 50);
+    /// ```
+    pub fn decide_timed(
+        &self,
+        state: &mut KeyState,
+        now: u64,
+        cost: u64,
+        mode: Mode,
+        each: impl FnMut(Decision),
+    ) -> (Decision, u64) {
         if !self.owns(state) {
             *state = self.new_state();
         }
@@ -202,9 +231,7 @@ impl Rule {
                 .unwrap_or(now),
             now
         );
-        let decision = self.check(state, now, cost);
-        let receipt = (decision.allowed && cost > 0).then_some(Receipt { at, cost });
-        (decision, receipt)
+        (self.decide(state, now, cost, mode, each), at)
     }
 
     /// Settles a request this rule admitted (its `receipt`) to its real

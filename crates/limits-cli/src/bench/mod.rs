@@ -1,7 +1,7 @@
 //! `limits bench`: the criterion benches' measurements (crates/limits/benches)
 //! for a user, on their own machine: nanoseconds per decision, decisions per
 //! second and bytes per key, for each limiter, at a number of resident keys
-//! and threads, in memory or through a Redis store.
+//! and threads, in memory or through a Redis or Memcached store.
 //!
 //! Unlike the benches, which read a virtual clock so that the comparison with
 //! governor is of the limiters alone, this runs the real `SystemClock` (or
@@ -10,12 +10,14 @@
 //! checks: it is sized from a short calibration run on the same keys, then
 //! the limiter is built afresh with it (see [`memory`]).
 
+mod memcached;
 mod memory;
 mod redis;
 mod report;
 mod rules;
 #[path = "../../../limits/benches/common/scenario.rs"]
 mod scenario;
+mod shared;
 
 use crate::args::{parse_limiters_from, Limiters, RateArgs};
 use clap::parser::ValueSource;
@@ -68,9 +70,10 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0x9e37_79b9_7f4a_7c15)]
     seed: u64,
 
-    /// Where the limiter decides: `memory`, or a Redis (any URL `serve
+    /// Where the limiter decides: `memory`, a Redis (any URL `serve
     /// --store` takes: redis://, rediss://, redis+unix://,
-    /// redis[s]+cluster://, redis[s]+sentinel://) under a fresh key prefix,
+    /// redis[s]+cluster://, redis[s]+sentinel://) or memcached servers
+    /// (memcached://HOST:PORT[,HOST:PORT...]), under a fresh key prefix,
     /// removed afterwards.
     #[arg(long, default_value = "memory", value_name = "URL")]
     store: String,
@@ -190,6 +193,14 @@ fn in_child(algorithm: Algorithm, plan: &Plan) -> Result<Vec<Measured>, String> 
     Ok(report.results)
 }
 
+/// The runtime a shared store's bench runs on.
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
 /// Runs `limits bench`; `matches` are the subcommand's, to tell a --limit
 /// given from its default.
 pub fn bench(args: BenchArgs, matches: Option<&ArgMatches>) -> Result<(), String> {
@@ -241,17 +252,30 @@ pub fn bench(args: BenchArgs, matches: Option<&ArgMatches>) -> Result<(), String
                 results.extend(in_child(algorithm, &plan)?);
             }
         }
-        Some(url) => {
+        Some(url) if limits_memcached::is_memcached_url(url) => {
+            args.redis_tls.for_store(url)?;
+            results = memcached::run(url, &args.limiter.0, &plan)?
+        }
+        Some(url) if limits_redis::is_redis_url(url) => {
             let tls = args.redis_tls.for_store(url)?;
             results = redis::run(url, tls, &args.limiter.0, &plan)?
+        }
+        Some(url) => {
+            return Err(format!(
+                "--store {:?}: {}",
+                limits_redis::redact(url),
+                crate::args::STORE_URLS
+            ))
         }
     }
     let report = Report {
         machine: Machine::here(),
-        clock: if store.is_some() {
-            "Redis TIME (the store's own clock, read in each script call)"
-        } else {
-            "SystemClock (the real clock, read on every decision)"
+        clock: match store {
+            None => "SystemClock (the real clock, read on every decision)",
+            Some(url) if limits_memcached::is_memcached_url(url) => {
+                "SystemClock (this host's: memcached has no clock)"
+            }
+            Some(_) => "Redis TIME (the store's own clock, read in each script call)",
         }
         .to_owned(),
         store: limits_redis::redact(&args.store),

@@ -104,6 +104,12 @@ impl Report {
             self.store
         );
         let redis = self.store != "memory";
+        let memcached = limits_memcached::is_memcached_url(&self.store);
+        let shared_bytes = if memcached {
+            "Memcached B/key"
+        } else {
+            "Redis B/key"
+        };
         let mut rows = vec![if redis {
             [
                 "limiter",
@@ -115,7 +121,7 @@ impl Report {
                 "decisions/s",
                 "p50 us",
                 "p99 us",
-                "Redis B/key",
+                shared_bytes,
             ]
             .map(String::from)
             .to_vec()
@@ -193,7 +199,12 @@ impl Report {
                 .collect();
             let _ = writeln!(out, "{}", cells.join("  ").trim_end());
         }
-        out.push_str(if redis {
+        out.push_str(if memcached {
+            "\nEvery decision is a read and a CAS write (retries on other writers' \
+             conflicts); p50/p99: its latency as a caller sees it. Memcached B/key: the \
+             servers' own count of their items' bytes (stats: key, value and header), \
+             per key written.\n"
+        } else if redis {
             "\nEvery decision is one script call (the deny cache is off); p50/p99: its latency \
              as a caller sees it. Redis B/key: MEMORY USAGE of a sample of keys (all of a \
              key's Redis keys), per key.\n"

@@ -39,6 +39,7 @@ fn admitted_at_once(rule: Rule, n: usize) -> u64 {
 async fn two_serve_instances_on_one_memcached_admit_exactly_the_limit_between_them() {
     let memcached = MemcachedServer::start();
     let url = memcached.url();
+    let mut retries = 0.0;
     for limiter in [
         "sliding-log",
         "fixed-window",
@@ -63,13 +64,21 @@ async fn two_serve_instances_on_one_memcached_admit_exactly_the_limit_between_th
         ];
         let algorithm: Algorithm = limiter.parse().unwrap();
         let expected = admitted_at_once(Rule::new(algorithm, "50/1d".parse().unwrap()), 1000);
-        let a = Server::start(&args, false);
-        let b = Server::start(&args, false);
+        let a = Server::start(&args, true);
+        let b = Server::start(&args, true);
         let urls = [a.url.clone(), b.url.clone()];
         let (ok, limited) = load(&urls, 8, Duration::from_secs(2)).await;
         assert_eq!(ok, expected, "{limiter}: {limited} limited");
         assert!(limited > 0, "{limiter}: the clients went past the limit");
+        for server in [&a, &b] {
+            let metric = "limits_memcached_cas_retries_total";
+            retries += server.metric(metric).await.expect(metric);
+            let gave_up = server.metric("limits_memcached_gave_up_total").await;
+            assert_eq!(gave_up, Some(0.0), "{limiter}");
+        }
     }
+    // Both instances wrote one key at once: some writes met the other's.
+    assert!(retries > 0.0, "no CAS retry counted in /metrics");
 }
 
 #[test]

@@ -4,9 +4,10 @@
 //! its head arrives, through the body-keyed path (the rule keyed on the
 //! form's username) and the path decided in the service's call (keyed on
 //! the address), against an upstream answering 401 to a wrong password; on
-//! a real redis-server, the same answers as in memory.
+//! a real redis-server and a real memcached, the same answers as in memory.
 
 use crate::common;
+use crate::memcached_server::MemcachedServer;
 use crate::redis_server;
 
 use common::raw_exchange;
@@ -100,4 +101,13 @@ async fn serve_on_redis_counts_failed_logins_as_memory_does() {
     assert_eq!(on_redis, in_memory);
     let keys = redis.integer(&["DBSIZE"]);
     assert!(keys >= 1, "the rules' keys are in Redis: {keys}");
+}
+
+/// The same on memcached: the refunds are settled there, by CAS.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_on_memcached_counts_failed_logins_as_memory_does() {
+    let memcached = MemcachedServer::start();
+    let in_memory = failed_logins(&[]).await;
+    let on_memcached = failed_logins(&["--store", &memcached.url()]).await;
+    assert_eq!(on_memcached, in_memory);
 }

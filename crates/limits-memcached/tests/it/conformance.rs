@@ -51,3 +51,4 @@ pub(crate) fn config() -> Config {
 }
 
 limits_conformance::store_conformance_tests!(memcached(), config());
+limits_conformance::store_settle_tests!(memcached(), config());

@@ -6,4 +6,5 @@ mod memcached_server;
 mod conformance;
 mod contention;
 mod outage;
+mod servers;
 mod store;

@@ -20,6 +20,16 @@ fn client(server: &MemcachedServer) -> MemcachedClient {
     MemcachedClient::new(&server.url(), options).unwrap()
 }
 
+/// Whether `store` admits a request of `key` at `cost` in `mode`.
+pub(crate) async fn allowed(store: &impl Store, key: &str, cost: u64, mode: Mode) -> bool {
+    store
+        .decide(key, cost, mode)
+        .await
+        .unwrap()
+        .decision
+        .allowed
+}
+
 fn store(server: &MemcachedServer, rule: Rule, clock: ManualClock) -> MemcachedStore<ManualClock> {
     MemcachedStore::with_clock(&client(server), rule, "api", clock).unwrap()
 }
@@ -81,12 +91,8 @@ async fn decisions_follow_the_stores_clock_and_equal_the_in_memory_ones() {
             let cost = 1 + step % 3;
             let there = shared.decide("k", cost, Mode::Record).await.unwrap();
             let here = memory.decide_now("k", cost, Mode::Record).unwrap().unwrap();
-            // Only memory can settle yet, so only its verdict has a receipt.
-            assert_eq!(
-                (there.decision, there.per_rate),
-                (here.decision, here.per_rate),
-                "{algorithm}, step {step}"
-            );
+            // The whole verdict, its time (its receipt's) included.
+            assert_eq!(there, here, "{algorithm}, step {step}");
             clock.advance(Duration::from_millis(137 * (step % 5)));
         }
     }
@@ -249,4 +255,47 @@ async fn ping_answers_while_the_server_is_up_and_names_it_when_down() {
     );
     let refused = MemcachedClient::connect(&server.url(), MemcachedOptions::default()).await;
     assert!(refused.is_err());
+}
+
+#[tokio::test]
+async fn a_request_settled_by_another_instance_gives_back_to_both() {
+    let server = MemcachedServer::start();
+    let r = rule(Algorithm::SlidingLog, "2/h");
+    let clock = ManualClock::new(1_000);
+    let a = store(&server, r.clone(), clock.clone());
+    let b = store(&server, r, clock.clone());
+    let first = a.decide("carol", 1, Mode::Record).await.unwrap();
+    let receipt = first.receipt(1).expect("a granted verdict has a receipt");
+    assert_eq!(receipt.at, 1_000);
+    a.decide("carol", 1, Mode::Record).await.unwrap();
+    assert!(!allowed(&b, "carol", 1, Mode::Record).await);
+    clock.advance(Duration::from_secs(1));
+    // The first request turned out not to count: settled to nothing by b.
+    Store::settle(&b, "carol", None, receipt, 0).await.unwrap();
+    assert!(allowed(&a, "carol", 1, Mode::Record).await);
+    // A refund on a key with no item changes nothing: nothing is written.
+    Store::settle(&b, "dave", None, receipt, 0).await.unwrap();
+    assert_eq!(cas_of(&server, &a.item_key("dave")), None);
+    // A charge on a key with no item makes one: the debt is shared.
+    Store::settle(&a, "erin", None, receipt, 3).await.unwrap();
+    assert!(!allowed(&b, "erin", 1, Mode::Record).await);
+}
+
+#[tokio::test]
+async fn usage_counts_the_items_and_remove_forgets_a_key() {
+    let (_server, store) = started(Algorithm::FixedWindow, "1/h");
+    let before = store.client().usage().await.unwrap();
+    assert_eq!(before.items, 0);
+    for key in ["a", "b", "c"] {
+        store.decide(key, 1, Mode::Record).await.unwrap();
+    }
+    let after = store.client().usage().await.unwrap();
+    assert_eq!(after.items, 3);
+    // Each item: its key, its value (the fixed window's words) and a header.
+    let value = (after.bytes - before.bytes) / 3;
+    assert!(value > store.item_key("a").len() as u64 + 24, "{value}");
+    assert!(store.remove("a").await.unwrap());
+    assert!(!store.remove("a").await.unwrap());
+    assert!(allowed(&store, "a", 1, Mode::Record).await);
+    assert!(!allowed(&store, "b", 1, Mode::Record).await);
 }

@@ -286,24 +286,6 @@ pub(super) fn counts(count: Spanned<RawCount>, p: &mut Problems<'_>) -> Counts {
     counts
 }
 
-/// A rule that counts only some responses refunds the others, and one
-/// that reads the real cost from the response settles to it: its store
-/// must be able to (`field` names the key, at `span`).
-pub(super) fn check_settles(
-    store: &RuleStore,
-    (field, span): (&str, &Range<usize>),
-    p: &mut Problems<'_>,
-) {
-    if !matches!(store, RuleStore::Memory(_) | RuleStore::Redis(_)) {
-        p.add(
-            span,
-            format!(
-                "{field} settles requests after their response, which the {} store cannot do yet: use store = \"memory\" for this rule",
-                store.kind()
-            ),
-        );
-    }
-}
 
 /// `cost_from = "header:NAME"` and its `max_cost = N`: the real cost read
 /// from the upstream's response header, at most N, settled from the

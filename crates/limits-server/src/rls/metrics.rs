@@ -23,9 +23,10 @@ use super::metric_series::{DescriptorLabel, SeriesCap};
 use super::DEFAULT_MAX_METRIC_SERIES;
 use crate::label_value::LabelValue;
 use crate::listener::connection_caps::ConnectionMetrics;
+use crate::memcached_metrics::MemcachedCounts;
 use crate::redis_metrics::RedisGauges;
+use crate::store::StoreOptions;
 use limits::Store;
-use limits_redis::RedisConnection;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -64,6 +65,7 @@ pub struct RlsMetrics {
     global_shadow: Counter,
     keys: Family<DescriptorLabel, Gauge>,
     redis: RedisGauges,
+    memcached: MemcachedCounts,
     series: SeriesCap,
     /// Connections open and refused, per listener.
     pub(crate) connections: ConnectionMetrics,
@@ -124,6 +126,7 @@ impl RlsMetrics {
             keys.clone(),
         );
         let redis = RedisGauges::register(&mut registry);
+        let memcached = MemcachedCounts::register(&mut registry);
         let folded = Counter::default();
         registry.register(
             "metric_values_folded",
@@ -146,6 +149,7 @@ impl RlsMetrics {
             global_shadow,
             keys,
             redis,
+            memcached,
             series,
             connections,
         }
@@ -186,8 +190,9 @@ impl RlsMetrics {
     }
 
     /// Reads the gauges (keys per in-memory store, the Redis connection's
-    /// counters), then encodes everything in the OpenMetrics text format.
-    pub fn render(&self, limits: &RlsLimits, redis: Option<&RedisConnection>) -> String {
+    /// counters, the Memcached client's), then encodes everything in the
+    /// OpenMetrics text format.
+    pub fn render(&self, limits: &RlsLimits, stores: &StoreOptions) -> String {
         for (id, store) in limits.stores() {
             if let Some(local) = store.local() {
                 let label = DescriptorLabel {
@@ -198,8 +203,11 @@ impl RlsMetrics {
                     .set(i64::try_from(local.len()).unwrap_or(i64::MAX));
             }
         }
-        if let Some(redis) = redis {
+        if let Some(redis) = &stores.redis {
             self.redis.update(redis);
+        }
+        if let Some(memcached) = &stores.memcached {
+            self.memcached.update(memcached);
         }
         let mut out = String::new();
         if encode(&mut out, &self.registry).is_err() {

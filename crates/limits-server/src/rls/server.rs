@@ -250,9 +250,12 @@ impl RlsServer {
     /// Binds the admin endpoint and serves it until aborted.
     async fn start_admin(&self, addr: std::net::SocketAddr) -> Result<JoinHandle<()>, String> {
         let redis = self.config.stores.redis.clone();
-        let (limits, metrics, connection) =
-            (self.limits.clone(), self.metrics.clone(), redis.clone());
-        let render = Arc::new(move || metrics.render(&limits.load(), connection.as_ref()));
+        let (limits, metrics, stores) = (
+            self.limits.clone(),
+            self.metrics.clone(),
+            self.config.stores.clone(),
+        );
+        let render = Arc::new(move || metrics.render(&limits.load(), &stores));
         let connections = &self.metrics.connections;
         tasks::serve_admin(
             addr,

@@ -319,6 +319,22 @@ fn a_rules_store_is_memory_or_redis_and_redis_needs_a_connection() {
 }
 
 #[test]
+fn a_memcached_rule_can_count_by_status() {
+    let text = rule_with("count = { status = [401] }\n");
+    let client = limits_memcached::MemcachedClient::new(
+        "memcached://127.0.0.1:1",
+        limits_memcached::MemcachedOptions::default(),
+    )
+    .unwrap();
+    let options = crate::store::StoreOptions {
+        memcached: Some(client),
+        ..crate::store::StoreOptions::default()
+    };
+    let rules = crate::config::parse(&text, "rules.toml", &options).unwrap();
+    assert_eq!(rules[0].store.kind(), "memcached");
+}
+
+#[test]
 fn count_names_real_statuses_and_at_least_one_list() {
     let bad = [
         (
