@@ -250,6 +250,7 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
             decision,
             per_rate,
             decided_at: None,
+            ban: None,
         }
     }
 }

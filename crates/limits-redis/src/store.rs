@@ -225,6 +225,7 @@ impl RedisStore {
             decision,
             per_rate,
             decided_at: None,
+            ban: None,
         }
     }
 
@@ -337,6 +338,7 @@ impl RedisStore {
             decision,
             per_rate,
             decided_at: None,
+            ban: None,
         }
     }
 
@@ -522,6 +524,7 @@ fn verdict(answer: &[i64], rates: usize) -> Result<Verdict, StoreError> {
         decision,
         per_rate,
         decided_at: None,
+        ban: None,
     })
 }
 
