@@ -75,6 +75,7 @@ mod method;
 mod no_client;
 pub use method::STANDARD_METHODS;
 mod path;
+mod penalty;
 mod policy;
 mod prepare;
 mod problem;
