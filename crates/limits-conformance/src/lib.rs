@@ -27,6 +27,7 @@ mod driver;
 mod invariants;
 mod large_costs;
 mod model;
+mod penalty_model;
 mod rational;
 mod rule_model;
 mod suite;
@@ -36,11 +37,13 @@ pub use driver::{allowed_by_key, check_retry_is_exact, compare_with_model, confi
 pub use invariants::{check_rate, within_burst_and_refill, worst_window};
 pub use large_costs::{large_cost_cases, LARGE_COST_LIMIT, LARGE_COST_WINDOW};
 pub use model::Model;
+pub use penalty_model::PenaltyModel;
 pub use rational::Q;
 pub use rule_model::{first_after, RuleModel};
 pub use suite::{
-    assert_conforms, assert_settles, check, check_cases, check_settle, run_suite, settle_case,
-    Config, Failure, Mismatch, Property, SettleCase, SettleTo, ALGORITHMS,
+    assert_conforms, assert_penalizes, assert_settles, check, check_cases, check_penalty,
+    check_settle, penalty_case, run_suite, settle_case, Config, Failure, Mismatch, PenaltyCase,
+    Property, SettleCase, SettleTo, ALGORITHMS,
 };
 pub use trace::{case, edge_case, window, Case, Event};
 

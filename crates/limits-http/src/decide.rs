@@ -28,7 +28,7 @@ use bytes::Bytes;
 use http::request::Parts;
 use http::StatusCode;
 use http_body::Body;
-use limits::{Asked, Mode, RetryAfter, Store, StoreError, StoreErrorKind, Until, Verdict};
+use limits::{Asked, Ban, Mode, RetryAfter, Store, StoreError, StoreErrorKind, Until, Verdict};
 use smallvec::SmallVec;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -84,19 +84,31 @@ pub(crate) struct Limited {
     rule: usize,
     statuses: Statuses,
     retry_after: RetryAfter,
+    ban: Option<Ban>,
 }
 
 impl Limited {
     /// The denial of the rule whose status is `denying`, after the rules
     /// before it said `before`.
-    fn new(mut before: Statuses, denying: Counted, retry_after: RetryAfter) -> Limited {
+    fn new(
+        mut before: Statuses,
+        denying: Counted,
+        retry_after: RetryAfter,
+        ban: Option<Ban>,
+    ) -> Limited {
         let rule = denying.rule;
         before.push(denying);
         Limited {
             rule,
             statuses: before,
             retry_after,
+            ban,
         }
+    }
+
+    /// The ban the key was refused for, if a penalty refused it.
+    pub(crate) fn ban(&self) -> Option<&Ban> {
+        self.ban.as_ref()
     }
 
     /// The index in the policy of the rule that denied.
@@ -382,14 +394,18 @@ fn fold<S: Store, K>(
         passed.statuses.push(counted);
         return Ok(());
     }
-    tell(Outcome::Limited);
-    tracing::debug!(rule = %name, key = %key, retry_after = %d.retry_after, "limited");
+    tell(match verdict.ban {
+        Some(_) => Outcome::Banned,
+        None => Outcome::Limited,
+    });
+    tracing::debug!(rule = %name, key = %key, retry_after = %d.retry_after, banned = verdict.ban.is_some(), "limited");
     settle_refused(in_force, passed, StatusCode::TOO_MANY_REQUESTS);
     let before = std::mem::take(&mut passed.statuses);
     Err(Refusal::Limited(Limited::new(
         before,
         counted,
         d.retry_after,
+        verdict.ban,
     )))
 }
 

@@ -76,6 +76,7 @@ mod no_client;
 pub use method::STANDARD_METHODS;
 mod cost_from;
 mod path;
+mod penalty;
 mod policy;
 mod prepare;
 mod problem;

@@ -287,6 +287,10 @@ pub enum Outcome {
     WouldLimit,
     /// The store could not decide; the failure policy applied.
     StoreFailed,
+    /// The rule's penalty refused it with 429: its key is banned
+    /// ([`Verdict::ban`](limits::Verdict::ban)), counted apart from the
+    /// rule's own denials.
+    Banned,
 }
 
 /// Receives every decision, e.g. to count it in metrics.

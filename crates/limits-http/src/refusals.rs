@@ -51,6 +51,12 @@ fn too_many<S: Store, K>(
     mut map: HeaderMap,
 ) -> Response<Full<Bytes>> {
     let (rule, statuses, wait) = (limited.rule(), limited.statuses(), limited.retry_after());
+    if let Some(ban) = limited.ban() {
+        let banning = &in_force.policy.rules[rule];
+        let mut r = crate::penalty::banned(&banning.name, banning.store.penalty(), ban, wait);
+        write_ratelimit(in_force, statuses, legacy, wait, r.headers_mut());
+        return r;
+    }
     let status = StatusCode::TOO_MANY_REQUESTS;
     let secs = match wait {
         RetryAfter::After(d) => headers::ceil_secs(d),

@@ -352,6 +352,7 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
             decision,
             per_rate,
             decided_at: Some(at),
+            ban: None,
         }
     }
 }

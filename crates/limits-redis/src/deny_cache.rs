@@ -130,6 +130,7 @@ mod tests {
             decision,
             per_rate: [decision].into_iter().collect(),
             decided_at: None,
+            ban: None,
         }
     }
 

@@ -266,6 +266,7 @@ impl RedisStore {
             decision,
             per_rate,
             decided_at: None,
+            ban: None,
         }
     }
 
@@ -387,6 +388,7 @@ impl RedisStore {
             decision,
             per_rate,
             decided_at: None,
+            ban: None,
         }
     }
 
@@ -598,6 +600,7 @@ fn verdict(answer: &[i64], rates: usize) -> Result<Verdict, StoreError> {
         decision,
         per_rate,
         decided_at: u64::try_from(answer[0]).ok().map(|us| us * 1000),
+        ban: None,
     })
 }
 

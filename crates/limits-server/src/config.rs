@@ -37,6 +37,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 mod fields;
+mod penalty;
 mod raw;
 #[cfg(test)]
 mod tests;
@@ -181,6 +182,9 @@ fn rule_config(
 
     let burst = raw.burst.map(|burst| checked_burst(burst, algorithm, p));
 
+    let penalty_span = raw.penalty.as_ref().map(Spanned::span);
+    let penalty = raw.penalty.and_then(|table| penalty::penalty(table, p));
+
     let count = raw
         .count
         .map(|count| fields::counts(count, p))
@@ -200,7 +204,10 @@ fn rule_config(
     let (Some(rule), Some(key)) = (rule, key) else {
         return None;
     };
-    let store = fields::rule_store(raw.store, &table, stores, (&name, rule), p)?;
+    let mut store = fields::rule_store(raw.store, &table, stores, (&name, rule), p)?;
+    if let (Some(penalty), Some(span)) = (penalty, &penalty_span) {
+        store = penalty::with_penalty(store, penalty, span, p);
+    }
     (p.found.len() == before).then(|| HttpRule {
         name,
         path_prefix,

@@ -43,11 +43,12 @@ pub struct Metrics {
     decisions: Family<DecisionLabels, Counter>,
     /// The `decisions` series by rule name and outcome, each created in the
     /// family on its first decision: counting one costs no label strings.
-    decided: RwLock<Vec<(String, [OnceLock<Counter>; 4])>>,
+    decided: RwLock<Vec<(String, [OnceLock<Counter>; OUTCOMES])>>,
     latency: Histogram,
     keys: Family<RuleLabel, Gauge>,
     evictions: Family<RuleLabel, Counter>,
     limited_evictions: Family<RuleLabel, Counter>,
+    bans: Family<RuleLabel, Counter>,
     store_errors: Family<RuleLabel, Counter>,
     upstream_errors: Family<KindLabel, Counter>,
     client_errors: Family<KindLabel, Counter>,
@@ -67,13 +68,14 @@ impl Metrics {
         let keys = Family::<RuleLabel, Gauge>::default();
         let evictions = Family::<RuleLabel, Counter>::default();
         let limited_evictions = Family::<RuleLabel, Counter>::default();
+        let bans = Family::<RuleLabel, Counter>::default();
         let store_errors = Family::<RuleLabel, Counter>::default();
         let upstream_errors = Family::<KindLabel, Counter>::default();
         let client_errors = Family::<KindLabel, Counter>::default();
         let unreadable_clients = Counter::default();
         registry.register(
             "decisions",
-            "Requests decided per rule: allowed, limited, would_limit (dry run), store_failed",
+            "Requests decided per rule: allowed, limited, banned (refused for a ban of the rule's penalty), would_limit (dry run), store_failed",
             decisions.clone(),
         );
         registry.register(
@@ -91,6 +93,11 @@ impl Metrics {
             "evictions_of_limited_keys",
             "Of the evictions, keys at their limit or denied: each let a limited client start afresh (zero unless --max-keys is too small)",
             limited_evictions.clone(),
+        );
+        registry.register(
+            "bans",
+            "Bans started per rule by its penalty (a key denied too often); a reload that changes a rule starts its count again",
+            bans.clone(),
         );
         registry.register(
             "store_errors",
@@ -123,6 +130,7 @@ impl Metrics {
             keys,
             evictions,
             limited_evictions,
+            bans,
             store_errors,
             upstream_errors,
             client_errors,
@@ -160,6 +168,12 @@ impl Metrics {
             set_count(&self.evictions.get_or_create(&label), evictions);
             set_count(&self.limited_evictions.get_or_create(&label), limited);
         }
+        for (name, bans) in rules::bans(rules) {
+            let label = RuleLabel {
+                rule: LabelValue::new(name),
+            };
+            set_count(&self.bans.get_or_create(&label), bans);
+        }
         if let Some(errors) = upstream {
             let set = |family: &Family<KindLabel, Counter>, kind: &str, v: u64| {
                 set_count(&family.get_or_create(&KindLabel { kind: kind.into() }), v);
@@ -192,8 +206,12 @@ fn outcome_slot(outcome: Outcome) -> (usize, &'static str) {
         Outcome::Limited => (1, "limited"),
         Outcome::WouldLimit => (2, "would_limit"),
         Outcome::StoreFailed => (3, "store_failed"),
+        Outcome::Banned => (4, "banned"),
     }
 }
+
+/// How many outcomes `outcome_slot` has slots for.
+const OUTCOMES: usize = 5;
 
 /// The `decisions` series of `rule` and the outcome `name`, created in the
 /// family if it is not there yet.
@@ -213,7 +231,7 @@ struct RuleSeries {
     decisions: Family<DecisionLabels, Counter>,
     /// The rule's `decisions` series by outcome, each taken from the
     /// family on its first decision.
-    series: [OnceLock<Counter>; 4],
+    series: [OnceLock<Counter>; OUTCOMES],
     store_errors: Family<RuleLabel, Counter>,
     latency: Histogram,
 }

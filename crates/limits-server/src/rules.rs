@@ -51,8 +51,13 @@ pub fn fingerprint(rule: &ServerRule) -> String {
     let normalize = key
         .normalize()
         .map_or("default".to_string(), |n| n.to_string());
+    // A penalty's states mean the same only under the same penalty.
+    let penalty = rule
+        .store
+        .penalty()
+        .map_or(String::new(), |p| format!(" penalty={p}"));
     format!(
-        "{} key={key} missing={missing} normalize={normalize}",
+        "{} key={key} missing={missing} normalize={normalize}{penalty}",
         limiter_shape(rule.store.rule()),
     )
 }
@@ -84,6 +89,16 @@ pub(crate) fn sizes(rules: &[ServerRule]) -> Vec<(String, usize, u64, u64)> {
             let sizes = (local.len(), local.evictions(), local.limited_evictions());
             Some((r.name.clone(), sizes.0, sizes.1, sizes.2))
         })
+        .collect()
+}
+
+/// (rule, bans started) for each rule with a penalty whose store is in this
+/// process.
+pub(crate) fn bans(rules: &[ServerRule]) -> Vec<(String, u64)> {
+    rules
+        .iter()
+        .filter(|r| r.store.penalty().is_some())
+        .filter_map(|r| Some((r.name.clone(), r.store.local()?.bans())))
         .collect()
 }
 

@@ -45,6 +45,10 @@ struct SavedRule {
     shape: String,
     /// Each key with its state as numbers (`limits::Rule::encode_state`).
     keys: Vec<(String, Vec<u64>)>,
+    /// Each key's standing under the rule's penalty, if it has one
+    /// (`limits::Penalty::encode_state`): a ban survives a restart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    penalties: Vec<(String, Vec<u64>)>,
 }
 
 const VERSION: u32 = 1;
@@ -142,7 +146,7 @@ fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Writes the state of every entry whose store is in this process to `path`
 /// (atomically: a temporary file renamed over it, or over the target of the
-/// symlink `path` is). Returns how many keys were saved.
+/// symlink `path` is). Returns how many keys (and penalty states) were saved.
 pub fn save<'a>(
     path: &Path,
     entries: impl IntoIterator<Item = Entry<'a>>,
@@ -157,9 +161,14 @@ pub fn save<'a>(
             continue;
         };
         let keys = local.export();
-        saved += keys.len();
-        file.rules
-            .insert(name.to_string(), SavedRule { shape, keys });
+        let penalties = local.export_penalties();
+        saved += keys.len() + penalties.len();
+        let rule = SavedRule {
+            shape,
+            keys,
+            penalties,
+        };
+        file.rules.insert(name.to_string(), rule);
     }
     let text = serde_json::to_vec(&file).map_err(|e| e.to_string())?;
     let target = resolve(path)?;
@@ -215,6 +224,16 @@ pub fn load<'a>(
             });
         dropped += future.len();
         loaded += local.import(keys);
+        if let Some(penalty) = store.penalty() {
+            let (future, penalties): (Vec<_>, Vec<_>) =
+                saved.penalties.iter().cloned().partition(|(_, words)| {
+                    penalty
+                        .decode_state(words)
+                        .is_some_and(|s| s.latest() > latest)
+                });
+            dropped += future.len();
+            loaded += local.import_penalties(penalties);
+        }
     }
     if dropped > 0 {
         let entries = if dropped == 1 { "entry" } else { "entries" };

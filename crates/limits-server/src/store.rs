@@ -9,8 +9,8 @@
 //! [`Store::local`], never assumed.
 
 use limits::{
-    Asked, KeyedLimiter, LocalStore, Mode, Receipt, Rule, Store, StoreError, SystemClock, Until,
-    Verdict,
+    Asked, KeyedLimiter, LocalStore, Mode, Penalty, Receipt, Rule, Store, StoreError, SystemClock,
+    Until, Verdict,
 };
 use limits_memcached::{MemcachedClient, MemcachedStore};
 use limits_redis::{RedisConnection, RedisStore};
@@ -65,10 +65,12 @@ impl RuleStore {
     }
 
     /// Whether a key's state in `self` means the same in `other`: the same
-    /// kind of store deciding the same rule. A reloaded rule keeps its store
-    /// only then.
+    /// kind of store deciding the same rule, with the same penalty. A
+    /// reloaded rule keeps its store only then.
     pub fn same_kind(&self, other: &RuleStore) -> bool {
-        self.kind() == other.kind() && self.rule() == other.rule()
+        self.kind() == other.kind()
+            && self.rule() == other.rule()
+            && self.penalty() == other.penalty()
     }
 }
 
@@ -78,6 +80,14 @@ impl Store for RuleStore {
             RuleStore::Memory(s) => Store::rule(s),
             RuleStore::Redis(s) => Store::rule(s),
             RuleStore::Memcached(s) => Store::rule(s),
+        }
+    }
+
+    fn penalty(&self) -> Option<&Penalty> {
+        match self {
+            RuleStore::Memory(s) => Store::penalty(s),
+            RuleStore::Redis(s) => Store::penalty(s),
+            RuleStore::Memcached(s) => Store::penalty(s),
         }
     }
 

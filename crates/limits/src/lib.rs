@@ -11,6 +11,8 @@
 //! - [`KeyedLimiter`]: a rule applied per key, thread-safe and sharded, with
 //!   bounded memory.
 //! - [`Decision`]: allowed, remaining, retry_after, reset_after, delay.
+//! - [`Penalty`]: a ban for a key denied too often
+//!   ([`KeyedLimiter::with_penalty`]).
 //!
 //! ```
 //! use limits::{Algorithm, KeyedLimiter, Rule};
@@ -35,6 +37,7 @@ mod duration;
 mod keyed;
 mod local_store;
 mod parse;
+mod penalty;
 mod rate;
 mod rule;
 pub mod simulate;
@@ -49,6 +52,7 @@ pub use duration::{format_duration, format_seconds, parse_duration, parse_second
 pub use keyed::{KeyedLimiter, MemoryReport, Options};
 pub use local_store::LocalStore;
 pub use parse::ParseError;
+pub use penalty::{Ban, Penalty, PenaltyError, PenaltyState, MAX_AFTER, MAX_BAN};
 pub use rate::{Rate, RateError, Rates, DEFAULT_WINDOW, MAX_LIMIT, MAX_WINDOW};
 pub use rule::{KeyState, Rule};
 pub use store::{Asked, Store, StoreError, StoreErrorKind, UnsupportedRule, Until, Verdict};

@@ -49,6 +49,27 @@ pub trait LocalStore: Send + Sync {
 
     /// Of the [`evictions`](Self::evictions), those of keys that were limited.
     fn limited_evictions(&self) -> u64;
+
+    /// Bans started so far by the store's penalty
+    /// ([`Store::penalty`](crate::Store::penalty)); zero by default.
+    fn bans(&self) -> u64 {
+        0
+    }
+
+    /// Every key's penalty state that still matters, as numbers
+    /// ([`Penalty::encode_state`](crate::Penalty::encode_state)); none by
+    /// default.
+    fn export_penalties(&self) -> Vec<(String, Vec<u64>)> {
+        Vec::new()
+    }
+
+    /// Loads penalty states written by
+    /// [`export_penalties`](Self::export_penalties); returns how many were
+    /// loaded (none by default).
+    fn import_penalties(&self, entries: Vec<(String, Vec<u64>)>) -> usize {
+        let _ = entries;
+        0
+    }
 }
 
 impl<C: Clock + 'static> LocalStore for KeyedLimiter<String, C> {
@@ -74,6 +95,18 @@ impl<C: Clock + 'static> LocalStore for KeyedLimiter<String, C> {
 
     fn limited_evictions(&self) -> u64 {
         KeyedLimiter::limited_evictions(self)
+    }
+
+    fn bans(&self) -> u64 {
+        KeyedLimiter::bans(self)
+    }
+
+    fn export_penalties(&self) -> Vec<(String, Vec<u64>)> {
+        KeyedLimiter::export_penalties(self)
+    }
+
+    fn import_penalties(&self, entries: Vec<(String, Vec<u64>)>) -> usize {
+        KeyedLimiter::import_penalties(self, entries)
     }
 }
 

@@ -7,7 +7,7 @@
 //! A store that never waits also says so, with [`Store::decide_now`]: a
 //! caller can then decide without making a future at all.
 
-use crate::{Clock, Decision, KeyedLimiter, LocalStore, Mode, Receipt, Rule};
+use crate::{Ban, Clock, Decision, KeyedLimiter, LocalStore, Mode, Penalty, Receipt, Rule};
 use smallvec::SmallVec;
 use std::fmt;
 use std::future::Future;
@@ -24,6 +24,9 @@ pub struct Verdict {
     /// the request later ([`Store::settle`]); `None` from a store that
     /// cannot.
     pub decided_at: Option<u64>,
+    /// The ban the request was refused for, if its key is banned
+    /// ([`Store::penalty`]); `None` for any other decision.
+    pub ban: Option<Ban>,
 }
 
 impl Verdict {
@@ -175,7 +178,7 @@ impl Until {
     /// use limits::{Decision, RetryAfter, StoreError, Until, Verdict};
     ///
     /// let decision = Decision { allowed: false, retry_after: RetryAfter::Never, ..Decision::allow(0) };
-    /// let denied = Ok(Verdict { decision, per_rate: Default::default(), decided_at: None });
+    /// let denied = Ok(Verdict { decision, per_rate: Default::default(), decided_at: None, ban: None });
     /// assert!(Until::Denied.stops_after(&denied));
     /// assert!(!Until::Failed.stops_after(&denied));
     /// assert!(Until::Failed.stops_after(&Err(StoreError::new("down"))));
@@ -192,6 +195,13 @@ impl Until {
 pub trait Store: Send + Sync + 'static {
     /// The rule this store decides for.
     fn rule(&self) -> &Rule;
+
+    /// The penalty this store bans repeat offenders by, if any: then a
+    /// banned key's verdicts carry the [`Ban`] ([`Verdict::ban`]). `None`
+    /// by default.
+    fn penalty(&self) -> Option<&Penalty> {
+        None
+    }
 
     /// Decides a request of `cost` for `key` now, recording it if allowed
     /// (or only looking, with [`Mode::Peek`]).
@@ -363,6 +373,10 @@ impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
         KeyedLimiter::rule(self)
     }
 
+    fn penalty(&self) -> Option<&Penalty> {
+        KeyedLimiter::penalty(self)
+    }
+
     /// Decides in memory, at once: never an error.
     ///
     /// ```
@@ -482,11 +496,12 @@ impl<C: Clock> KeyedLimiter<String, C> {
     /// ```
     pub fn verdict(&self, key: &str, now: Option<u64>, cost: u64, mode: Mode) -> Verdict {
         let mut per_rate = SmallVec::new();
-        let (decision, at) = self.decide_timed(key, now, cost, mode, |d| per_rate.push(d));
+        let (decision, at, ban) = self.decide_banned(key, now, cost, mode, |d| per_rate.push(d));
         Verdict {
             decision,
             per_rate,
             decided_at: Some(at),
+            ban,
         }
     }
 }

@@ -14,9 +14,11 @@
 //! no state: it is called once per case and again for every probe of a
 //! denial's wait, so a shared backend needs a fresh key prefix per call.
 
+mod penalty;
 mod run;
 mod settle;
 
+pub use penalty::{assert_penalizes, check_penalty, penalty_case, PenaltyCase};
 pub use settle::{assert_settles, check_settle, settle_case, SettleCase, SettleTo};
 
 use crate::{edge_case, large_cost_cases, Case, LARGE_COST_LIMIT};
@@ -97,6 +99,10 @@ pub enum Property {
     /// real cost among the requests ([`check_settle`]): not in
     /// [`Property::ALL`], as a store that cannot settle is not run on it.
     Settles,
+    /// As `MatchesModels`, for a rule with a penalty ([`check_penalty`]):
+    /// bans start at the same denials and refuse alike; not in
+    /// [`Property::ALL`], as only a store that bans is run on it.
+    Penalizes,
 }
 
 impl Property {

@@ -46,6 +46,9 @@ where
         Property::Settles => Err(super::suite_error(
             "settlements run through check_settle, on traces of their own".to_owned(),
         )),
+        Property::Penalizes => Err(super::suite_error(
+            "penalties run through check_penalty, with a penalty of their own".to_owned(),
+        )),
     }
 }
 

@@ -18,6 +18,7 @@ mod layer_readings;
 mod layer_routes;
 mod no_client_address;
 mod observer_timing;
+mod penalty;
 mod ratelimit_names;
 mod refusal_maps;
 mod repeated_values;

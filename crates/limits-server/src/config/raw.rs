@@ -37,6 +37,17 @@ pub(super) struct RawRule {
     pub count: Option<Spanned<RawCount>>,
     pub cost_from: Option<Spanned<String>>,
     pub max_cost: Option<Spanned<Whole>>,
+    pub penalty: Option<Spanned<RawPenalty>>,
+}
+
+/// `penalty = { after = 5, within = "1m", ban = "15m", escalate = 2 }`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPenalty {
+    pub after: Option<Spanned<Whole>>,
+    pub within: Option<Spanned<String>>,
+    pub ban: Option<Spanned<String>>,
+    pub escalate: Option<Spanned<Whole>>,
 }
 
 /// `count = { status = [401, 403] }`, or `unless_status`, or both.

@@ -6,6 +6,7 @@ use limits::Rates;
 
 mod errors;
 mod never_panics;
+mod penalty;
 
 fn rule(algorithm: Algorithm, rates: &str) -> Rule {
     Rule::new(algorithm, rates.parse::<Rates>().expect(rates))

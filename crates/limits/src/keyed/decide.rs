@@ -123,6 +123,9 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
+        if let Some(book) = &self.penalty {
+            return self.decide_penalized(book, key, now, cost, mode, each).0;
+        }
         // The time decided at is not wanted here: its store is dead code.
         let mut at = 0;
         with_table!(self, |kind, shards| self
@@ -179,6 +182,25 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     // Written out: as a hint, this step of `check` stayed a call.
     #[inline(always)]
     pub(crate) fn decide_timed<Q>(
+        &self,
+        key: &Q,
+        now: Option<u64>,
+        cost: u64,
+        mode: Mode,
+        each: impl FnMut(Decision),
+    ) -> (Decision, u64)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let (decision, at, _) = self.decide_banned(key, now, cost, mode, each);
+        (decision, at)
+    }
+
+    /// [`decide_timed`](Self::decide_timed) by the rule alone, whatever
+    /// its penalty.
+    #[inline(always)]
+    pub(crate) fn decide_plain<Q>(
         &self,
         key: &Q,
         now: Option<u64>,

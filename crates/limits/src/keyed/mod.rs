@@ -24,11 +24,13 @@ mod compact;
 mod compact_window;
 mod decide;
 mod kind;
+mod penalized;
 mod saved;
 mod shard;
 pub(crate) mod slot;
 mod tables;
 
+use crate::penalty::PenaltyBook;
 use crate::{Clock, Rule, SystemClock};
 use foldhash::fast::RandomState;
 use kind::Kind;
@@ -156,6 +158,9 @@ pub struct KeyedLimiter<K, C = SystemClock> {
     shards_with_one_more: usize,
     evictions: AtomicU64,
     limited_evictions: AtomicU64,
+    /// The rule's penalty and each key's standing under it, if it has one
+    /// ([`KeyedLimiter::with_penalty`]).
+    penalty: Option<Box<PenaltyBook<K>>>,
 }
 
 impl<K: Hash + Eq + Send> KeyedLimiter<K, SystemClock> {
@@ -199,6 +204,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             shards_with_one_more,
             evictions: AtomicU64::new(0),
             limited_evictions: AtomicU64::new(0),
+            penalty: None,
         }
     }
 
@@ -254,12 +260,13 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         self.sweep_at(self.clock.now())
     }
 
-    /// [`sweep`](Self::sweep) as of `now`.
+    /// [`sweep`](Self::sweep) as of `now` (penalty states too).
     pub fn sweep_at(&self, now: u64) -> usize {
-        with_table!(self, |kind, shards| shards
+        let keys: usize = with_table!(self, |kind, shards| shards
             .iter()
             .map(|s| lock(&s.0).sweep_all(kind, now))
-            .sum())
+            .sum());
+        keys + self.sweep_penalties(now)
     }
 
     /// Keys tracked now.
