@@ -3,7 +3,7 @@
 //! what to do when the store cannot answer).
 
 use crate::path::fold_case;
-use crate::{BodyBudget, ClientIp, KeyExtractor, KeySpec};
+use crate::{BodyBudget, ClientIp, KeyExtractor, KeySpec, ListKind, Lists};
 use http::Method;
 use limits::Store;
 use std::sync::Arc;
@@ -40,6 +40,8 @@ pub struct HttpRule<S, K = KeySpec> {
     pub count: Counts,
     /// Where the rule's state lives.
     pub store: Arc<S>,
+    /// Who the rule never limits, and whom it refuses (403).
+    pub lists: Lists,
 }
 
 impl<S, K> HttpRule<S, K> {
@@ -73,6 +75,7 @@ impl<S, K> HttpRule<S, K> {
             cost: 1,
             count: Counts::default(),
             store: Arc::new(store),
+            lists: Lists::default(),
         }
     }
 
@@ -105,6 +108,13 @@ impl<S, K> HttpRule<S, K> {
     /// any other is refunded when the response head arrives ([`Counts`]).
     pub fn count(mut self, count: Counts) -> HttpRule<S, K> {
         self.count = count;
+        self
+    }
+
+    /// Requests on `lists.allow` pass this rule unlimited; those on
+    /// `lists.deny` are refused with 403 ([`Lists`]).
+    pub fn lists(mut self, lists: Lists) -> HttpRule<S, K> {
+        self.lists = lists;
         self
     }
 
@@ -288,6 +298,33 @@ pub trait Observer: Send + Sync + 'static {
     /// by the nearest trusted hop. Called once per such request.
     fn unreadable_client_address(&self) {}
 
+    /// A request was on an allow or deny list: `rule` is the rule it passed
+    /// unlimited (an allow list, the layer's or the rule's own), or the rule
+    /// whose deny list refused it (`None`: the layer's). Called once per
+    /// rule exempted, once per refusal.
+    ///
+    /// ```
+    /// use limits_http::{ListKind, Observer, Outcome};
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::time::Duration;
+    ///
+    /// struct Exempt(AtomicU64);
+    /// impl Observer for Exempt {
+    ///     fn decided(&self, _: &str, _: Outcome, _: Duration) {}
+    ///     fn listed(&self, list: ListKind, _rule: Option<&str>) {
+    ///         if list == ListKind::Allow {
+    ///             self.0.fetch_add(1, Ordering::Relaxed);
+    ///         }
+    ///     }
+    /// }
+    /// let exempt = Exempt(AtomicU64::new(0));
+    /// exempt.listed(ListKind::Allow, Some("login"));
+    /// assert_eq!(exempt.0.load(Ordering::Relaxed), 1);
+    /// ```
+    fn listed(&self, list: ListKind, rule: Option<&str>) {
+        let _ = (list, rule);
+    }
+
     /// The observer of the decisions of the rule named `rule`, asked once
     /// per rule each time a policy is put in force
     /// ([`RateLimitLayer::new`](crate::RateLimitLayer::new),
@@ -422,6 +459,9 @@ pub struct LayerOptions {
     /// The memory every body being read for a key may hold at once, across
     /// all connections; a request that would go past it gets 503.
     pub body_budget: BodyBudget,
+    /// Lists for every request, before any rule: whom no rule limits, and
+    /// whom the layer refuses (403), matched or not by a rule.
+    pub lists: Lists,
 }
 
 impl Default for LayerOptions {
@@ -435,6 +475,7 @@ impl Default for LayerOptions {
             max_body: 16 * 1024,
             body_timeout: Duration::from_secs(10),
             body_budget: BodyBudget::new(DEFAULT_BODY_BUDGET),
+            lists: Lists::default(),
         }
     }
 }

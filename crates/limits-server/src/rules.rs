@@ -181,6 +181,7 @@ pub(crate) fn single(
         cost,
         count: Default::default(),
         store: Arc::new(store),
+        lists: Default::default(),
     })
 }
 

@@ -88,6 +88,7 @@ async fn a_custom_extractors_keys_never_meet_the_built_in_ones() {
         cost: 1,
         count: Default::default(),
         store: shared.clone(),
+        lists: Default::default(),
     };
     let a = rule("by-ip", "/a", Arc::new(KeySpec::ip()));
     let b = rule("by-tenant", "/b", Arc::new(Tenant));

@@ -15,6 +15,7 @@ mod layer_keys;
 mod layer_paths_and_bodies;
 mod layer_readings;
 mod layer_routes;
+mod lists;
 mod no_client_address;
 mod observer_timing;
 mod ratelimit_names;

@@ -33,6 +33,7 @@ pub fn rule<S>(name: &str, path: &str, key: &str, store: Arc<S>) -> HttpRule<S> 
         cost: 1,
         count: Default::default(),
         store,
+        lists: Default::default(),
     }
 }
 

@@ -125,6 +125,7 @@ pub async fn run(defs: &[Def], options: &LayerOptions, at_once: &[bool], script:
             cost: 1,
             count: Default::default(),
             store: store.clone(),
+            lists: Default::default(),
         })
         .collect();
     let events = Arc::new(Mutex::new(Vec::new()));
