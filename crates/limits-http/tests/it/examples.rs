@@ -66,7 +66,7 @@ async fn the_grpc_example_answers_resource_exhausted_past_the_limit() {
     let seen = grpc_health::run(3).await.unwrap();
     assert_eq!(
         seen,
-        ["Serving", "Serving", "ResourceExhausted: Too Many Requests"]
+        ["Serving", "Serving", "ResourceExhausted: rate limit \"grpc\" exceeded"]
     );
 }
 

@@ -7,6 +7,7 @@ mod common;
 mod count_statuses;
 mod empty_ratelimit_fields;
 mod examples;
+mod grpc_answers;
 mod key_ip_alone;
 mod layer;
 mod layer_client;
