@@ -33,6 +33,7 @@ mod serve_client;
 mod serve_connections;
 mod serve_count_failed;
 mod serve_key_floods;
+mod serve_lists;
 mod serve_metrics_counts;
 mod serve_operations;
 mod serve_paths_and_bodies;
