@@ -28,7 +28,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// tonic's request, as the layer reads it: the peer as [`PeerAddr`], the
 /// body in a type the layer can rebuild from bytes.
-fn for_the_layer(req: Request<tonic::body::Body>) -> Request<axum::body::Body> {
+pub fn for_the_layer(req: Request<tonic::body::Body>) -> Request<axum::body::Body> {
     let peer = req
         .extensions()
         .get::<TcpConnectInfo>()

@@ -172,13 +172,19 @@ mod tests {
 
     #[test]
     fn messages_are_percent_encoded_as_grpc_requires() {
-        assert_eq!(percent_encode("rate limit \"api\" exceeded"), "rate limit \"api\" exceeded");
+        assert_eq!(
+            percent_encode("rate limit \"api\" exceeded"),
+            "rate limit \"api\" exceeded"
+        );
         assert_eq!(percent_encode("100% é\n"), "100%25 %C3%A9%0A");
     }
 
     #[test]
     fn codes_of_our_answers() {
-        assert_eq!(Code::of(StatusCode::TOO_MANY_REQUESTS), Code::ResourceExhausted);
+        assert_eq!(
+            Code::of(StatusCode::TOO_MANY_REQUESTS),
+            Code::ResourceExhausted
+        );
         assert_eq!(Code::of(StatusCode::FORBIDDEN), Code::PermissionDenied);
         assert_eq!(Code::of(StatusCode::SERVICE_UNAVAILABLE), Code::Unavailable);
         assert_eq!(Code::of(StatusCode::BAD_REQUEST), Code::InvalidArgument);

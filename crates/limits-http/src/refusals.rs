@@ -124,7 +124,9 @@ fn write_ratelimit<S: Store, K>(
 /// 403 for a request on a deny list: the layer's, or the rule's named.
 fn denied<S, K>(in_force: &InForce<S, K>, rule: Option<usize>) -> Response<Full<Bytes>> {
     let status = StatusCode::FORBIDDEN;
-    let name = rule.and_then(|i| in_force.policy.rules.get(i)).map(|r| r.name.as_str());
+    let name = rule
+        .and_then(|i| in_force.policy.rules.get(i))
+        .map(|r| r.name.as_str());
     let detail = denied_detail(name);
     match name {
         Some(name) => problem_members(status, detail, [("rule", name)]),

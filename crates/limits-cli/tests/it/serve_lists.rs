@@ -11,9 +11,22 @@ use common::server::Server;
 use common::upstream::RecordingUpstream;
 use common::{statuses_from, write};
 use std::net::IpAddr;
+use std::path::Path;
 
 fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
+}
+
+/// `limits serve --config CONFIG --upstream UPSTREAM` and `more` flags.
+fn serve(config: &Path, upstream: &RecordingUpstream, more: &[&str], admin: bool) -> Server {
+    let mut args = vec![
+        "--config",
+        config.to_str().unwrap(),
+        "--upstream",
+        &upstream.url,
+    ];
+    args.extend_from_slice(more);
+    Server::start(&args, admin)
 }
 
 const RULES: &str = r#"
@@ -33,15 +46,7 @@ async fn serve_denies_before_the_upstream_and_allows_over_the_limit() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "blocked.txt", "# abusers\n127.0.0.3\n");
     let config = write(dir.path(), "rules.toml", RULES);
-    let server = Server::start(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--upstream",
-            &upstream.url,
-        ],
-        true,
-    );
+    let server = serve(&config, &upstream, &[], true);
     let five = ["-"; 5];
     // Denied: 403 each time, and the upstream never sees one.
     assert_eq!(
@@ -61,9 +66,13 @@ async fn serve_denies_before_the_upstream_and_allows_over_the_limit() {
         [200, 200, 429]
     );
     assert_eq!(upstream.request_lines().len(), 7);
-    let exempt = server.metric("limits_listed_total{list=\"allow\",rule=\"api\"}").await;
+    let exempt = server
+        .metric("limits_listed_total{list=\"allow\",rule=\"api\"}")
+        .await;
     assert_eq!(exempt, Some(5.0));
-    let denied = server.metric("limits_listed_total{list=\"deny\",rule=\"\"}").await;
+    let denied = server
+        .metric("limits_listed_total{list=\"deny\",rule=\"\"}")
+        .await;
     assert_eq!(denied, Some(5.0));
 }
 
@@ -79,15 +88,10 @@ async fn serve_lists_the_client_a_trusted_proxy_forwards() {
         "rules.toml",
         &RULES.replace("127.0.0.2", "10.0.0.0/8"),
     );
-    let server = Server::start(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--upstream",
-            &upstream.url,
-            "--trust-proxy",
-            "127.0.0.9/32",
-        ],
+    let server = serve(
+        &config,
+        &upstream,
+        &["--trust-proxy", "127.0.0.9/32"],
         false,
     );
     let proxy = ip("127.0.0.9");
@@ -116,28 +120,35 @@ async fn serve_reloads_list_files_with_the_rules() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "blocked.txt", "127.0.0.3\n");
     let config = write(dir.path(), "rules.toml", RULES);
-    let server = Server::start(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--upstream",
-            &upstream.url,
-        ],
-        false,
+    let server = serve(&config, &upstream, &[], false);
+    assert_eq!(
+        statuses_from(&server.url, ip("127.0.0.3"), &["-"]).await,
+        [403]
     );
-    assert_eq!(statuses_from(&server.url, ip("127.0.0.3"), &["-"]).await, [403]);
-    assert_eq!(statuses_from(&server.url, ip("127.0.0.6"), &["-"]).await, [200]);
+    assert_eq!(
+        statuses_from(&server.url, ip("127.0.0.6"), &["-"]).await,
+        [200]
+    );
     write(dir.path(), "blocked.txt", "127.0.0.6\n");
     server.signal("HUP");
-    server.wait_for_line("config reloaded (1 rule, 1 kept their state)");
-    assert_eq!(statuses_from(&server.url, ip("127.0.0.3"), &["-"]).await, [200]);
-    assert_eq!(statuses_from(&server.url, ip("127.0.0.6"), &["-"]).await, [403]);
+    server.wait_for_line("config reloaded (1 rules, 1 kept their state)");
+    assert_eq!(
+        statuses_from(&server.url, ip("127.0.0.3"), &["-"]).await,
+        [200]
+    );
+    assert_eq!(
+        statuses_from(&server.url, ip("127.0.0.6"), &["-"]).await,
+        [403]
+    );
     let blocked = write(dir.path(), "blocked.txt", "127.0.0.6\n127.0.0.256\n");
     server.signal("HUP");
     let line = server.wait_for_line("config not reloaded");
     let at = format!("{}:2: deny_file entry \"127.0.0.256\"", blocked.display());
     assert!(line.contains(&at), "{line}");
-    assert_eq!(statuses_from(&server.url, ip("127.0.0.6"), &["-"]).await, [403]);
+    assert_eq!(
+        statuses_from(&server.url, ip("127.0.0.6"), &["-"]).await,
+        [403]
+    );
 }
 
 /// A bad entry stops the server at start, naming the file and line.

@@ -133,8 +133,12 @@ mod tests {
     #[test]
     fn addresses_and_networks() {
         assert!(matches!(parse("10.1.2.3/8"), Ok(Entry::V4(n)) if n.to_string() == "10.0.0.0/8"));
-        assert!(matches!(parse(" 192.0.2.7 "), Ok(Entry::V4(n)) if n.to_string() == "192.0.2.7/32"));
-        assert!(matches!(parse("2001:db8::/32"), Ok(Entry::V6(n)) if n.to_string() == "2001:db8::/32"));
+        assert!(
+            matches!(parse(" 192.0.2.7 "), Ok(Entry::V4(n)) if n.to_string() == "192.0.2.7/32")
+        );
+        assert!(
+            matches!(parse("2001:db8::/32"), Ok(Entry::V6(n)) if n.to_string() == "2001:db8::/32")
+        );
         assert!(
             matches!(parse("::ffff:10.0.0.0/104"), Ok(Entry::V4(n)) if n.to_string() == "10.0.0.0/8")
         );
@@ -145,10 +149,22 @@ mod tests {
         for (entry, said) in [
             ("10.0.0.0/33", "\"10.0.0.0/33\": not an address"),
             ("", "\"\": not an address"),
-            ("header:x-api-key", "\"header:x-api-key\": a header entry is"),
-            ("header:x api=secret", "\"header:x api=...\": not a header name"),
-            ("header:x-api-key=", "\"header:x-api-key=...\": the header value is empty"),
-            ("header:x-api-key=se\u{7f}cret", "\"header:x-api-key=...\": the value is not"),
+            (
+                "header:x-api-key",
+                "\"header:x-api-key\": a header entry is",
+            ),
+            (
+                "header:x api=secret",
+                "\"header:x api=...\": not a header name",
+            ),
+            (
+                "header:x-api-key=",
+                "\"header:x-api-key=...\": the header value is empty",
+            ),
+            (
+                "header:x-api-key=se\u{7f}cret",
+                "\"header:x-api-key=...\": the value is not",
+            ),
         ] {
             let e = parse(entry).err().unwrap();
             assert!(e.starts_with(said), "{entry:?}: {e}");
@@ -166,9 +182,17 @@ mod tests {
         headers.insert("x-api-key", "internal-123".parse().unwrap());
         assert!(h.matches(ListKind::Allow, &headers));
         headers.append("x-api-key", "other".parse().unwrap());
-        assert!(!h.matches(ListKind::Allow, &headers), "one value is not the secret");
+        assert!(
+            !h.matches(ListKind::Allow, &headers),
+            "one value is not the secret"
+        );
         assert!(h.matches(ListKind::Deny, &headers), "one value is");
-        for other in ["Internal-123", "internal-1234", "internal-12", " internal-123"] {
+        for other in [
+            "Internal-123",
+            "internal-1234",
+            "internal-12",
+            " internal-123",
+        ] {
             let mut headers = HeaderMap::new();
             headers.insert("x-api-key", other.parse().unwrap());
             assert!(!h.matches(ListKind::Allow, &headers), "{other:?}");

@@ -6,29 +6,17 @@
 
 use crate::common;
 
+use crate::examples::grpc_health;
 use common::*;
-use limits::{Algorithm, ManualClock, Mode, Rule, Store, StoreError, Verdict};
-use limits_http::{AccessList, FailurePolicy, PeerAddr, Policy, RateLimitLayer};
+use limits::{Algorithm, ManualClock, Rule, Store};
+use limits_http::{AccessList, FailurePolicy, Policy, RateLimitLayer};
 use std::net::SocketAddr;
 use std::time::Duration;
-use tonic::transport::server::{TcpConnectInfo, TcpIncoming};
+use tonic::transport::server::TcpIncoming;
 use tonic::Code;
 use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_types::StatusExt;
-
-/// tonic's request as the layer reads it (as in examples/grpc_health.rs).
-fn for_the_layer(req: http::Request<tonic::body::Body>) -> http::Request<axum::body::Body> {
-    let peer = req
-        .extensions()
-        .get::<TcpConnectInfo>()
-        .and_then(TcpConnectInfo::remote_addr);
-    let mut req = req.map(axum::body::Body::new);
-    if let Some(peer) = peer {
-        req.extensions_mut().insert(PeerAddr(peer));
-    }
-    req
-}
 
 /// tonic-health behind the layer of `policy`, on 127.0.0.1: its address.
 async fn serve<S: Store>(policy: Policy<S>) -> SocketAddr {
@@ -36,7 +24,7 @@ async fn serve<S: Store>(policy: Policy<S>) -> SocketAddr {
     let addr = listener.local_addr().unwrap();
     let (_reporter, health) = tonic_health::server::health_reporter();
     let stack = tower::ServiceBuilder::new()
-        .map_request(for_the_layer)
+        .map_request(grpc_health::for_the_layer)
         .layer(RateLimitLayer::new(policy));
     let server = tonic::transport::Server::builder()
         .layer(stack)
@@ -81,14 +69,22 @@ async fn a_limited_grpc_call_is_resource_exhausted_with_the_exact_retry_info() {
     // The RateLimit headers and Retry-After stay (in whole seconds, up).
     let headers = status.metadata();
     assert_eq!(headers.get("retry-after").unwrap(), "59");
-    assert_eq!(headers.get("ratelimit-policy").unwrap(), "\"grpc\";q=2;w=60");
+    assert_eq!(
+        headers.get("ratelimit-policy").unwrap(),
+        "\"grpc\";q=2;w=60"
+    );
     assert_eq!(headers.get("ratelimit").unwrap(), "\"grpc\";r=0;t=59");
 }
 
 #[tokio::test]
 async fn a_grpc_call_on_a_deny_list_is_permission_denied() {
     let clock = ManualClock::new(0);
-    let rules = vec![rule("grpc", "/", "ip", store(Algorithm::SlidingLog, "2/m", &clock))];
+    let rules = vec![rule(
+        "grpc",
+        "/",
+        "ip",
+        store(Algorithm::SlidingLog, "2/m", &clock),
+    )];
     let mut policy = Policy::new(rules);
     policy.options.lists.deny = AccessList::parse(["127.0.0.0/8"]).unwrap();
     let addr = serve(policy).await;
@@ -96,18 +92,6 @@ async fn a_grpc_call_on_a_deny_list_is_permission_denied() {
     assert_eq!(status.code(), Code::PermissionDenied);
     assert_eq!(status.message(), "refused by the deny list");
     assert!(status.get_details_retry_info().is_none());
-}
-
-/// A store that cannot be reached.
-struct Down(Rule);
-
-impl Store for Down {
-    fn rule(&self) -> &Rule {
-        &self.0
-    }
-    async fn decide(&self, _: &str, _: u64, _: Mode) -> Result<Verdict, StoreError> {
-        Err(StoreError::new("connection refused"))
-    }
 }
 
 #[tokio::test]
@@ -130,7 +114,12 @@ async fn a_grpc_call_during_a_store_outage_is_unavailable() {
 async fn the_grpc_answer_as_sent_and_the_http_answer_for_others() {
     let clock = ManualClock::new(0);
     let name = "grüße";
-    let rules = vec![rule(name, "/", "ip", store(Algorithm::SlidingLog, "1/m", &clock))];
+    let rules = vec![rule(
+        name,
+        "/",
+        "ip",
+        store(Algorithm::SlidingLog, "1/m", &clock),
+    )];
     let app = app(Policy::new(rules));
     let grpc = |content_type: &str| {
         let mut r = request("/", "192.0.2.1:1");
@@ -150,7 +139,9 @@ async fn the_grpc_answer_as_sent_and_the_http_answer_for_others() {
     let details = header(&r, "grpc-status-details-bin");
     assert!(!details.is_empty() && !details.ends_with('='));
     assert_eq!(header(&r, "retry-after"), "60");
-    let body = http_body_util::BodyExt::collect(r.into_body()).await.unwrap();
+    let body = http_body_util::BodyExt::collect(r.into_body())
+        .await
+        .unwrap();
     assert!(body.to_bytes().is_empty());
     let r = send(&app, grpc("application/json")).await;
     assert_eq!(r.status(), 429);

@@ -237,17 +237,6 @@ async fn leaky_bucket_holds_an_admitted_request_for_its_delay() {
     }
 }
 
-struct Down(Rule);
-
-impl Store for Down {
-    fn rule(&self) -> &Rule {
-        &self.0
-    }
-    async fn decide(&self, _: &str, _: u64, _: Mode) -> Result<Verdict, StoreError> {
-        Err(StoreError::new("connection refused"))
-    }
-}
-
 #[tokio::test]
 async fn a_store_outage_gets_the_configured_policy() {
     let down = || {

@@ -125,10 +125,7 @@ async fn a_deny_list_answers_403_with_a_problem_before_any_rule() {
     assert_eq!(body["status"], 403);
     assert_eq!(body["title"], "Forbidden");
     assert_eq!(body["rule"], "login");
-    assert_eq!(
-        body["detail"],
-        "refused by the deny list of rule \"login\""
-    );
+    assert_eq!(body["detail"], "refused by the deny list of rule \"login\"");
     assert_eq!(
         *heard.listed.lock().unwrap(),
         [(ListKind::Deny, Some("login".to_string()))]
@@ -143,7 +140,12 @@ async fn a_deny_list_answers_403_with_a_problem_before_any_rule() {
 async fn the_layers_deny_list_refuses_paths_no_rule_matches() {
     let clock = ManualClock::new(0);
     let layer = RateLimitLayer::builder()
-        .rule(rule("api", "/api", "ip", store(Algorithm::SlidingLog, "1/m", &clock)))
+        .rule(rule(
+            "api",
+            "/api",
+            "ip",
+            store(Algorithm::SlidingLog, "1/m", &clock),
+        ))
         .deny(list(&["198.51.100.0/24", "header:user-agent=BadBot/1.0"]))
         .build();
     let app = axum::Router::new()
@@ -173,7 +175,9 @@ async fn a_header_allow_entry_exempts_only_its_exact_value_sent_alone() {
         allow: list(&["header:x-api-key=internal-123"]),
         ..Lists::default()
     };
-    let app = app(Policy::new(vec![one_a_minute("api", &clock).lists(internal)]));
+    let app = app(Policy::new(vec![
+        one_a_minute("api", &clock).lists(internal)
+    ]));
     let with_keys = |keys: &[&str]| {
         let mut r = request("/", "192.0.2.1:1");
         for k in keys {
@@ -184,11 +188,7 @@ async fn a_header_allow_entry_exempts_only_its_exact_value_sent_alone() {
     let internal = statuses(&app, (0..3).map(|_| with_keys(&["internal-123"]))).await;
     assert_eq!(internal, [200, 200, 200]);
     // The secret beside another value: an upstream may read either.
-    let both = statuses(
-        &app,
-        (0..2).map(|_| with_keys(&["internal-123", "guest"])),
-    )
-    .await;
+    let both = statuses(&app, (0..2).map(|_| with_keys(&["internal-123", "guest"]))).await;
     assert_eq!(both, [200, 429]);
     let wrong = send(&app, with_keys(&["INTERNAL-123"])).await;
     assert_eq!(wrong.status(), 429);
@@ -221,7 +221,9 @@ async fn lists_read_the_address_forwarded_by_a_trusted_proxy_only() {
     let office = statuses(&app, (0..3).map(|_| from("127.0.0.1:1", "10.0.0.5"))).await;
     assert_eq!(office, [200, 200, 200]);
     assert_eq!(
-        send(&app, from("127.0.0.1:1", "203.0.113.66")).await.status(),
+        send(&app, from("127.0.0.1:1", "203.0.113.66"))
+            .await
+            .status(),
         403
     );
     // A client's own header names an office address: it is ignored.
@@ -229,7 +231,9 @@ async fn lists_read_the_address_forwarded_by_a_trusted_proxy_only() {
     assert_eq!(spoofed, [200, 429]);
     // Nor can a denied client escape by naming another address.
     assert_eq!(
-        send(&app, from("203.0.113.66:1", "192.0.2.200")).await.status(),
+        send(&app, from("203.0.113.66:1", "192.0.2.200"))
+            .await
+            .status(),
         403
     );
 }

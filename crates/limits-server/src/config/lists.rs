@@ -72,7 +72,8 @@ fn read_file(
             continue;
         }
         if let Err(e) = list.push(entry) {
-            p.elsewhere.push(format!("{shown}:{}: {field}_file entry {e}", n + 1));
+            p.elsewhere
+                .push(format!("{shown}:{}: {field}_file entry {e}", n + 1));
         }
     }
 }

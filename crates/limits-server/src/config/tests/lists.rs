@@ -36,8 +36,14 @@ fn inline_lists_and_list_files_relative_to_the_rules_file() {
     assert_eq!(file.lists.deny.len(), 1);
     let rule = &file.rules[0];
     assert_eq!((rule.lists.allow.len(), rule.lists.deny.len()), (1, 3));
-    assert!(file.lists.allow.contains_address("10.1.1.1".parse().unwrap()));
-    assert!(rule.lists.deny.contains_address("2001:db8::9".parse().unwrap()));
+    assert!(file
+        .lists
+        .allow
+        .contains_address("10.1.1.1".parse().unwrap()));
+    assert!(rule
+        .lists
+        .deny
+        .contains_address("2001:db8::9".parse().unwrap()));
     // No lists: nothing listed.
     let plain = parse_file(RULE, "rules.toml", &StoreOptions::default()).unwrap();
     assert!(plain.lists.is_empty() && plain.rules[0].lists.is_empty());
@@ -91,7 +97,10 @@ fn a_list_of_the_wrong_type_or_name_is_a_toml_error_on_its_line() {
     )
     .err()
     .unwrap();
-    assert!(err.starts_with("rules.toml:4: unknown field `allowed`"), "{err}");
+    assert!(
+        err.starts_with("rules.toml:4: unknown field `allowed`"),
+        "{err}"
+    );
 }
 
 #[test]
