@@ -8,7 +8,7 @@ use axum::body::Body;
 use common::*;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use limits::{Algorithm, ManualClock, Mode, Rule, Store, StoreError, Verdict};
+use limits::{Algorithm, ManualClock, Rule};
 use limits_http::{
     ClientIp, ClientIpHeader, FailurePolicy, LayerOptions, Observer, Outcome, PeerAddr, Policy,
     TrustedProxies,
