@@ -5,27 +5,21 @@
 //! hands the peer address in its `TcpConnectInfo`, which becomes a
 //! [`PeerAddr`]; and the layer rebuilds bodies it reads from bytes, which
 //! tonic's body type cannot be, so the body is boxed in axum's (tonic's
-//! routes take any body). After it, a `map_response` turns the layer's own
-//! answers (429 and its problem body) into what gRPC clients read: a
-//! trailers-only response whose `grpc-status` is `RESOURCE_EXHAUSTED`,
-//! keeping Retry-After and the RateLimit headers. (A gRPC client reads an
-//! HTTP 429 body as a message and fails with `INTERNAL`.)
-//!
+//! routes take any body). The layer answers gRPC requests in gRPC itself:
+//! past the limit, a trailers-only `RESOURCE_EXHAUSTED` with the exact wait
+//! as a `google.rpc.RetryInfo`, Retry-After and the RateLimit headers kept.
+
 //! `cargo run -p limits-http --example grpc_health` serves on 127.0.0.1,
 //! calls `Check` three times over HTTP/2, prints the results and exits.
 //! tests/it/examples.rs runs [`run`].
 
-use bytes::Bytes;
-use http::header::CONTENT_TYPE;
-use http::{HeaderValue, Request, Response, StatusCode};
-use http_body_util::{Either, Full};
+use http::Request;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use limits::{Algorithm, KeyedLimiter, Rule};
-use limits_http::{HttpRule, KeySpec, LimitedBody, PeerAddr, RateLimitLayer};
+use limits_http::{HttpRule, KeySpec, PeerAddr, RateLimitLayer};
 use tonic::transport::server::{TcpConnectInfo, TcpIncoming};
 use tonic::transport::Server;
-use tonic::Code;
 use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::HealthCheckRequest;
 use tower::ServiceBuilder;
@@ -34,7 +28,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// tonic's request, as the layer reads it: the peer as [`PeerAddr`], the
 /// body in a type the layer can rebuild from bytes.
-fn for_the_layer(req: Request<tonic::body::Body>) -> Request<axum::body::Body> {
+pub fn for_the_layer(req: Request<tonic::body::Body>) -> Request<axum::body::Body> {
     let peer = req
         .extensions()
         .get::<TcpConnectInfo>()
@@ -44,28 +38,6 @@ fn for_the_layer(req: Request<tonic::body::Body>) -> Request<axum::body::Body> {
         req.extensions_mut().insert(PeerAddr(peer));
     }
     req
-}
-
-/// The layer's own answers as gRPC statuses (trailers-only, empty body);
-/// the service's responses untouched.
-fn as_grpc<B>(res: Response<LimitedBody<B>>) -> Response<LimitedBody<B>> {
-    if matches!(res.body(), Either::Left(_)) {
-        return res;
-    }
-    let (mut parts, _) = res.into_parts();
-    let code = match parts.status {
-        StatusCode::TOO_MANY_REQUESTS | StatusCode::PAYLOAD_TOO_LARGE => Code::ResourceExhausted,
-        StatusCode::SERVICE_UNAVAILABLE => Code::Unavailable,
-        StatusCode::BAD_REQUEST => Code::InvalidArgument,
-        _ => Code::Unknown,
-    };
-    let message = parts.status.canonical_reason().unwrap_or("refused");
-    parts.status = StatusCode::OK;
-    let headers = &mut parts.headers;
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-    headers.insert("grpc-status", HeaderValue::from(code as i32));
-    headers.insert("grpc-message", HeaderValue::from_static(message));
-    Response::from_parts(parts, Either::Right(Full::new(Bytes::new())))
 }
 
 /// The rate limit: two calls a minute per client address, on every method.
@@ -88,7 +60,6 @@ pub async fn run(n: usize) -> Result<Vec<String>, BoxError> {
     let (_reporter, health) = tonic_health::server::health_reporter();
     let stack = ServiceBuilder::new()
         .map_request(for_the_layer)
-        .map_response(as_grpc)
         .layer(layer());
     let server = Server::builder()
         .layer(stack)

@@ -3,7 +3,7 @@
 //! spelling out a [`Policy`] and its [`LayerOptions`].
 
 use crate::policy::{FailurePolicy, HttpRule, LayerOptions, NoObserver, Observer, Policy};
-use crate::{BodyBudget, ClientIp, KeySpec, RateLimitLayer};
+use crate::{AccessList, BodyBudget, ClientIp, KeySpec, Lists, RateLimitLayer};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -116,6 +116,36 @@ impl<S, K> RateLimitLayerBuilder<S, K> {
     /// See [`LayerOptions::body_budget`].
     pub fn body_budget(mut self, budget: BodyBudget) -> Self {
         self.options.body_budget = budget;
+        self
+    }
+
+    /// See [`LayerOptions::lists`]: requests no rule limits, and requests
+    /// refused (403) before any rule.
+    pub fn lists(mut self, lists: Lists) -> Self {
+        self.options.lists = lists;
+        self
+    }
+
+    /// Adds `list` to the layer's allow list: no rule limits them.
+    ///
+    /// ```
+    /// use limits_http::{AccessList, RateLimitLayer};
+    /// let office = AccessList::parse(["10.0.0.0/8"]).unwrap();
+    /// let layer = RateLimitLayer::<limits::KeyedLimiter<String>>::builder()
+    ///     .allow(office)
+    ///     .deny(AccessList::parse(["203.0.113.0/24"]).unwrap())
+    ///     .build();
+    /// let options = &layer.handle().current().options;
+    /// assert_eq!((options.lists.allow.len(), options.lists.deny.len()), (1, 1));
+    /// ```
+    pub fn allow(mut self, list: AccessList) -> Self {
+        self.options.lists.allow.extend(list);
+        self
+    }
+
+    /// Adds `list` to the layer's deny list: refused with 403.
+    pub fn deny(mut self, list: AccessList) -> Self {
+        self.options.lists.deny.extend(list);
         self
     }
 

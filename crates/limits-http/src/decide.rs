@@ -72,6 +72,8 @@ pub(crate) enum Refusal {
     Key { rule: String, error: KeyError },
     /// A store could not decide and the failure policy denies (503).
     StoreDown,
+    /// On a deny list: the layer's (`None`) or this rule's (403).
+    Denied(Option<usize>),
     /// A rule denied it (429).
     Limited(Limited),
 }

@@ -65,11 +65,13 @@ mod builder;
 mod client_ip;
 mod decide;
 mod future;
+mod grpc;
 pub mod headers;
 mod in_force;
 mod key;
 mod last_value;
 mod layer;
+mod lists;
 mod members;
 mod method;
 mod no_client;
@@ -99,6 +101,7 @@ pub use key::{
     Normalize, NormalizeStep, MAX_KEY_LEN,
 };
 pub use layer::RateLimitLayer;
+pub use lists::{AccessList, ListEntryError, ListKind, Lists};
 pub use path::{match_path, normalize_path, PathError};
 pub use policy::{
     Counts, FailurePolicy, HttpRule, LayerOptions, NoObserver, Observer, Outcome, PathMatch,

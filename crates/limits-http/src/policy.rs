@@ -3,7 +3,7 @@
 //! what to do when the store cannot answer).
 
 use crate::path::fold_case;
-use crate::{BodyBudget, ClientIp, CostFrom, KeyExtractor, KeySpec};
+use crate::{BodyBudget, ClientIp, CostFrom, KeyExtractor, KeySpec, ListKind, Lists};
 use http::Method;
 use limits::Store;
 use std::sync::Arc;
@@ -44,6 +44,8 @@ pub struct HttpRule<S, K = KeySpec> {
     pub cost_from: Option<CostFrom>,
     /// Where the rule's state lives.
     pub store: Arc<S>,
+    /// Who the rule never limits, and whom it refuses (403).
+    pub lists: Lists,
 }
 
 impl<S, K> HttpRule<S, K> {
@@ -78,6 +80,7 @@ impl<S, K> HttpRule<S, K> {
             count: Counts::default(),
             cost_from: None,
             store: Arc::new(store),
+            lists: Lists::default(),
         }
     }
 
@@ -137,6 +140,13 @@ impl<S, K> HttpRule<S, K> {
     /// counts only some statuses, or reads the real cost from it).
     pub fn settles(&self) -> bool {
         !self.count.is_every_response() || self.cost_from.is_some()
+    }
+
+    /// Requests on `lists.allow` pass this rule unlimited; those on
+    /// `lists.deny` are refused with 403 ([`Lists`]).
+    pub fn lists(mut self, lists: Lists) -> HttpRule<S, K> {
+        self.lists = lists;
+        self
     }
 
     /// Whether the rule applies to a request.
@@ -323,6 +333,33 @@ pub trait Observer: Send + Sync + 'static {
     /// by the nearest trusted hop. Called once per such request.
     fn unreadable_client_address(&self) {}
 
+    /// A request was on an allow or deny list: `rule` is the rule it passed
+    /// unlimited (an allow list, the layer's or the rule's own), or the rule
+    /// whose deny list refused it (`None`: the layer's). Called once per
+    /// rule exempted, once per refusal.
+    ///
+    /// ```
+    /// use limits_http::{ListKind, Observer, Outcome};
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::time::Duration;
+    ///
+    /// struct Exempt(AtomicU64);
+    /// impl Observer for Exempt {
+    ///     fn decided(&self, _: &str, _: Outcome, _: Duration) {}
+    ///     fn listed(&self, list: ListKind, _rule: Option<&str>) {
+    ///         if list == ListKind::Allow {
+    ///             self.0.fetch_add(1, Ordering::Relaxed);
+    ///         }
+    ///     }
+    /// }
+    /// let exempt = Exempt(AtomicU64::new(0));
+    /// exempt.listed(ListKind::Allow, Some("login"));
+    /// assert_eq!(exempt.0.load(Ordering::Relaxed), 1);
+    /// ```
+    fn listed(&self, list: ListKind, rule: Option<&str>) {
+        let _ = (list, rule);
+    }
+
     /// The observer of the decisions of the rule named `rule`, asked once
     /// per rule each time a policy is put in force
     /// ([`RateLimitLayer::new`](crate::RateLimitLayer::new),
@@ -457,6 +494,9 @@ pub struct LayerOptions {
     /// The memory every body being read for a key may hold at once, across
     /// all connections; a request that would go past it gets 503.
     pub body_budget: BodyBudget,
+    /// Lists for every request, before any rule: whom no rule limits, and
+    /// whom the layer refuses (403), matched or not by a rule.
+    pub lists: Lists,
 }
 
 impl Default for LayerOptions {
@@ -470,6 +510,7 @@ impl Default for LayerOptions {
             max_body: 16 * 1024,
             body_timeout: Duration::from_secs(10),
             body_budget: BodyBudget::new(DEFAULT_BODY_BUDGET),
+            lists: Lists::default(),
         }
     }
 }

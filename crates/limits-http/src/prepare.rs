@@ -3,10 +3,11 @@
 //! keys are made for ([`prepare`]). The rules decide next, in
 //! [`decide`](crate::decide).
 
+use crate::lists::{screen, Screened};
 use crate::method::{self, MethodCase};
 use crate::path::{match_path, normalize_target, PathError};
 use crate::policy::Policy;
-use crate::KeyExtractor;
+use crate::{KeyExtractor, ResolvedClient};
 use http::request::Parts;
 use http::Method;
 use smallvec::SmallVec;
@@ -34,6 +35,9 @@ pub(crate) enum Prepared {
     /// The rule of this index keys on the client address, and the server
     /// gave the layer none (500: it would key every client alike).
     NoClient(usize),
+    /// It is on a deny list: the layer's (`None`), or the matching rule's
+    /// of this index (403).
+    Denied(Option<usize>),
     /// Rules match it: they decide next.
     Matched(Matched),
 }
@@ -97,10 +101,22 @@ pub(crate) fn prepare<S, K: KeyExtractor>(
         }
     }
     drop(path);
-    if rules.is_empty() {
+    let global_lists = !policy.options.lists.is_empty();
+    if rules.is_empty() && !global_lists {
         return Prepared::Unmatched;
     }
-    let client = client(policy, parts, connection_peer);
+    let resolved = client(policy, parts, connection_peer);
+    let listed = global_lists || rules.iter().any(|&i| !policy.rules[i].lists.is_empty());
+    if listed {
+        let address = resolved.map(|c| c.address);
+        if let Screened::Denied(rule) = screen(policy, &mut rules, address, &parts.headers) {
+            return Prepared::Denied(rule);
+        }
+        if rules.is_empty() {
+            return Prepared::Unmatched;
+        }
+    }
+    let client = resolved.map(|c| c.ip);
     if client.is_none() {
         let keyed_on_it = rules
             .iter()
@@ -112,19 +128,19 @@ pub(crate) fn prepare<S, K: KeyExtractor>(
     Prepared::Matched(Matched { rules, client })
 }
 
-/// The client address the keys use: the peer (the request's extension,
-/// else the connection's), or the client a trusted proxy forwarded for.
+/// The client the keys use: the peer (the request's extension, else the
+/// connection's), or the client a trusted proxy forwarded for.
 fn client<S, K>(
     policy: &Policy<S, K>,
     parts: &Parts,
     connection_peer: Option<SocketAddr>,
-) -> Option<IpAddr> {
+) -> Option<ResolvedClient> {
     let peer = peer(&parts.extensions).or(connection_peer.map(|p| p.ip()));
     let resolved = peer.map(|p| policy.options.client_ip.resolve(p, &parts.headers));
     if resolved.is_some_and(|c| c.unreadable) {
         policy.observer.unreadable_client_address();
     }
-    resolved.map(|c| c.ip)
+    resolved
 }
 
 fn peer(ext: &http::Extensions) -> Option<IpAddr> {

@@ -5,6 +5,7 @@
 
 use crate::body::BodyError;
 use crate::decide::{Limited, Refusal};
+use crate::grpc;
 use crate::headers;
 use crate::in_force::InForce;
 use crate::members::{members, Counted};
@@ -29,7 +30,9 @@ pub(crate) fn refusal<S: Store, K>(
     legacy: bool,
     headers: HeaderMap,
 ) -> Response<Full<Bytes>> {
-    match refusal {
+    // What a gRPC client is told instead, read before the refusal is spent.
+    let grpc = grpc::requested(&headers).then(|| grpc_status(in_force, &refusal));
+    let response = match refusal {
         Refusal::Path(e) => problem_members(StatusCode::BAD_REQUEST, e, NO_MEMBERS),
         Refusal::Method(e) => problem_members(StatusCode::BAD_REQUEST, e, NO_MEMBERS),
         Refusal::Body(e) => body_refused(e),
@@ -38,8 +41,34 @@ pub(crate) fn refusal<S: Store, K>(
             &error,
             [("rule", rule.as_str()), ("field", error.field.as_str())],
         ),
-        Refusal::StoreDown => unavailable("the rate limit store is unavailable"),
+        Refusal::StoreDown => unavailable(STORE_DOWN),
+        Refusal::Denied(rule) => denied(in_force, rule),
         Refusal::Limited(limited) => too_many(in_force, &limited, legacy, headers),
+    };
+    match grpc {
+        Some((message, retry)) => grpc::answer(response, &message, retry),
+        None => response,
+    }
+}
+
+/// The `grpc-message` of a refusal and the wait it asks for (a RetryInfo).
+fn grpc_status<S, K>(in_force: &InForce<S, K>, refusal: &Refusal) -> (String, Option<Duration>) {
+    let name = |rule: usize| in_force.policy.rules.get(rule).map(|r| r.name.as_str());
+    match refusal {
+        Refusal::Path(e) => (e.to_string(), None),
+        Refusal::Method(e) => (e.to_string(), None),
+        Refusal::Key { error, .. } => (error.to_string(), None),
+        Refusal::Body(e) => (body_detail(e), None),
+        Refusal::StoreDown => (STORE_DOWN.to_string(), Some(UNAVAILABLE_FOR)),
+        Refusal::Denied(rule) => (denied_detail(rule.and_then(name)), None),
+        Refusal::Limited(limited) => {
+            let rule = name(limited.rule()).unwrap_or_default();
+            let message = format!("rate limit {rule:?} exceeded");
+            match limited.retry_after() {
+                RetryAfter::After(wait) => (message, Some(wait)),
+                RetryAfter::Never => (message, None),
+            }
+        }
     }
 }
 
@@ -98,6 +127,32 @@ fn write_ratelimit<S: Store, K>(
     headers::write_members(map, members, legacy, Some(wait), made);
 }
 
+/// 403 for a request on a deny list: the layer's, or the rule's named.
+fn denied<S, K>(in_force: &InForce<S, K>, rule: Option<usize>) -> Response<Full<Bytes>> {
+    let status = StatusCode::FORBIDDEN;
+    let name = rule
+        .and_then(|i| in_force.policy.rules.get(i))
+        .map(|r| r.name.as_str());
+    let detail = denied_detail(name);
+    match name {
+        Some(name) => problem_members(status, detail, [("rule", name)]),
+        None => problem_members(status, detail, NO_MEMBERS),
+    }
+}
+
+/// What a 403 of a deny list says: whose list refused the request.
+fn denied_detail(rule: Option<&str>) -> String {
+    match rule {
+        Some(name) => format!("refused by the deny list of rule {name:?}"),
+        None => "refused by the deny list".to_string(),
+    }
+}
+
+const STORE_DOWN: &str = "the rate limit store is unavailable";
+
+/// How long a 503 asks the client to wait.
+const UNAVAILABLE_FOR: Duration = Duration::from_secs(1);
+
 /// 503 with Retry-After: 1, for a moment of overload or a store outage.
 fn unavailable(detail: &str) -> Response<Full<Bytes>> {
     let mut r = problem_members(StatusCode::SERVICE_UNAVAILABLE, detail, NO_MEMBERS);
@@ -105,31 +160,33 @@ fn unavailable(detail: &str) -> Response<Full<Bytes>> {
         r.headers_mut(),
         &[],
         false,
-        Some(RetryAfter::After(Duration::from_secs(1))),
+        Some(RetryAfter::After(UNAVAILABLE_FOR)),
     );
     r
 }
 
 /// The answer to a body that could not be read for its key.
 fn body_refused(e: BodyError) -> Response<Full<Bytes>> {
+    let detail = body_detail(&e);
+    let status = match e {
+        BodyError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        BodyError::TimedOut(_) => StatusCode::REQUEST_TIMEOUT,
+        BodyError::Malformed(_) => StatusCode::BAD_REQUEST,
+        BodyError::OverBudget => return unavailable(&detail),
+    };
+    problem_members(status, detail, NO_MEMBERS)
+}
+
+/// What the answer to a body that could not be read says.
+fn body_detail(e: &BodyError) -> String {
     match e {
-        BodyError::TooLarge(max) => problem_members(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format_args!("the request body is larger than {max} bytes"),
-            NO_MEMBERS,
-        ),
-        BodyError::TimedOut(after) => problem_members(
-            StatusCode::REQUEST_TIMEOUT,
-            format_args!("the request body did not arrive within {after:?}"),
-            NO_MEMBERS,
-        ),
-        BodyError::Malformed(why) => problem_members(
-            StatusCode::BAD_REQUEST,
-            format_args!("the request body is malformed: {why}"),
-            NO_MEMBERS,
-        ),
+        BodyError::TooLarge(max) => format!("the request body is larger than {max} bytes"),
+        BodyError::TimedOut(after) => {
+            format!("the request body did not arrive within {after:?}")
+        }
+        BodyError::Malformed(why) => format!("the request body is malformed: {why}"),
         BodyError::OverBudget => {
-            unavailable("too many request bodies are being read at once; retry shortly")
+            "too many request bodies are being read at once; retry shortly".to_string()
         }
     }
 }

@@ -138,6 +138,7 @@ where
                 }
                 return ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), None);
             }
+            Prepared::Denied(rule) => return refusal(&in_force, Refusal::Denied(rule), parts),
             Prepared::Matched(matched) => matched,
         };
         let resume = if matched.needs_body(&in_force.policy) {

@@ -28,7 +28,7 @@ use crate::rules::{check_cost, ServerRule};
 use crate::store::StoreOptions;
 use http::Method;
 use limits::{Algorithm, Rule, MAX_LIMIT};
-use limits_http::{HttpRule, KeySpec, PathMatch};
+use limits_http::{HttpRule, KeySpec, Lists, PathMatch};
 use raw::{RawFile, RawRule, Whole};
 use serde_spanned::Spanned;
 use std::collections::HashMap;
@@ -38,6 +38,7 @@ use std::sync::Arc;
 
 mod fields;
 mod penalty;
+mod lists;
 mod raw;
 #[cfg(test)]
 mod tests;
@@ -47,11 +48,32 @@ mod tests;
 /// each with a new store built by `stores`. Problems are reported as
 /// `FILE:LINE: problem`, one a line.
 pub fn load(path: &Path, stores: &StoreOptions) -> Result<Vec<ServerRule>, String> {
+    load_file(path, stores).map(|file| file.rules)
+}
+
+/// Parses and validates configuration `text`, as [`load`] does; `origin`
+/// names the file in messages (`origin:LINE: problem`).
+pub fn parse(text: &str, origin: &str, stores: &StoreOptions) -> Result<Vec<ServerRule>, String> {
+    parse_file(text, origin, stores).map(|file| file.rules)
+}
+
+/// What a rules file holds: its rules, and the lists for every request
+/// (`allow`, `deny`, `allow_file`, `deny_file` at the top of the file).
+pub struct RulesFile {
+    /// The rules, in file order.
+    pub rules: Vec<ServerRule>,
+    /// The allow and deny lists of every request, before any rule.
+    pub lists: Lists,
+}
+
+/// Reads and validates the file at `path`, as [`load`], with its lists;
+/// list files are read relative to its folder.
+pub fn load_file(path: &Path, stores: &StoreOptions) -> Result<RulesFile, String> {
     let origin = path.display().to_string();
     let bytes =
         std::fs::read(path).map_err(|e| format!("{origin}: cannot read the configuration: {e}"))?;
     match std::str::from_utf8(&bytes) {
-        Ok(text) => parse(text, &origin, stores),
+        Ok(text) => parse_file(text, &origin, stores),
         Err(e) => {
             let line = line_at(&bytes, e.valid_up_to());
             Err(format!("{origin}:{line}: the file is not UTF-8 text"))
@@ -59,9 +81,20 @@ pub fn load(path: &Path, stores: &StoreOptions) -> Result<Vec<ServerRule>, Strin
     }
 }
 
-/// Parses and validates configuration `text`, as [`load`] does; `origin`
-/// names the file in messages (`origin:LINE: problem`).
-pub fn parse(text: &str, origin: &str, stores: &StoreOptions) -> Result<Vec<ServerRule>, String> {
+/// Parses and validates configuration `text`, as [`parse`], with its lists
+/// (list files relative to the folder of `origin`).
+///
+/// ```
+/// use limits_server::{config, StoreOptions};
+/// let text = "allow = [\"10.0.0.0/8\"]\n[[rule]]\nname = \"api\"\nrates = \"10/s\"\ndeny = [\"192.0.2.0/24\"]\n";
+/// let file = config::parse_file(text, "limits.toml", &StoreOptions::default()).unwrap();
+/// assert_eq!(file.lists.allow.len(), 1);
+/// assert_eq!(file.rules[0].lists.deny.len(), 1);
+/// let bad = "deny = [\"10.0.0.0/8\", \"10.0.0/8\"]\n[[rule]]\nname = \"api\"\nrates = \"10/s\"\n";
+/// let e = config::parse_file(bad, "limits.toml", &StoreOptions::default()).err().unwrap();
+/// assert!(e.starts_with("limits.toml:1: deny: \"10.0.0/8\": not an address"), "{e}");
+/// ```
+pub fn parse_file(text: &str, origin: &str, stores: &StoreOptions) -> Result<RulesFile, String> {
     let file: RawFile = toml::from_str(text).map_err(|e| {
         let line = line_at(text.as_bytes(), e.span().map_or(0, |s| s.start));
         let message = e.message().trim().replace('\n', "; ");
@@ -70,7 +103,16 @@ pub fn parse(text: &str, origin: &str, stores: &StoreOptions) -> Result<Vec<Serv
     let mut problems = Problems {
         text,
         found: Vec::new(),
+        elsewhere: Vec::new(),
     };
+    let folder = Path::new(origin).parent().unwrap_or(Path::new(""));
+    let global = lists::RawLists {
+        allow: file.allow,
+        deny: file.deny,
+        allow_file: file.allow_file,
+        deny_file: file.deny_file,
+    };
+    let lists = lists::lists(global, folder, &mut problems);
     let rules = match file.rule {
         None => {
             problems.add(&(0..0), "no rules: add a [[rule]] table");
@@ -85,18 +127,19 @@ pub fn parse(text: &str, origin: &str, stores: &StoreOptions) -> Result<Vec<Serv
             list.into_inner()
                 .0
                 .into_iter()
-                .filter_map(|raw| rule_config(raw, &mut problems, &mut names, stores))
+                .filter_map(|raw| rule_config(raw, &mut problems, &mut names, stores, folder))
                 .collect()
         }
     };
-    if problems.found.is_empty() {
-        return Ok(rules);
+    if problems.found.is_empty() && problems.elsewhere.is_empty() {
+        return Ok(RulesFile { rules, lists });
     }
     problems.found.sort_by_key(|(line, _)| *line);
     let lines: Vec<String> = problems
         .found
         .iter()
         .map(|(line, problem)| format!("{origin}:{line}: {problem}"))
+        .chain(problems.elsewhere)
         .collect();
     Err(lines.join("\n"))
 }
@@ -111,6 +154,8 @@ fn line_at(text: &[u8], at: usize) -> usize {
 struct Problems<'a> {
     text: &'a str,
     found: Vec<(usize, String)>,
+    /// Problems of other files (list files), each with its own FILE:LINE.
+    elsewhere: Vec<String>,
 }
 
 impl Problems<'_> {
@@ -131,8 +176,9 @@ fn rule_config(
     p: &mut Problems<'_>,
     names: &mut HashMap<String, usize>,
     stores: &StoreOptions,
+    folder: &Path,
 ) -> Option<ServerRule> {
-    let before = p.found.len();
+    let before = p.found.len() + p.elsewhere.len();
     let table = raw.span();
     let raw = raw.into_inner();
 
@@ -190,6 +236,14 @@ fn rule_config(
         .map(|count| fields::counts(count, p))
         .unwrap_or_default();
 
+    let raw_lists = lists::RawLists {
+        allow: raw.allow,
+        deny: raw.deny,
+        allow_file: raw.allow_file,
+        deny_file: raw.deny_file,
+    };
+    let lists = lists::lists(raw_lists, folder, p);
+
     let (cost, cost_span) = raw
         .cost
         .map_or((1, table.clone()), |c| (c.get_ref().0, c.span()));
@@ -208,7 +262,7 @@ fn rule_config(
     if let (Some(penalty), Some(span)) = (penalty, &penalty_span) {
         store = penalty::with_penalty(store, penalty, span, p);
     }
-    (p.found.len() == before).then(|| HttpRule {
+    (p.found.len() + p.elsewhere.len() == before).then(|| HttpRule {
         name,
         path_prefix,
         path_match,
@@ -218,6 +272,7 @@ fn rule_config(
         count,
         cost_from,
         store: Arc::new(store),
+        lists,
     })
 }
 

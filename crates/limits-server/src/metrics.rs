@@ -14,7 +14,7 @@ use crate::proxy::ProxyErrors;
 use crate::redis_metrics::{KindLabel, RedisGauges};
 use crate::rules::{self, ServerRule};
 use crate::store::StoreOptions;
-use limits_http::{Observer, Outcome, RuleObserver};
+use limits_http::{ListKind, Observer, Outcome, RuleObserver};
 use prometheus_client::encoding::{text::encode, EncodeLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -37,6 +37,12 @@ struct DecisionLabels {
     outcome: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ListedLabels {
+    list: &'static str,
+    rule: LabelValue,
+}
+
 /// Every metric of the server.
 pub struct Metrics {
     registry: Registry,
@@ -53,6 +59,7 @@ pub struct Metrics {
     upstream_errors: Family<KindLabel, Counter>,
     client_errors: Family<KindLabel, Counter>,
     unreadable_clients: Counter,
+    listed: Family<ListedLabels, Counter>,
     redis: RedisGauges,
     memcached: MemcachedCounts,
     /// Connections open and refused, per listener.
@@ -73,6 +80,7 @@ impl Metrics {
         let upstream_errors = Family::<KindLabel, Counter>::default();
         let client_errors = Family::<KindLabel, Counter>::default();
         let unreadable_clients = Counter::default();
+        let listed = Family::<ListedLabels, Counter>::default();
         registry.register(
             "decisions",
             "Requests decided per rule: allowed, limited, banned (refused for a ban of the rule's penalty), would_limit (dry run), store_failed",
@@ -119,6 +127,11 @@ impl Metrics {
             "Requests whose trusted forwarding header held an entry that is not an address (unknown, _hidden, garbage): keyed by the nearest trusted proxy",
             unreadable_clients.clone(),
         );
+        registry.register(
+            "listed",
+            "Requests on an allow or deny list: list=allow, per rule a request passed unlimited (exempt); list=deny, per refusal (403), by the rule whose deny list it was, rule=\"\" for the file's own list",
+            listed.clone(),
+        );
         let redis = RedisGauges::register(&mut registry);
         let memcached = MemcachedCounts::register(&mut registry);
         let connections = ConnectionMetrics::register(&mut registry);
@@ -135,6 +148,7 @@ impl Metrics {
             upstream_errors,
             client_errors,
             unreadable_clients,
+            listed,
             redis,
             memcached,
             connections,
@@ -312,5 +326,13 @@ impl Observer for Metrics {
 
     fn unreadable_client_address(&self) {
         self.unreadable_clients.inc();
+    }
+
+    fn listed(&self, list: ListKind, rule: Option<&str>) {
+        let labels = ListedLabels {
+            list: list.as_str(),
+            rule: LabelValue::new(rule.unwrap_or_default()),
+        };
+        self.listed.get_or_create(&labels).inc();
     }
 }

@@ -197,6 +197,7 @@ pub(crate) fn single(
         count: Default::default(),
         cost_from: None,
         store: Arc::new(store),
+        lists: Default::default(),
     })
 }
 

@@ -177,14 +177,14 @@ impl Server {
     /// the state file can be written and loads it. Errors say what is wrong
     /// and name the flag or file line it came from.
     pub fn new(config: ServerConfig) -> Result<Server, String> {
-        let rules = load_rules(&config)?;
+        let file = load_rules(&config)?;
         if let Some(path) = &config.state {
             state::check_writable(path)?;
-            let n = state::load(path, rules::state_entries(&rules))?;
+            let n = state::load(path, rules::state_entries(&file.rules))?;
             tracing::info!(keys = n, file = %path.display(), "state loaded");
         }
         let metrics = Arc::new(Metrics::new());
-        let layer = RateLimitLayer::new(policy(rules, &config, &metrics));
+        let layer = RateLimitLayer::new(policy(file, &config, &metrics));
         let shared = Arc::new(Shared {
             handle: layer.handle(),
             config,

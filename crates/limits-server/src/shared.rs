@@ -2,13 +2,13 @@
 //! handle to the policy in force), and how the rules are loaded into it, at
 //! start and on each reload.
 
-use crate::config;
+use crate::config::{self, RulesFile};
 use crate::events::{Events, ServerEvent};
 use crate::metrics::Metrics;
-use crate::rules::{self, ServerRule};
+use crate::rules;
 use crate::server_config::{RulesSource, ServerConfig};
 use crate::store::RuleStore;
-use limits_http::{Policy, PolicyHandle};
+use limits_http::{Lists, Policy, PolicyHandle};
 use std::sync::Arc;
 
 /// What the server's tasks share.
@@ -47,13 +47,17 @@ pub(crate) fn reload(shared: &Shared) {
         return;
     }
     match load_rules(&shared.config) {
-        Ok(fresh) => {
+        Ok(file) => {
             let old = shared.handle.current();
-            let (fresh, kept) = rules::keep_state(fresh, &old.rules);
+            let (fresh, kept) = rules::keep_state(file.rules, &old.rules);
             let count = fresh.len();
+            let file = RulesFile {
+                rules: fresh,
+                lists: file.lists,
+            };
             shared
                 .handle
-                .replace(policy(fresh, &shared.config, &shared.metrics));
+                .replace(policy(file, &shared.config, &shared.metrics));
             tracing::info!(rules = count, kept, "config reloaded");
             shared.set_rules_error(None);
             shared
@@ -68,29 +72,36 @@ pub(crate) fn reload(shared: &Shared) {
     }
 }
 
-/// The rules of the configured source, each with a new store.
-pub(crate) fn load_rules(config: &ServerConfig) -> Result<Vec<ServerRule>, String> {
+/// The rules of the configured source, each with a new store, and the
+/// file's lists (and its list files), read again on every reload.
+pub(crate) fn load_rules(config: &ServerConfig) -> Result<RulesFile, String> {
     match &config.rules {
-        RulesSource::File(path) => config::load(path, &config.stores),
-        RulesSource::One { rule, key, cost } => Ok(vec![rules::single(
-            rule.clone(),
-            key.clone(),
-            *cost,
-            &config.stores,
-        )?]),
+        RulesSource::File(path) => config::load_file(path, &config.stores),
+        RulesSource::One { rule, key, cost } => Ok(RulesFile {
+            rules: vec![rules::single(
+                rule.clone(),
+                key.clone(),
+                *cost,
+                &config.stores,
+            )?],
+            lists: Lists::default(),
+        }),
     }
 }
 
-/// The layer's policy: `rules` with the configured options, observed by
-/// `metrics`.
+/// The layer's policy: the file's rules with the configured options (the
+/// file's lists added to the configured ones), observed by `metrics`.
 pub(crate) fn policy(
-    rules: Vec<ServerRule>,
+    file: RulesFile,
     config: &ServerConfig,
     metrics: &Arc<Metrics>,
 ) -> Policy<RuleStore> {
+    let mut options = config.layer.clone();
+    options.lists.allow.extend(file.lists.allow);
+    options.lists.deny.extend(file.lists.deny);
     Policy {
-        rules,
-        options: config.layer.clone(),
+        rules: file.rules,
+        options,
         observer: metrics.clone(),
     }
 }

@@ -34,6 +34,7 @@ mod serve_connections;
 mod serve_cost_from;
 mod serve_count_failed;
 mod serve_key_floods;
+mod serve_lists;
 mod serve_metrics_counts;
 mod serve_operations;
 mod serve_paths_and_bodies;

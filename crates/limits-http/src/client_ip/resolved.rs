@@ -11,6 +11,9 @@ pub struct ResolvedClient {
     /// The client's address: IPv4 as is, IPv6 as the network address of its
     /// prefix (`2001:db8:1:2::` for anything in `2001:db8:1:2::/64`).
     pub ip: IpAddr,
+    /// The client's whole address (IPv4-mapped IPv6 as IPv4): what allow
+    /// and deny lists are matched against.
+    pub address: IpAddr,
     /// How many leading bits of `ip` name the client: 32 for IPv4, the IPv6
     /// prefix for IPv6.
     pub prefix: u8,
@@ -29,6 +32,7 @@ impl ResolvedClient {
         let ip = IpNet::new(client, prefix).map_or(client, |net| net.network());
         ResolvedClient {
             ip,
+            address: client,
             prefix,
             unreadable,
         }

@@ -10,18 +10,6 @@ use limits::{Algorithm, ManualClock, Mode, Rule, Store, StoreError, Verdict};
 use limits_http::{FailurePolicy, LayerOptions, Policy};
 use std::sync::Arc;
 
-/// A store that cannot be reached.
-struct Down(Rule);
-
-impl Store for Down {
-    fn rule(&self) -> &Rule {
-        &self.0
-    }
-    async fn decide(&self, _: &str, _: u64, _: Mode) -> Result<Verdict, StoreError> {
-        Err(StoreError::new("connection refused"))
-    }
-}
-
 fn down() -> Arc<Down> {
     Arc::new(Down(Rule::new(
         Algorithm::SlidingLog,

@@ -12,7 +12,7 @@ mod bare_layer;
 mod custom_key;
 #[path = "../../examples/grpc_health.rs"]
 #[allow(dead_code)]
-mod grpc_health;
+pub(crate) mod grpc_health;
 
 #[tokio::test]
 async fn the_axum_example_limits_the_third_request() {
@@ -66,7 +66,11 @@ async fn the_grpc_example_answers_resource_exhausted_past_the_limit() {
     let seen = grpc_health::run(3).await.unwrap();
     assert_eq!(
         seen,
-        ["Serving", "Serving", "ResourceExhausted: Too Many Requests"]
+        [
+            "Serving",
+            "Serving",
+            "ResourceExhausted: rate limit \"grpc\" exceeded"
+        ]
     );
 }
 

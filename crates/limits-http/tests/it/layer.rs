@@ -8,7 +8,7 @@ use axum::body::Body;
 use common::*;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use limits::{Algorithm, ManualClock, Mode, Rule, Store, StoreError, Verdict};
+use limits::{Algorithm, ManualClock, Rule};
 use limits_http::{
     ClientIp, ClientIpHeader, FailurePolicy, LayerOptions, Observer, Outcome, PeerAddr, Policy,
     TrustedProxies,
@@ -234,17 +234,6 @@ async fn leaky_bucket_holds_an_admitted_request_for_its_delay() {
         let r = send(&app, request("/", "192.0.2.1:1")).await;
         assert_eq!(r.status(), 200);
         assert_eq!(started.elapsed(), Duration::from_millis(100 * i));
-    }
-}
-
-struct Down(Rule);
-
-impl Store for Down {
-    fn rule(&self) -> &Rule {
-        &self.0
-    }
-    async fn decide(&self, _: &str, _: u64, _: Mode) -> Result<Verdict, StoreError> {
-        Err(StoreError::new("connection refused"))
     }
 }
 

@@ -8,11 +8,16 @@ use serde::Deserialize;
 use serde_spanned::Spanned;
 use std::fmt;
 
-/// The whole file: only `[[rule]]` tables.
+/// The whole file: `[[rule]]` tables, and the lists for every request.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFile {
     pub rule: Option<Spanned<RuleList>>,
+    /// Lists for every request (see `lists.rs`).
+    pub allow: Option<Spanned<Vec<Spanned<String>>>>,
+    pub deny: Option<Spanned<Vec<Spanned<String>>>>,
+    pub allow_file: Option<Spanned<String>>,
+    pub deny_file: Option<Spanned<String>>,
 }
 
 /// One `[[rule]]` table; every field may be missing.
@@ -38,6 +43,10 @@ pub(super) struct RawRule {
     pub cost_from: Option<Spanned<String>>,
     pub max_cost: Option<Spanned<Whole>>,
     pub penalty: Option<Spanned<RawPenalty>>,
+    pub allow: Option<Spanned<Vec<Spanned<String>>>>,
+    pub deny: Option<Spanned<Vec<Spanned<String>>>>,
+    pub allow_file: Option<Spanned<String>>,
+    pub deny_file: Option<Spanned<String>>,
 }
 
 /// `penalty = { after = 5, within = "1m", ban = "15m", escalate = 2 }`.

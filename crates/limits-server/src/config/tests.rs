@@ -5,6 +5,7 @@ use super::*;
 use limits::Rates;
 
 mod errors;
+mod lists;
 mod never_panics;
 mod penalty;
 

@@ -8,7 +8,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use http::{Request, Response};
 use http_body_util::BodyExt;
-use limits::{Algorithm, KeyedLimiter, ManualClock, Rule, Store};
+use limits::{Algorithm, KeyedLimiter, ManualClock, Mode, Rule, Store, StoreError, Verdict};
 use limits_http::{HttpRule, KeySpec, PeerAddr, Policy, RateLimitLayer};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,6 +23,18 @@ pub fn store(limiter: Algorithm, rates: &str, clock: &ManualClock) -> Arc<Memory
     ))
 }
 
+/// A store that cannot be reached: every decision fails.
+pub struct Down(pub Rule);
+
+impl Store for Down {
+    fn rule(&self) -> &Rule {
+        &self.0
+    }
+    async fn decide(&self, _: &str, _: u64, _: Mode) -> Result<Verdict, StoreError> {
+        Err(StoreError::new("connection refused"))
+    }
+}
+
 pub fn rule<S>(name: &str, path: &str, key: &str, store: Arc<S>) -> HttpRule<S> {
     HttpRule {
         name: name.into(),
@@ -34,6 +46,7 @@ pub fn rule<S>(name: &str, path: &str, key: &str, store: Arc<S>) -> HttpRule<S> 
         count: Default::default(),
         cost_from: None,
         store,
+        lists: Default::default(),
     }
 }
 

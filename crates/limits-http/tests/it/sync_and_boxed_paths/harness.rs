@@ -126,6 +126,7 @@ pub async fn run(defs: &[Def], options: &LayerOptions, at_once: &[bool], script:
             count: Default::default(),
             cost_from: None,
             store: store.clone(),
+            lists: Default::default(),
         })
         .collect();
     let events = Arc::new(Mutex::new(Vec::new()));

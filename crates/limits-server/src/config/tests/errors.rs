@@ -48,7 +48,11 @@ fn unknown_keys_are_errors() {
         4,
         "unknown field `colour`",
     );
-    assert_problem("rules = []\n", 1, "unknown field `rules`, expected `rule`");
+    assert_problem(
+        "rules = []\n",
+        1,
+        "unknown field `rules`, expected one of `rule`, `allow`",
+    );
     // A top-level key after the tables belongs to the last table.
     assert_problem(&rule_with("\nversion = 2\n"), 5, "unknown field `version`");
 }
