@@ -37,8 +37,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 mod fields;
-mod penalty;
 mod lists;
+mod penalty;
 mod raw;
 #[cfg(test)]
 mod tests;

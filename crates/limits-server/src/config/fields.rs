@@ -286,7 +286,6 @@ pub(super) fn counts(count: Spanned<RawCount>, p: &mut Problems<'_>) -> Counts {
     counts
 }
 
-
 /// `cost_from = "header:NAME"` and its `max_cost = N`: the real cost read
 /// from the upstream's response header, at most N, settled from the
 /// estimate `cost` counted on arrival (at least 1: checked with the cost).
