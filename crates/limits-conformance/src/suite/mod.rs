@@ -233,6 +233,47 @@ fn run_cases<C: Clone + fmt::Debug>(
     }
 }
 
+/// A trace of [`edge_case`] with more in it (settlements, a penalty):
+/// what [`check_extended`] needs of such a case.
+trait ExtendedCase: Clone + fmt::Debug {
+    /// The trace itself.
+    fn trace(&mut self) -> &mut Case;
+    /// What the case adds to its trace, for a failure's detail.
+    fn extra(&self) -> String;
+}
+
+/// Checks `property` of `algorithm` on `config.cases` cases of `strategy`
+/// (their traces scaled by `config.time_step`), each run by `one` on the
+/// suite's runtime: the driver of the suites run apart from the rest.
+fn check_extended<C: ExtendedCase>(
+    algorithm: Algorithm,
+    property: Property,
+    config: &Config,
+    strategy: impl Strategy<Value = C>,
+    one: impl Fn(&tokio::runtime::Runtime, &C) -> Result<(), Mismatch>,
+) -> Result<(), Failure> {
+    let failure = |mismatch, case| Failure {
+        algorithm,
+        property,
+        mismatch,
+        case,
+    };
+    let runtime = runtime().map_err(|e| failure(suite_error(e), None))?;
+    let step = config.time_step.max(1);
+    let strategy = strategy.prop_map(move |mut c| {
+        let trace = c.trace();
+        *trace = trace.clone().scaled(step);
+        c
+    });
+    run_cases(config, strategy, |case| one(&runtime, case)).map_err(|(mismatch, case)| match case {
+        Some(mut case) => {
+            let detail = format!("{}, {}", mismatch.detail, case.extra());
+            failure(Mismatch { detail, ..mismatch }, Some(case.trace().clone()))
+        }
+        None => failure(mismatch, None),
+    })
+}
+
 /// Checks one property of stores made by `make` for rules of `algorithm` on
 /// the given named cases (their times and windows scaled by
 /// `config.time_step`), stopping at the first that fails, whose name the

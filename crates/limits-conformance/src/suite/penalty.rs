@@ -6,7 +6,7 @@
 //! `after`-th counted denial within `within`.
 
 use super::run::{compare, key_name};
-use super::{run_cases, runtime, suite_error, Config, Failure, Mismatch, Property};
+use super::{check_extended, Config, ExtendedCase, Failure, Mismatch, Property};
 use crate::{edge_case, Case, PenaltyModel, RuleModel};
 use limits::{Algorithm, Mode, Penalty, RetryAfter, Rule, Store, Verdict};
 use proptest::prelude::*;
@@ -64,31 +64,24 @@ where
     F: Fn(Rule, Penalty) -> Fut,
     Fut: Future<Output = S>,
 {
-    let failure = |mismatch, case| Failure {
-        algorithm,
-        property: Property::Penalizes,
-        mismatch,
-        case,
-    };
-    let runtime = runtime().map_err(|e| failure(suite_error(e), None))?;
-    let one = |case: &PenaltyCase| {
+    let one = |runtime: &tokio::runtime::Runtime, case: &PenaltyCase| {
         runtime.block_on(async {
             let store = make(case.case.rule(algorithm), case.penalty).await;
             penalizes_as_models(&store, algorithm, case, config).await
         })
     };
-    let step = config.time_step.max(1);
-    let strategy = penalty_case(config.max_rates, config.max_events).prop_map(move |mut c| {
-        c.case = c.case.scaled(step);
-        c
-    });
-    run_cases(config, strategy, one).map_err(|(mismatch, case)| match case {
-        Some(case) => {
-            let detail = format!("{}, penalty {}", mismatch.detail, case.penalty);
-            failure(Mismatch { detail, ..mismatch }, Some(case.case))
-        }
-        None => failure(mismatch, None),
-    })
+    let strategy = penalty_case(config.max_rates, config.max_events);
+    check_extended(algorithm, Property::Penalizes, config, strategy, one)
+}
+
+impl ExtendedCase for PenaltyCase {
+    fn trace(&mut self) -> &mut Case {
+        &mut self.case
+    }
+
+    fn extra(&self) -> String {
+        format!("penalty {}", self.penalty)
+    }
 }
 
 /// [`check_penalty`], panicking with the failure: the body of one test.

@@ -7,7 +7,7 @@
 //! peeks, so is a look at the settled key right after each settlement.
 
 use super::run::{compare, key_name};
-use super::{run_cases, runtime, suite_error, Config, Failure, Mismatch, Property};
+use super::{check_extended, Config, ExtendedCase, Failure, Mismatch, Property};
 use crate::{edge_case, Case, RuleModel};
 use limits::{Algorithm, Mode, Receipt, Rule, Store};
 use proptest::prelude::*;
@@ -89,31 +89,24 @@ where
     F: Fn(Rule) -> Fut,
     Fut: Future<Output = S>,
 {
-    let failure = |mismatch, case| Failure {
-        algorithm,
-        property: Property::Settles,
-        mismatch,
-        case,
-    };
-    let runtime = runtime().map_err(|e| failure(suite_error(e), None))?;
-    let one = |case: &SettleCase| {
+    let one = |runtime: &tokio::runtime::Runtime, case: &SettleCase| {
         runtime.block_on(async {
             let store = make(case.case.rule(algorithm)).await;
             settles_as_models(&store, algorithm, case, config).await
         })
     };
-    let step = config.time_step.max(1);
-    let strategy = settle_case(config.max_rates, config.max_events).prop_map(move |mut c| {
-        c.case = c.case.scaled(step);
-        c
-    });
-    run_cases(config, strategy, one).map_err(|(mismatch, case)| match case {
-        Some(case) => {
-            let detail = format!("{}, settlements {:?}", mismatch.detail, case.settles);
-            failure(Mismatch { detail, ..mismatch }, Some(case.case))
-        }
-        None => failure(mismatch, None),
-    })
+    let strategy = settle_case(config.max_rates, config.max_events);
+    check_extended(algorithm, Property::Settles, config, strategy, one)
+}
+
+impl ExtendedCase for SettleCase {
+    fn trace(&mut self) -> &mut Case {
+        &mut self.case
+    }
+
+    fn extra(&self) -> String {
+        format!("settlements {:?}", self.settles)
+    }
 }
 
 /// [`check_settle`], panicking with the failure: the body of one generated
