@@ -101,7 +101,7 @@ async fn rls_started_with_the_references_environment_answers_as_with_our_flags()
     assert_eq!(reference.url, format!("127.0.0.1:{grpc_port}"));
     let admin = reference.admin.clone().expect("PORT is the admin listener");
     assert_eq!(admin, format!("http://127.0.0.1:{http_port}"));
-    let said = reference.startup.join("\n");
+    let said = reference.line_since_start("not applied");
     assert!(
         said.contains("not applied: USE_STATSD: no statsd"),
         "USE_STATSD logged as ignored: {said}"
@@ -375,11 +375,7 @@ async fn stop_cache_key_increment_true_leaves_a_calls_other_limits_untouched() {
 /// The start's log line saying a variable is not applied, parsed as JSON:
 /// its level and message.
 fn not_applied_as_json(server: &Server) -> (String, String) {
-    let line = server
-        .startup
-        .iter()
-        .find(|l| l.contains("not applied"))
-        .unwrap_or_else(|| panic!("no 'not applied' line in {:?}", server.startup));
+    let line = server.line_since_start("not applied");
     let json = line.strip_prefix("stderr: ").unwrap();
     let parsed: serde_json::Value =
         serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
@@ -404,10 +400,6 @@ fn log_format_json_writes_each_log_line_as_a_json_object() {
     assert_eq!(not_applied_as_json(&by_flag).0, "WARN");
     let text = [&listen[..], &["--log-format", "text"]].concat();
     let as_text = Server::try_start_with_env("rls", &text, &env).unwrap();
-    let line = as_text
-        .startup
-        .iter()
-        .find(|l| l.contains("not applied"))
-        .unwrap();
+    let line = as_text.line_since_start("not applied");
     assert!(!line.contains('{'), "{line}");
 }

@@ -187,6 +187,17 @@ impl Server {
         self.lines.try_iter().collect()
     }
 
+    /// The first line since the start containing `needle`: among those
+    /// before the listening line, or the next to come. Stdout and stderr are
+    /// read on two threads, so a line the server wrote to stderr before it
+    /// said it listens may arrive after that.
+    pub fn line_since_start(&self, needle: &str) -> String {
+        match self.startup.iter().find(|l| l.contains(needle)) {
+            Some(line) => line.clone(),
+            None => self.wait_for_line(needle),
+        }
+    }
+
     /// Waits for the next stdout line containing `needle`.
     pub fn wait_for_line(&self, needle: &str) -> String {
         loop {
