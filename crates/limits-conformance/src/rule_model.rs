@@ -32,9 +32,11 @@ impl RuleModel {
         self.0.iter().map(Model::capacity).min().unwrap_or(u64::MAX)
     }
 
-    /// Whether every rate would let a request of cost `c` pass at `t`.
+    /// Whether every rate would let a request of cost `c` pass at `t`. A
+    /// request of cost 0 asks for nothing, so it always passes (a single
+    /// leaky-bucket model would queue it as one unit).
     pub fn allows(&self, t: u64, c: u64) -> bool {
-        self.0.iter().all(|m| m.allows(t, c))
+        c == 0 || self.0.iter().all(|m| m.allows(t, c))
     }
 
     fn record(&mut self, t: u64, c: u64) {
@@ -87,7 +89,7 @@ impl RuleModel {
 
     /// The wait until a request of `c` passes at `t` if nothing else arrives.
     fn wait(&self, t: u64, c: u64) -> RetryAfter {
-        if c == 0 || self.allows(t, c) {
+        if self.allows(t, c) {
             RetryAfter::ZERO
         } else if c > self.capacity() {
             RetryAfter::Never
@@ -108,7 +110,7 @@ impl RuleModel {
     /// [`Mode::RecordAlways`] a denial is recorded as each rate's
     /// [`Model::record_denied`] says, and the waits are those after it.
     pub fn decide_each(&mut self, t: u64, c: u64, mode: Mode) -> (Decision, Vec<Decision>) {
-        let allowed = c == 0 || self.allows(t, c);
+        let allowed = self.allows(t, c);
         let delays: Vec<u64> = self
             .0
             .iter()
