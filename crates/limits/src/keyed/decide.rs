@@ -117,14 +117,16 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         now: Option<u64>,
         cost: u64,
         mode: Mode,
-        each: impl FnMut(Decision),
+        mut each: impl FnMut(Decision),
     ) -> Decision
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         if let Some(book) = &self.penalty {
-            return self.decide_penalized(book, key, now, cost, mode, each).0;
+            return self
+                .decide_penalized(book, key, now, cost, mode, &mut each)
+                .0;
         }
         // The time decided at is not wanted here: its store is dead code.
         let mut at = 0;

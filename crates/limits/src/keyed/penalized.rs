@@ -111,14 +111,14 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         now: Option<u64>,
         cost: u64,
         mode: Mode,
-        each: impl FnMut(Decision),
+        mut each: impl FnMut(Decision),
     ) -> (Decision, u64, Option<Ban>)
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         match &self.penalty {
-            Some(book) => self.decide_penalized(book, key, now, cost, mode, each),
+            Some(book) => self.decide_penalized(book, key, now, cost, mode, &mut each),
             None => {
                 let (decision, at) = self.decide_plain(key, now, cost, mode, each);
                 (decision, at, None)
@@ -129,6 +129,9 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
     /// The decision through `book`: the ban first, then the rule (every
     /// rate's decision handed to `each`, the banned form of it when a ban
     /// refuses); the time decided at and the ban, if one refused.
+    // Out of line, and `each` behind a reference: one copy of the rule's
+    // decision per key type, not one more in every caller of `decide`.
+    #[inline(never)]
     pub(crate) fn decide_penalized<Q>(
         &self,
         book: &PenaltyBook<K>,
@@ -136,7 +139,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         now: Option<u64>,
         cost: u64,
         mode: Mode,
-        mut each: impl FnMut(Decision),
+        each: &mut dyn FnMut(Decision),
     ) -> (Decision, u64, Option<Ban>)
     where
         K: Borrow<Q>,
@@ -152,7 +155,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         });
         match ban {
             Some(ban) => rates.into_iter().for_each(|d| each(ban.refuse(now, d))),
-            None => rates.into_iter().for_each(&mut each),
+            None => rates.into_iter().for_each(each),
         }
         (decision, at, ban)
     }
