@@ -7,7 +7,9 @@
 //! wait, the exact delay as a `google.rpc.RetryInfo` inside the
 //! `google.rpc.Status` of `grpc-status-details-bin` (base64 without
 //! padding), as gRPC's richer error model carries it. The RateLimit headers
-//! and Retry-After stay.
+//! and Retry-After stay. A server's other answers of its own (`serve`'s
+//! 502 and 504 from the proxy, the layer's 500 for a missing client
+//! address) go through [`error_answer`] for the same reason.
 
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use base64::Engine as _;
@@ -39,7 +41,11 @@ impl Code {
                 Code::ResourceExhausted
             }
             StatusCode::FORBIDDEN => Code::PermissionDenied,
-            StatusCode::SERVICE_UNAVAILABLE => Code::Unavailable,
+            // A gateway whose upstream failed or timed out: worth a retry,
+            // which is what UNAVAILABLE tells a gRPC client.
+            StatusCode::SERVICE_UNAVAILABLE
+            | StatusCode::BAD_GATEWAY
+            | StatusCode::GATEWAY_TIMEOUT => Code::Unavailable,
             StatusCode::REQUEST_TIMEOUT => Code::DeadlineExceeded,
             s if s.is_client_error() => Code::InvalidArgument,
             _ => Code::Internal,
@@ -47,9 +53,19 @@ impl Code {
     }
 }
 
-/// Whether a request's content type is gRPC's: `application/grpc`, alone
-/// or followed by `+FORMAT` or parameters (any case).
-pub(crate) fn requested(headers: &HeaderMap) -> bool {
+/// Whether a request is a gRPC client's, by its headers: its content type
+/// is `application/grpc`, alone or followed by `+FORMAT` or parameters
+/// (any case). Such a client reads only gRPC statuses ([`error_answer`]).
+///
+/// ```
+/// use http::header::{HeaderMap, CONTENT_TYPE};
+/// let mut headers = HeaderMap::new();
+/// headers.insert(CONTENT_TYPE, "application/grpc+proto".parse().unwrap());
+/// assert!(limits_http::is_grpc(&headers));
+/// headers.insert(CONTENT_TYPE, "application/grpc-web".parse().unwrap());
+/// assert!(!limits_http::is_grpc(&headers));
+/// ```
+pub fn is_grpc(headers: &HeaderMap) -> bool {
     const GRPC: &[u8] = b"application/grpc";
     let Some(value) = headers.get(CONTENT_TYPE) else {
         return false;
@@ -58,6 +74,31 @@ pub(crate) fn requested(headers: &HeaderMap) -> bool {
     value.len() >= GRPC.len()
         && value[..GRPC.len()].eq_ignore_ascii_case(GRPC)
         && matches!(value.get(GRPC.len()), None | Some(b'+' | b';'))
+}
+
+/// A server's own error answer, of `status` saying `detail`: a
+/// [`problem`](crate::problem) body, or for a gRPC client (`grpc`, from
+/// [`is_grpc`]) that status as a gRPC status (HTTP 200, trailers-only, a
+/// 502 or 504 as UNAVAILABLE, a 500 as INTERNAL) with `detail` its
+/// `grpc-message`.
+///
+/// ```
+/// use http::StatusCode;
+/// let plain = limits_http::error_answer(false, StatusCode::BAD_GATEWAY, "the upstream is unavailable");
+/// assert_eq!(plain.status(), 502);
+/// assert_eq!(plain.headers()["content-type"], "application/problem+json");
+/// let grpc = limits_http::error_answer(true, StatusCode::BAD_GATEWAY, "the upstream is unavailable");
+/// assert_eq!(grpc.status(), 200);
+/// assert_eq!(grpc.headers()["grpc-status"], "14");
+/// assert_eq!(grpc.headers()["grpc-message"], "the upstream is unavailable");
+/// ```
+pub fn error_answer(grpc: bool, status: StatusCode, detail: &str) -> Response<Full<Bytes>> {
+    let response = crate::problem(status, detail);
+    if grpc {
+        answer(response, detail, None)
+    } else {
+        response
+    }
 }
 
 /// `response`, one of our HTTP answers, as a gRPC status: `message`
@@ -165,9 +206,9 @@ mod tests {
         ] {
             let mut headers = HeaderMap::new();
             headers.insert(CONTENT_TYPE, value.parse().unwrap());
-            assert_eq!(requested(&headers), grpc, "{value}");
+            assert_eq!(is_grpc(&headers), grpc, "{value}");
         }
-        assert!(!requested(&HeaderMap::new()));
+        assert!(!is_grpc(&HeaderMap::new()));
     }
 
     #[test]
@@ -186,7 +227,13 @@ mod tests {
             Code::ResourceExhausted
         );
         assert_eq!(Code::of(StatusCode::FORBIDDEN), Code::PermissionDenied);
-        assert_eq!(Code::of(StatusCode::SERVICE_UNAVAILABLE), Code::Unavailable);
+        for gateway in [
+            StatusCode::SERVICE_UNAVAILABLE,
+            StatusCode::BAD_GATEWAY,
+            StatusCode::GATEWAY_TIMEOUT,
+        ] {
+            assert_eq!(Code::of(gateway), Code::Unavailable, "{gateway}");
+        }
         assert_eq!(Code::of(StatusCode::BAD_REQUEST), Code::InvalidArgument);
         assert_eq!(Code::of(StatusCode::INTERNAL_SERVER_ERROR), Code::Internal);
     }

@@ -95,6 +95,7 @@ pub use client_ip::{
 };
 pub use cost_from::CostFrom;
 pub use future::ResponseFuture;
+pub use grpc::{error_answer, is_grpc};
 pub use in_force::PolicyHandle;
 pub use key::{
     Key, KeyError, KeyErrorReason, KeyExtractor, KeyPart, KeySpec, KeySpecError, Missing,

@@ -31,7 +31,7 @@ pub(crate) fn refusal<S: Store, K>(
     headers: HeaderMap,
 ) -> Response<Full<Bytes>> {
     // What a gRPC client is told instead, read before the refusal is spent.
-    let grpc = grpc::requested(&headers).then(|| grpc_status(in_force, &refusal));
+    let grpc = grpc::is_grpc(&headers).then(|| grpc_status(in_force, &refusal));
     let response = match refusal {
         Refusal::Path(e) => problem_members(StatusCode::BAD_REQUEST, e, NO_MEMBERS),
         Refusal::Method(e) => problem_members(StatusCode::BAD_REQUEST, e, NO_MEMBERS),

@@ -134,7 +134,8 @@ where
                 self.policy.no_client().log_once(name);
                 // A dry run never refuses: the request goes on, unlimited.
                 if !in_force.policy.options.dry_run {
-                    return ResponseFuture::ready(ours(no_client_address(name)));
+                    let grpc = crate::grpc::is_grpc(&parts.headers);
+                    return ResponseFuture::ready(ours(no_client_address(name, grpc)));
                 }
                 return ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), None);
             }

@@ -151,7 +151,8 @@ impl Proxy {
                 tracing::warn!(upstream = %inner.name, uri = %parts.uri, error = %e,
                     "cannot build the upstream URI");
                 let detail = format!("request target {} cannot be forwarded", parts.uri);
-                return Prepared::Answer(problem(StatusCode::BAD_REQUEST, &detail));
+                let grpc = limits_http::is_grpc(&parts.headers);
+                return Prepared::Answer(problem(StatusCode::BAD_REQUEST, &detail, grpc));
             }
         };
         rewrite_request(&mut parts.headers, &parts.uri, client, &inner.host);
@@ -166,9 +167,11 @@ impl Proxy {
     /// The caller's answer to what the upstream did: its response, without
     /// hop-by-hop headers; a 502 (or the client's 400) for a failure before
     /// the response headers; a 504 for `None`, no headers within the timeout.
+    /// Our own answers to a gRPC client (`grpc`) are gRPC statuses.
     fn answer(
         &self,
         answer: Option<Result<Response<Returning>, UpstreamError>>,
+        grpc: bool,
     ) -> Response<ProxyBody> {
         let inner = &*self.inner;
         match answer {
@@ -177,13 +180,13 @@ impl Proxy {
                 strip_hop_by_hop(&mut parts.headers);
                 Response::from_parts(parts, ProxyBody::upstream(body))
             }
-            Some(Err(e)) => self.failed(&e),
+            Some(Err(e)) => self.failed(&e, grpc),
             None => {
                 inner.gateway_timeout.fetch_add(1, Ordering::Relaxed);
                 let waited = inner.timeout;
                 tracing::warn!(upstream = %inner.name, timeout = ?waited,
                     "gateway timeout: the upstream sent no response headers in time");
-                problem(StatusCode::GATEWAY_TIMEOUT, UPSTREAM_TIMED_OUT)
+                problem(StatusCode::GATEWAY_TIMEOUT, UPSTREAM_TIMED_OUT, grpc)
             }
         }
     }
@@ -191,7 +194,7 @@ impl Proxy {
     /// The answer to a request that failed before its response headers: the
     /// client's 400 when its own body broke, else a 502 (the log names the
     /// upstream and why; the client is told neither).
-    fn failed(&self, e: &UpstreamError) -> Response<ProxyBody> {
+    fn failed(&self, e: &UpstreamError, grpc: bool) -> Response<ProxyBody> {
         let inner = &*self.inner;
         if client_body_failed(e) {
             inner.bad_request_body.fetch_add(1, Ordering::Relaxed);
@@ -199,12 +202,13 @@ impl Proxy {
             return problem(
                 StatusCode::BAD_REQUEST,
                 "the request body is malformed or was cut short",
+                grpc,
             );
         }
         inner.bad_gateway.fetch_add(1, Ordering::Relaxed);
         let what = describe(e);
         tracing::warn!(upstream = %inner.name, error = %chain(e), "bad gateway: {what}");
-        problem(StatusCode::BAD_GATEWAY, UPSTREAM_UNAVAILABLE)
+        problem(StatusCode::BAD_GATEWAY, UPSTREAM_UNAVAILABLE, grpc)
     }
 
     /// Requests that failed so far: 502s (unreachable, refused, reset) and
@@ -261,6 +265,7 @@ fn connect_refused() -> Response<ProxyBody> {
     let mut r = problem(
         StatusCode::METHOD_NOT_ALLOWED,
         "CONNECT is not proxied: this is a reverse proxy, not a tunnel",
+        false,
     );
     r.headers_mut().insert(
         header::ALLOW,
@@ -269,7 +274,8 @@ fn connect_refused() -> Response<ProxyBody> {
     r
 }
 
-/// An RFC 9457 problem response, the proxy's own.
-fn problem(status: StatusCode, detail: &str) -> Response<ProxyBody> {
-    limits_http::problem(status, detail).map(ProxyBody::own)
+/// An RFC 9457 problem response, the proxy's own; a gRPC status for a
+/// gRPC client (`grpc`).
+fn problem(status: StatusCode, detail: &str, grpc: bool) -> Response<ProxyBody> {
+    limits_http::error_answer(grpc, status, detail).map(ProxyBody::own)
 }

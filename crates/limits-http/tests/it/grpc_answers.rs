@@ -1,8 +1,9 @@
 //! gRPC clients get gRPC answers (issue 27 §6): a real tonic client through
 //! the layer over HTTP/2 sees RESOURCE_EXHAUSTED with the exact wait as a
 //! RetryInfo, PERMISSION_DENIED for a deny list, UNAVAILABLE for a store
-//! outage; the RateLimit headers stay. Clients of other content types still
-//! get the HTTP answers.
+//! outage, INTERNAL for a server that gives the layer no client address;
+//! the RateLimit headers stay. Clients of other content types still get the
+//! HTTP answers.
 
 use crate::common;
 
@@ -18,13 +19,21 @@ use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_types::StatusExt;
 
+/// A tonic request as the layer reads it.
+type ForTheLayer = fn(http::Request<tonic::body::Body>) -> http::Request<axum::body::Body>;
+
 /// tonic-health behind the layer of `policy`, on 127.0.0.1: its address.
 async fn serve<S: Store>(policy: Policy<S>) -> SocketAddr {
+    serve_through(policy, grpc_health::for_the_layer).await
+}
+
+/// [`serve`], each request made ready for the layer by `for_the_layer`.
+async fn serve_through<S: Store>(policy: Policy<S>, for_the_layer: ForTheLayer) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (_reporter, health) = tonic_health::server::health_reporter();
     let stack = tower::ServiceBuilder::new()
-        .map_request(grpc_health::for_the_layer)
+        .map_request(for_the_layer)
         .layer(RateLimitLayer::new(policy));
     let server = tonic::transport::Server::builder()
         .layer(stack)
@@ -105,6 +114,27 @@ async fn a_grpc_call_during_a_store_outage_is_unavailable() {
     assert_eq!(status.message(), "the rate limit store is unavailable");
     let retry = status.get_details_retry_info().expect("a RetryInfo");
     assert_eq!(retry.retry_delay, Some(Duration::from_secs(1)));
+}
+
+#[tokio::test]
+async fn a_grpc_call_the_layer_cannot_key_is_internal_naming_the_fix() {
+    let clock = ManualClock::new(0);
+    let rules = vec![rule(
+        "grpc",
+        "/",
+        "ip",
+        store(Algorithm::SlidingLog, "2/m", &clock),
+    )];
+    // The body made readable, and the peer not given.
+    let without_peer: ForTheLayer = |req| req.map(axum::body::Body::new);
+    let addr = serve_through(Policy::new(rules), without_peer).await;
+    let status = check(addr).await.unwrap_err();
+    assert_eq!(status.code(), Code::Internal);
+    assert!(
+        status.message().contains("no client address"),
+        "{}",
+        status.message()
+    );
 }
 
 /// The answer on the wire: HTTP 200, trailers-only, the message

@@ -107,6 +107,7 @@ where
     /// with the connection's timer going off no later than its deadline.
     fn call(&mut self, request: Request<Body>) -> Exchange<H> {
         let conn = Arc::clone(&self.conn);
+        let grpc = limits_http::is_grpc(request.headers());
         match conn.proxy.prepare(request, conn.client.as_ref()) {
             Prepared::Forward(request) => {
                 let inner = &*conn.proxy.inner;
@@ -117,6 +118,7 @@ where
                     sending: Some(sending),
                     answer: None,
                     timer: Some((timer, deadline)),
+                    grpc,
                     conn,
                 }
             }
@@ -124,6 +126,7 @@ where
                 sending: None,
                 answer: Some(answer),
                 timer: None,
+                grpc,
                 conn,
             },
         }
@@ -140,6 +143,8 @@ pin_project_lite::pin_project! {
         // The connection's timer, which goes off no later than this
         // request's own deadline, and that deadline.
         timer: Option<(Pin<Box<Sleep>>, Instant)>,
+        // Whether the client speaks gRPC: our own answers are then its statuses.
+        grpc: bool,
         conn: Arc<Conn>,
     }
 }
@@ -174,6 +179,6 @@ where
         if let Some((timer, _)) = this.timer.take() {
             this.conn.timer.give_back(timer);
         }
-        Poll::Ready(Ok(this.conn.proxy.answer(answer)))
+        Poll::Ready(Ok(this.conn.proxy.answer(answer, *this.grpc)))
     }
 }

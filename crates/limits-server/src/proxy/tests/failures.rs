@@ -141,3 +141,40 @@ async fn slow_upstream_is_504() {
         }
     );
 }
+
+/// A gRPC client reads a 502 problem as a broken stream (INTERNAL): its
+/// 502 is the gRPC status UNAVAILABLE, which it may retry, and a 504 too.
+#[tokio::test]
+async fn a_grpc_clients_502_and_504_are_unavailable() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let down = listener.local_addr().expect("addr");
+    drop(listener);
+    let slow = spawn(Router::new().route(
+        "/",
+        axum::routing::post(|| async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            "too late"
+        }),
+    ))
+    .await;
+    let grpc = || {
+        Request::post("/")
+            .header("content-type", "application/grpc")
+            .body(Body::empty())
+            .expect("req")
+    };
+    let timeout = Duration::from_millis(200);
+    for (upstream, message) in [(down, "upstream unavailable"), (slow, "upstream timed out")] {
+        let proxy = Proxy::new(&format!("http://{upstream}"), timeout).expect("proxy");
+        let response = proxy.forward(grpc(), Some(CLIENT)).await;
+        assert_eq!(response.status(), StatusCode::OK, "{message}");
+        let headers = response.headers();
+        assert_eq!(headers["content-type"], "application/grpc");
+        assert_eq!(headers["grpc-status"], "14", "{message}");
+        assert_eq!(headers["grpc-message"], message);
+        let body = response.into_body().collect().await.expect("body");
+        assert!(body.to_bytes().is_empty(), "trailers-only");
+    }
+}
