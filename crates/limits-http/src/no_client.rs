@@ -3,7 +3,7 @@
 //! bucket (`ip=unknown`), so the layer answers 500 naming the fix, and logs
 //! it once per layer (every request of such a deployment would repeat it).
 
-use crate::grpc::error_answer;
+use crate::grpc;
 use crate::problem::problem_members;
 use bytes::Bytes;
 use http::{Response, StatusCode};
@@ -41,9 +41,11 @@ fn detail(rule: &str) -> String {
 /// The 500 of a request that rule `rule` would key on an address it has
 /// not; a gRPC status INTERNAL for a gRPC client (`grpc`).
 pub(crate) fn no_client_address(rule: &str, grpc: bool) -> Response<Full<Bytes>> {
-    let status = StatusCode::INTERNAL_SERVER_ERROR;
+    let detail = detail(rule);
+    let response = problem_members(StatusCode::INTERNAL_SERVER_ERROR, &detail, [("rule", rule)]);
     if grpc {
-        return error_answer(true, status, &detail(rule));
+        grpc::answer(response, &detail, None)
+    } else {
+        response
     }
-    problem_members(status, detail(rule), [("rule", rule)])
 }

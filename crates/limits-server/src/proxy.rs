@@ -138,8 +138,8 @@ impl Proxy {
     /// The request as the upstream is to get it (hop-by-hop headers
     /// dropped, forwarding ones set, `Host` the upstream's, the target in
     /// origin form, HTTP/1.1), or the proxy's own answer when it is not to
-    /// be forwarded.
-    fn prepare(&self, req: Request<Body>, client: Option<&ClientAddr>) -> Prepared {
+    /// be forwarded (a gRPC status for a gRPC client, `grpc`).
+    fn prepare(&self, req: Request<Body>, client: Option<&ClientAddr>, grpc: bool) -> Prepared {
         let inner = &*self.inner;
         let (mut parts, body) = req.into_parts();
         if parts.method == http::Method::CONNECT {
@@ -151,7 +151,6 @@ impl Proxy {
                 tracing::warn!(upstream = %inner.name, uri = %parts.uri, error = %e,
                     "cannot build the upstream URI");
                 let detail = format!("request target {} cannot be forwarded", parts.uri);
-                let grpc = limits_http::is_grpc(&parts.headers);
                 return Prepared::Answer(problem(StatusCode::BAD_REQUEST, &detail, grpc));
             }
         };

@@ -43,6 +43,16 @@ async fn serve_through<S: Store>(policy: Policy<S>, for_the_layer: ForTheLayer) 
     addr
 }
 
+/// The rule the calls meet: "grpc", two a minute per client address.
+fn two_a_minute(clock: &ManualClock) -> Vec<limits_http::HttpRule<Memory>> {
+    vec![rule(
+        "grpc",
+        "/",
+        "ip",
+        store(Algorithm::SlidingLog, "2/m", clock),
+    )]
+}
+
 /// One `Check` call to `addr`: the gRPC status of its failure (`Ok(())` if
 /// it succeeded).
 async fn check(addr: SocketAddr) -> Result<(), tonic::Status> {
@@ -58,12 +68,7 @@ async fn check(addr: SocketAddr) -> Result<(), tonic::Status> {
 #[tokio::test]
 async fn a_limited_grpc_call_is_resource_exhausted_with_the_exact_retry_info() {
     let clock = ManualClock::new(0);
-    let rules = vec![rule(
-        "grpc",
-        "/",
-        "ip",
-        store(Algorithm::SlidingLog, "2/m", &clock),
-    )];
+    let rules = two_a_minute(&clock);
     let addr = serve(Policy::new(rules)).await;
     check(addr).await.unwrap();
     // The second call 1.5 s and 7 ns later: the third waits for the first
@@ -88,12 +93,7 @@ async fn a_limited_grpc_call_is_resource_exhausted_with_the_exact_retry_info() {
 #[tokio::test]
 async fn a_grpc_call_on_a_deny_list_is_permission_denied() {
     let clock = ManualClock::new(0);
-    let rules = vec![rule(
-        "grpc",
-        "/",
-        "ip",
-        store(Algorithm::SlidingLog, "2/m", &clock),
-    )];
+    let rules = two_a_minute(&clock);
     let mut policy = Policy::new(rules);
     policy.options.lists.deny = AccessList::parse(["127.0.0.0/8"]).unwrap();
     let addr = serve(policy).await;
@@ -119,12 +119,7 @@ async fn a_grpc_call_during_a_store_outage_is_unavailable() {
 #[tokio::test]
 async fn a_grpc_call_the_layer_cannot_key_is_internal_naming_the_fix() {
     let clock = ManualClock::new(0);
-    let rules = vec![rule(
-        "grpc",
-        "/",
-        "ip",
-        store(Algorithm::SlidingLog, "2/m", &clock),
-    )];
+    let rules = two_a_minute(&clock);
     // The body made readable, and the peer not given.
     let without_peer: ForTheLayer = |req| req.map(axum::body::Body::new);
     let addr = serve_through(Policy::new(rules), without_peer).await;

@@ -108,7 +108,7 @@ where
     fn call(&mut self, request: Request<Body>) -> Exchange<H> {
         let conn = Arc::clone(&self.conn);
         let grpc = limits_http::is_grpc(request.headers());
-        match conn.proxy.prepare(request, conn.client.as_ref()) {
+        match conn.proxy.prepare(request, conn.client.as_ref(), grpc) {
             Prepared::Forward(request) => {
                 let inner = &*conn.proxy.inner;
                 let deadline = timer::deadline(inner.timeout);

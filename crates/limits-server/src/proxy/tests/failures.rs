@@ -28,16 +28,20 @@ async fn assert_problem(
     );
 }
 
+/// An address on this machine where nothing listens (bound, then closed).
+async fn closed_port() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    listener.local_addr().expect("addr")
+}
+
 /// The 502 told the client "upstream http://10.0.0.5:3000 refused the
 /// connection": an internal address and the cause are the operator's to
 /// know. The client hears "upstream unavailable"; nothing of the address.
 #[tokio::test]
 async fn a_502_body_no_longer_shows_the_internal_upstream_url() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    drop(listener);
+    let addr = closed_port().await;
     // A base path: part of the internal URL too.
     let name = format!("http://{addr}/internal-api");
     let proxy = Proxy::new(&name, TIMEOUT).expect("proxy");
@@ -56,11 +60,7 @@ async fn a_502_body_no_longer_shows_the_internal_upstream_url() {
 
 #[tokio::test]
 async fn upstream_down_is_502() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    drop(listener);
+    let addr = closed_port().await;
     let proxy = proxy(addr);
     let request = Request::get("/").body(Body::empty()).expect("req");
     let response = proxy.forward(request, Some(CLIENT)).await;
@@ -146,11 +146,7 @@ async fn slow_upstream_is_504() {
 /// 502 is the gRPC status UNAVAILABLE, which it may retry, and a 504 too.
 #[tokio::test]
 async fn a_grpc_clients_502_and_504_are_unavailable() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let down = listener.local_addr().expect("addr");
-    drop(listener);
+    let down = closed_port().await;
     let slow = spawn(Router::new().route(
         "/",
         axum::routing::post(|| async {
