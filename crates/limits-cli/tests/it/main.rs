@@ -7,6 +7,8 @@ mod common;
 mod memcached_server;
 #[path = "../../../limits-redis/tests/it/redis_server.rs"]
 mod redis_server;
+#[path = "../../../limits-redis/tests/it/server_port.rs"]
+mod server_port;
 #[path = "../../../limits-redis/tests/it/tls_pki.rs"]
 mod tls_pki;
 

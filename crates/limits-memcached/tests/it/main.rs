@@ -2,6 +2,8 @@
 //! area alone: `cargo test -p limits-memcached --test it AREA::`.
 
 mod memcached_server;
+#[path = "../../../limits-redis/tests/it/server_port.rs"]
+mod server_port;
 
 mod conformance;
 mod contention;

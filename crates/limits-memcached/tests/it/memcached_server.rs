@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -105,13 +105,7 @@ impl Drop for MemcachedServer {
     }
 }
 
-/// A port free at the time of asking.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
+pub use crate::server_port::free_port;
 
 /// The user the tests run as (memcached's `-u`).
 fn whoami() -> String {

@@ -3,6 +3,7 @@
 //! `cargo test -p limits-redis --test it AREA::`.
 
 mod redis_server;
+mod server_port;
 mod tls_pki;
 
 mod auth;

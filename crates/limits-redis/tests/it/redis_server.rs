@@ -1,6 +1,6 @@
-//! A real `redis-server` for tests, on a free port of 127.0.0.1, with no
-//! persistence; killed on drop. Shared by the tests of limits-redis and
-//! limits-cli (included by path).
+//! A real `redis-server` for tests, on a free port of 127.0.0.1 (see
+//! `server_port`), with no persistence; killed on drop. Shared by the tests
+//! of limits-redis, limits-server and limits-cli (included by path).
 
 #![allow(dead_code)]
 
@@ -350,22 +350,15 @@ fn exchange(stream: &mut TcpStream, args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
 
-/// A port nothing listens on now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
+pub use crate::server_port::free_port;
 
-/// A free port whose cluster bus port (+10000) is free too.
+/// A free port whose cluster bus port (+10000) is free too, both below
+/// the ephemeral ports.
 pub fn free_cluster_port() -> u16 {
-    loop {
-        let port = free_port();
-        if port <= 55535 && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
-            return port;
-        }
-    }
+    let below = crate::server_port::ephemeral_start();
+    crate::server_port::free_port_where(|port| {
+        u32::from(port) + 10_000 < below && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok()
+    })
 }
 
 /// A 3-master Redis Cluster on free ports (no replicas), made with

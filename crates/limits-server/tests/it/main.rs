@@ -5,6 +5,8 @@
 #[path = "../../../limits-redis/tests/it/redis_server.rs"]
 mod redis_server;
 mod rls_common;
+#[path = "../../../limits-redis/tests/it/server_port.rs"]
+mod server_port;
 
 mod admin_counters;
 mod allocations_per_request;
