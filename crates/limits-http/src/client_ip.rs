@@ -67,6 +67,11 @@ impl TrustedProxies {
             .map(TrustedProxies)
     }
 
+    /// Whether no proxy is trusted.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Whether `ip` is in one of the trusted networks.
     pub fn trusts(&self, ip: IpAddr) -> bool {
         let ip = canonical(ip);

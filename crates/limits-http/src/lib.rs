@@ -86,6 +86,7 @@ mod refusals;
 mod respond;
 mod service;
 mod settle;
+mod tiers;
 mod too_many;
 
 pub use body::BodyBudget;
@@ -112,3 +113,4 @@ pub use prepare::PeerAddr;
 pub use problem::{problem, problem_with, PROBLEM_JSON};
 pub use respond::LimitedBody;
 pub use service::RateLimit;
+pub use tiers::{Tier, Tiers};

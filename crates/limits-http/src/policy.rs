@@ -3,7 +3,7 @@
 //! what to do when the store cannot answer).
 
 use crate::path::fold_case;
-use crate::{BodyBudget, ClientIp, CostFrom, KeyExtractor, KeySpec, ListKind, Lists};
+use crate::{BodyBudget, ClientIp, CostFrom, KeyExtractor, KeySpec, ListKind, Lists, Tier};
 use http::Method;
 use limits::Store;
 use std::sync::Arc;
@@ -46,6 +46,10 @@ pub struct HttpRule<S, K = KeySpec> {
     pub store: Arc<S>,
     /// Who the rule never limits, and whom it refuses (403).
     pub lists: Lists,
+    /// The tier whose requests alone the rule decides, if its limit is one
+    /// of several tiers ([`Tiers`](crate::Tiers)); None: every request it
+    /// matches.
+    pub tier: Option<Tier>,
 }
 
 impl<S, K> HttpRule<S, K> {
@@ -81,6 +85,7 @@ impl<S, K> HttpRule<S, K> {
             cost_from: None,
             store: Arc::new(store),
             lists: Lists::default(),
+            tier: None,
         }
     }
 
@@ -146,6 +151,13 @@ impl<S, K> HttpRule<S, K> {
     /// `lists.deny` are refused with 403 ([`Lists`]).
     pub fn lists(mut self, lists: Lists) -> HttpRule<S, K> {
         self.lists = lists;
+        self
+    }
+
+    /// Decides only the requests in `tier`, the limit of that tier of
+    /// several ([`Tiers`](crate::Tiers) has an example).
+    pub fn tier(mut self, tier: Tier) -> HttpRule<S, K> {
+        self.tier = Some(tier);
         self
     }
 

@@ -7,6 +7,7 @@ use crate::lists::{screen, Screened};
 use crate::method::{self, MethodCase};
 use crate::path::{match_path, normalize_target, PathError};
 use crate::policy::Policy;
+use crate::tiers;
 use crate::{KeyExtractor, ResolvedClient};
 use http::request::Parts;
 use http::Method;
@@ -105,13 +106,22 @@ pub(crate) fn prepare<S, K: KeyExtractor>(
     if rules.is_empty() && !global_lists {
         return Prepared::Unmatched;
     }
-    let resolved = client(policy, parts, connection_peer);
+    let peer = peer(&parts.extensions).or(connection_peer.map(|p| p.ip()));
+    let resolved = client(policy, parts, peer);
     let listed = global_lists || rules.iter().any(|&i| !policy.rules[i].lists.is_empty());
     if listed {
         let address = resolved.map(|c| c.address);
         if let Screened::Denied(rule) = screen(policy, &mut rules, address, &parts.headers) {
             return Prepared::Denied(rule);
         }
+        if rules.is_empty() {
+            return Prepared::Unmatched;
+        }
+    }
+    if rules.iter().any(|&i| policy.rules[i].tier.is_some()) {
+        let trusted = policy.options.client_ip.trusted();
+        let trusted_peer = peer.is_some_and(|p| trusted.trusts(p));
+        tiers::screen(&policy.rules, &mut rules, parts, trusted_peer);
         if rules.is_empty() {
             return Prepared::Unmatched;
         }
@@ -128,14 +138,13 @@ pub(crate) fn prepare<S, K: KeyExtractor>(
     Prepared::Matched(Matched { rules, client })
 }
 
-/// The client the keys use: the peer (the request's extension, else the
+/// The client the keys use: the `peer` (the request's extension, else the
 /// connection's), or the client a trusted proxy forwarded for.
 fn client<S, K>(
     policy: &Policy<S, K>,
     parts: &Parts,
-    connection_peer: Option<SocketAddr>,
+    peer: Option<IpAddr>,
 ) -> Option<ResolvedClient> {
-    let peer = peer(&parts.extensions).or(connection_peer.map(|p| p.ip()));
     let resolved = peer.map(|p| policy.options.client_ip.resolve(p, &parts.headers));
     if resolved.is_some_and(|c| c.unreadable) {
         policy.observer.unreadable_client_address();

@@ -29,7 +29,7 @@ use crate::store::StoreOptions;
 use http::Method;
 use limits::{Algorithm, Rule, MAX_LIMIT};
 use limits_http::{HttpRule, KeySpec, Lists, PathMatch};
-use raw::{RawFile, RawRule, Whole};
+use raw::{RawFile, RawRule, RawTiers, Whole};
 use serde_spanned::Spanned;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -37,11 +37,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 mod fields;
+mod files;
 mod lists;
 mod penalty;
 mod raw;
 #[cfg(test)]
 mod tests;
+mod tiers;
 
 /// Reads and validates the file at `path`: its rules in file order (a
 /// request is limited by every rule whose path prefix and method match it),
@@ -127,7 +129,7 @@ pub fn parse_file(text: &str, origin: &str, stores: &StoreOptions) -> Result<Rul
             list.into_inner()
                 .0
                 .into_iter()
-                .filter_map(|raw| rule_config(raw, &mut problems, &mut names, stores, folder))
+                .flat_map(|raw| rule_config(raw, &mut problems, &mut names, stores, folder))
                 .collect()
         }
     };
@@ -169,15 +171,16 @@ impl Problems<'_> {
     }
 }
 
-/// Validates one rule, adding its problems; `None` if it has any. `names`
-/// maps the names seen so far to their lines.
+/// Validates one rule, adding its problems: the rule, or one rule per tier
+/// of a tiered rule (none if it has any problem). `names` maps the names
+/// seen so far to their lines.
 fn rule_config(
     raw: Spanned<RawRule>,
     p: &mut Problems<'_>,
     names: &mut HashMap<String, usize>,
     stores: &StoreOptions,
     folder: &Path,
-) -> Option<ServerRule> {
+) -> Vec<ServerRule> {
     let before = p.found.len() + p.elsewhere.len();
     let table = raw.span();
     let raw = raw.into_inner();
@@ -224,7 +227,43 @@ fn rule_config(
         },
     };
 
-    let rates = fields::rates(&label, &table, raw.rates, raw.limit, raw.window, p);
+    let raw_tiers = RawTiers {
+        tiers: raw.tiers,
+        tier_from: raw.tier_from,
+        tier_file: raw.tier_file,
+        default_tier: raw.default_tier,
+    };
+    // One rule per tier, or the rule alone.
+    let variants = match &raw_tiers.tiers {
+        Some(listed) => {
+            let given = [("rates", &raw.rates), ("window", &raw.window)];
+            let limit = raw.limit.as_ref().map(Spanned::span);
+            let spans = given
+                .iter()
+                .filter_map(|(f, s)| Some((*f, s.as_ref()?.span())));
+            for (field, span) in spans.chain(limit.map(|s| ("limit", s))) {
+                let problem = format!(
+                    "{field} does not go with tiers: each tier has its rates (line {})",
+                    p.line(&listed.span())
+                );
+                p.add(&span, problem);
+            }
+            let tiered = tiers::tiers(raw_tiers, &label, folder, p);
+            tiered.map(|t| {
+                let tier = |name: &str| t.tiers.tier(name);
+                let each = t.rates.iter().map(|(tier_name, rates)| {
+                    let variant = format!("{name}.{tier_name}");
+                    (variant, rates.clone(), tier(tier_name))
+                });
+                each.collect::<Vec<_>>()
+            })
+        }
+        None => {
+            tiers::tiers(raw_tiers, &label, folder, p);
+            fields::rates(&label, &table, raw.rates, raw.limit, raw.window, p)
+                .map(|rates| vec![(name.clone(), rates, None)])
+        }
+    };
 
     let burst = raw.burst.map(|burst| checked_burst(burst, algorithm, p));
 
@@ -247,33 +286,69 @@ fn rule_config(
     let (cost, cost_span) = raw
         .cost
         .map_or((1, table.clone()), |c| (c.get_ref().0, c.span()));
-    let rule = match (algorithm, rates) {
-        (Some(algorithm), Some(rates)) => Some(Rule::build(algorithm, rates, burst)),
-        _ => None,
-    };
-    if let Err(e) = check_cost(cost, rule.as_ref()) {
-        p.add(&cost_span, e.message("cost"));
-    }
     let cost_from = fields::cost_from(raw.cost_from, raw.max_cost, cost, p);
-    let (Some(rule), Some(key)) = (rule, key) else {
-        return None;
+    let (Some(algorithm), Some(variants), Some(key)) = (algorithm, variants, key) else {
+        return Vec::new();
     };
-    let mut store = fields::rule_store(raw.store, &table, stores, (&name, rule), p)?;
-    if let (Some(penalty), Some(span)) = (penalty, &penalty_span) {
-        store = penalty::with_penalty(store, penalty, span, p);
+    let mut rules = Vec::new();
+    for (variant, rates, tier) in variants {
+        let rule = Rule::build(algorithm, rates, burst);
+        if let Err(e) = check_cost(cost, Some(&rule)) {
+            let of = tier
+                .as_ref()
+                .map_or(String::new(), |t| format!(" (tier {:?})", t.name()));
+            p.add(&cost_span, format!("{}{of}", e.message("cost")));
+        }
+        if tier.is_some() {
+            tier_name(&variant, &label, &table, p, names);
+        }
+        let store = fields::rule_store(raw.store.clone(), &table, stores, (&variant, rule), p);
+        let Some(mut store) = store else {
+            continue;
+        };
+        if let (Some(penalty), Some(span)) = (penalty, &penalty_span) {
+            store = penalty::with_penalty(store, penalty, span, p);
+        }
+        rules.push(HttpRule {
+            name: variant,
+            path_prefix: path_prefix.clone(),
+            path_match,
+            methods: methods.clone(),
+            key: key.clone(),
+            cost,
+            count: count.clone(),
+            cost_from: cost_from.clone(),
+            store: Arc::new(store),
+            lists: lists.clone(),
+            tier,
+        });
     }
-    (p.found.len() + p.elsewhere.len() == before).then(|| HttpRule {
-        name,
-        path_prefix,
-        path_match,
-        methods,
-        key,
-        cost,
-        count,
-        cost_from,
-        store: Arc::new(store),
-        lists,
-    })
+    if p.found.len() + p.elsewhere.len() != before {
+        return Vec::new();
+    }
+    rules
+}
+
+/// Checks the name `NAME.TIER` a tier's rule is given, as a rule's own name
+/// is checked, and records it.
+fn tier_name(
+    name: &str,
+    label: &str,
+    table: &Range<usize>,
+    p: &mut Problems<'_>,
+    names: &mut HashMap<String, usize>,
+) {
+    let problem = match (fields::check_name(name), names.get(name)) {
+        (Err(problem), _) => format!("{label}: its tier's {problem}"),
+        (Ok(()), Some(first)) => {
+            format!("{label}: its tier's rule name {name:?} is already used on line {first}")
+        }
+        (Ok(()), None) => {
+            names.insert(name.to_string(), p.line(table));
+            return;
+        }
+    };
+    p.add(table, problem);
 }
 
 /// The rule's name, checked: present, a plain token, not used before

@@ -58,7 +58,7 @@ pub use listener::connection_caps::{
 pub use listener::per_core::Runtimes;
 pub use listener::{Bounds, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_CLIENT};
 pub use proxy::{Forwarding, Proxy, ProxyBody, ProxyErrors};
-pub use rules::{check_cost, fingerprint, keep_state, same_shape, CostError, ServerRule};
+pub use rules::{check_cost, describe, fingerprint, keep_state, same_shape, CostError, ServerRule};
 pub use server::{Backend, Server};
 pub use server_config::{LayerOptions, RulesSource, ServerConfig};
 pub use state::CLOCK_TOLERANCE;

@@ -8,7 +8,6 @@ use crate::state;
 use crate::store::{RuleStore, StoreOptions};
 use limits::{Algorithm, Rule, Store};
 use limits_http::HttpRule;
-use std::sync::Arc;
 
 /// A rule of the server: which requests, keyed how, at what cost, decided
 /// by which store (which holds the limiter).
@@ -59,6 +58,56 @@ pub fn fingerprint(rule: &ServerRule) -> String {
     format!(
         "{} key={key} missing={missing} normalize={normalize}{penalty}",
         limiter_shape(rule.store.rule()),
+    )
+}
+
+/// A rule in one line, as `limits serve --check-config` prints it: its
+/// name, limiter, where and how it counts, and its tier.
+///
+/// ```
+/// use limits_server::{config, describe, StoreOptions};
+/// let text = "[[rule]]\nname = \"login\"\npath = \"/login\"\nmethods = [\"POST\"]\nkey = \"form:user\"\nrates = \"5/m\"\n";
+/// let rules = config::parse(text, "limits.toml", &StoreOptions::default()).unwrap();
+/// assert_eq!(describe(&rules[0]), "login: sliding-log 5/m, POST /login, by form:user, in memory");
+/// ```
+pub fn describe(rule: &ServerRule) -> String {
+    let methods: Vec<&str> = rule.methods.iter().map(|m| m.as_str()).collect();
+    let methods = match methods.is_empty() {
+        true => "any method".to_string(),
+        false => methods.join("|"),
+    };
+    let tier = rule.tier.as_ref().map_or(String::new(), |t| {
+        let tiers = t.tiers();
+        let default = match tiers.default_tier() == t.name() {
+            true => ", the default",
+            false => "",
+        };
+        format!(
+            ", tier {} of {}{default}",
+            t.name(),
+            tiers.names().join("|")
+        )
+    });
+    let penalty = rule
+        .store
+        .penalty()
+        .map_or(String::new(), |p| format!(", penalty {p}"));
+    let cost = match rule.cost {
+        1 => String::new(),
+        n => format!(", cost {n}"),
+    };
+    let lists = &rule.lists;
+    let lists = match (lists.allow.len(), lists.deny.len()) {
+        (0, 0) => String::new(),
+        (allowed, denied) => format!(", {allowed} allowed and {denied} denied"),
+    };
+    format!(
+        "{}: {}, {methods} {}, by {}{cost}, in {}{penalty}{lists}{tier}",
+        rule.name,
+        limiter_shape(rule.store.rule()),
+        rule.path_prefix,
+        rule.key,
+        rule.store.kind(),
     )
 }
 
@@ -187,24 +236,14 @@ pub(crate) fn single(
 ) -> Result<ServerRule, String> {
     check_cost(cost, Some(&rule)).map_err(|e| e.message("--cost"))?;
     let store = stores.store("default", rule)?;
-    Ok(HttpRule {
-        name: "default".into(),
-        path_prefix: "/".into(),
-        path_match: Default::default(),
-        methods: vec![],
-        key,
-        cost,
-        count: Default::default(),
-        cost_from: None,
-        store: Arc::new(store),
-        lists: Default::default(),
-    })
+    Ok(HttpRule::new("default", store, key).cost(cost))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use limits_http::KeySpec;
+    use std::sync::Arc;
 
     fn rule(name: &str, rates: &str) -> ServerRule {
         let limiter = Rule::new(Algorithm::SlidingLog, rates.parse().unwrap());

@@ -5,10 +5,10 @@
 use crate::config::{self, RulesFile};
 use crate::events::{Events, ServerEvent};
 use crate::metrics::Metrics;
-use crate::rules;
+use crate::rules::{self, ServerRule};
 use crate::server_config::{RulesSource, ServerConfig};
 use crate::store::RuleStore;
-use limits_http::{Lists, Policy, PolicyHandle};
+use limits_http::{LayerOptions, Lists, Policy, PolicyHandle};
 use std::sync::Arc;
 
 /// What the server's tasks share.
@@ -97,11 +97,40 @@ pub(crate) fn policy(
     metrics: &Arc<Metrics>,
 ) -> Policy<RuleStore> {
     let mut options = config.layer.clone();
+    warn_of_unbelieved_tiers(&file.rules, &options);
     options.lists.allow.extend(file.lists.allow);
     options.lists.deny.extend(file.lists.deny);
     Policy {
         rules: file.rules,
         options,
         observer: metrics.clone(),
+    }
+}
+
+/// Says, at each load, that a tiered rule's tier header will never be
+/// believed: it counts only from a trusted proxy, and none is trusted, so
+/// every request would be on the default tier.
+fn warn_of_unbelieved_tiers(rules: &[ServerRule], options: &LayerOptions) {
+    if !options.client_ip.trusted().is_empty() {
+        return;
+    }
+    for rule in rules {
+        let Some(tier) = &rule.tier else {
+            continue;
+        };
+        let tiers = tier.tiers();
+        let first = rules.iter().find(|r| {
+            r.tier
+                .as_ref()
+                .is_some_and(|t| Arc::ptr_eq(t.tiers(), tiers))
+        });
+        if tiers.needs_trusted_proxy() && first.is_some_and(|f| std::ptr::eq(f, rule)) {
+            tracing::warn!(
+                rule = %rule.name,
+                "its tier header counts only from a --trust-proxy peer, and none is trusted: \
+                 every request is on the default tier, {}",
+                tiers.default_tier()
+            );
+        }
     }
 }

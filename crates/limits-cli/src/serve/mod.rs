@@ -86,6 +86,15 @@ pub struct ServeArgs {
     )]
     config: Option<PathBuf>,
 
+    /// Check a rules file and exit: each rule on stdout, or every problem
+    /// (FILE:LINE) on stderr and exit status 1. Stores as --store says.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["limiter", "limit", "window", "burst", "key", "cost", "config"]
+    )]
+    check_config: Option<PathBuf>,
+
     /// Never reject: count and log what would have been limited, still send the headers.
     #[arg(long)]
     dry_run: bool,
@@ -188,6 +197,9 @@ async fn run(args: ServeArgs, caps: (usize, usize), runtimes: Runtimes) -> Resul
     flags::warn_trust_everyone(&args.trust_proxy);
     let local = args.on_store_error == OnStoreError::Local;
     let stores = args.stores.options(local).await?;
+    if let Some(path) = &args.check_config {
+        return check_config(path, &stores);
+    }
     let server = Server::new(server_config(&args, layer, stores, caps, runtimes)?)?
         .on_event(lines::printer(Command::Serve));
     let backend = match &args.upstream {
@@ -197,6 +209,38 @@ async fn run(args: ServeArgs, caps: (usize, usize), runtimes: Runtimes) -> Resul
     server
         .serve(backend, limits_server::shutdown_signal())
         .await
+}
+
+/// `--check-config FILE`: each rule on stdout, or every problem on stderr
+/// and an error.
+fn check_config(path: &std::path::Path, stores: &StoreOptions) -> Result<(), String> {
+    match limits_server::config::load_file(path, stores) {
+        Ok(file) => {
+            for rule in &file.rules {
+                println!("{}", limits_server::describe(rule));
+            }
+            let lists = &file.lists;
+            println!(
+                "limits serve: {}: ok ({} rules; {} allowed and {} denied before any rule)",
+                path.display(),
+                file.rules.len(),
+                lists.allow.len(),
+                lists.deny.len()
+            );
+            Ok(())
+        }
+        Err(problems) => {
+            let count = problems.lines().count();
+            for problem in problems.lines() {
+                eprintln!("error: {problem}");
+            }
+            Err(format!(
+                "{}: {count} problem{} in the rules",
+                path.display(),
+                if count == 1 { "" } else { "s" }
+            ))
+        }
+    }
 }
 
 /// The layer's options from the flags.

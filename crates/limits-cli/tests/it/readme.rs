@@ -172,6 +172,24 @@ fn readme_server_commands_start_as_written() {
     assert!(started >= 3, "{started} server commands in the README");
 }
 
+#[test]
+fn readme_rules_files_pass_check_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for (lang, text) in blocks() {
+        if lang != "toml" {
+            continue;
+        }
+        let rules = common::write(dir.path(), "limits.toml", &text);
+        let (stdout, stderr, code) =
+            common::limits(&["serve", "--check-config", rules.to_str().unwrap()]);
+        assert_eq!(code, 0, "README.md block:\n{text}\n{stderr}");
+        assert!(stdout.contains(": ok ("), "{stdout}");
+        checked += 1;
+    }
+    assert!(checked >= 3, "{checked} rules files in the README");
+}
+
 /// The README's fenced blocks, in order: (language, text).
 fn blocks() -> Vec<(String, String)> {
     fenced_blocks(&read("README.md"), "README.md")

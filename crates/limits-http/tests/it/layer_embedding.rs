@@ -90,6 +90,7 @@ async fn a_custom_extractors_keys_never_meet_the_built_in_ones() {
         cost_from: None,
         store: shared.clone(),
         lists: Default::default(),
+        tier: None,
     };
     let a = rule("by-ip", "/a", Arc::new(KeySpec::ip()));
     let b = rule("by-tenant", "/b", Arc::new(Tenant));

@@ -27,4 +27,5 @@ mod repeated_values;
 mod rule_observer;
 mod rules_in_one_trip;
 mod sync_and_boxed_paths;
+mod tiers;
 mod too_many_response;

@@ -1,11 +1,9 @@
 //! `allow`, `deny`, `allow_file` and `deny_file`, per rule and at the top
-//! of the file: entries inline, and list files of one entry a line (`#`
-//! comments, blank lines skipped), relative to the rules file's folder. A
-//! bad inline entry is a problem on its own line of the rules file; a bad
-//! entry of a list file names the list file and its line; a list file that
-//! cannot be read is a problem on the line that names it.
+//! of the file: entries inline, and list files ([`files`]). A bad inline
+//! entry is a problem on its own line of the rules file; a bad entry of a
+//! list file names the list file and its line.
 
-use super::Problems;
+use super::{files, Problems};
 use limits_http::{AccessList, ListKind, Lists};
 use serde_spanned::Spanned;
 use std::path::Path;
@@ -53,27 +51,13 @@ fn read_file(
     list: &mut AccessList,
     p: &mut Problems<'_>,
 ) {
-    let path = folder.join(file.get_ref());
-    let shown = path.display();
-    let text = match std::fs::read(&path).map(String::from_utf8) {
-        Ok(Ok(text)) => text,
-        Ok(Err(_)) => {
-            let problem = format!("{field}_file {shown}: the file is not UTF-8 text");
-            return p.add(&file.span(), problem);
-        }
-        Err(e) => {
-            let problem = format!("{field}_file {shown}: cannot read it: {e}");
-            return p.add(&file.span(), problem);
-        }
+    let Some((shown, text)) = files::read(file, folder, &format!("{field}_file"), p) else {
+        return;
     };
-    for (n, line) in text.lines().enumerate() {
-        let entry = line.split_once('#').map_or(line, |(entry, _)| entry).trim();
-        if entry.is_empty() {
-            continue;
-        }
+    for (line, entry) in files::entries(&text) {
         if let Err(e) = list.push(entry) {
             p.elsewhere
-                .push(format!("{shown}:{}: {field}_file entry {e}", n + 1));
+                .push(format!("{shown}:{line}: {field}_file entry {e}"));
         }
     }
 }

@@ -6,6 +6,7 @@
 use serde::de::{self, Deserializer, SeqAccess, Unexpected, Visitor};
 use serde::Deserialize;
 use serde_spanned::Spanned;
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// The whole file: `[[rule]]` tables, and the lists for every request.
@@ -47,6 +48,18 @@ pub(super) struct RawRule {
     pub deny: Option<Spanned<Vec<Spanned<String>>>>,
     pub allow_file: Option<Spanned<String>>,
     pub deny_file: Option<Spanned<String>>,
+    pub tiers: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
+    pub tier_from: Option<Spanned<String>>,
+    pub tier_file: Option<Spanned<String>>,
+    pub default_tier: Option<Spanned<String>>,
+}
+
+/// A rule's tier fields (see `tiers.rs`).
+pub(super) struct RawTiers {
+    pub tiers: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
+    pub tier_from: Option<Spanned<String>>,
+    pub tier_file: Option<Spanned<String>>,
+    pub default_tier: Option<Spanned<String>>,
 }
 
 /// `penalty = { after = 5, within = "1m", ban = "15m", escalate = 2 }`.

@@ -8,6 +8,7 @@ mod errors;
 mod lists;
 mod never_panics;
 mod penalty;
+mod tiers;
 
 fn rule(algorithm: Algorithm, rates: &str) -> Rule {
     Rule::new(algorithm, rates.parse::<Rates>().expect(rates))
@@ -142,7 +143,8 @@ fn the_example_file_loads() {
         names,
         [
             "per-ip",
-            "api-per-key",
+            "api-per-key.free",
+            "api-per-key.pro",
             "api-export",
             "login-per-account",
             "login-per-address"
@@ -258,7 +260,7 @@ fn missing_and_normalize_set_the_keys_policies() {
     );
     // Left out: the defaults by kind of part.
     let login = load(&example_path()).expect("example");
-    let account = &login[3].3;
+    let account = &login.iter().find(|r| r.0 == "login-per-account").unwrap().3;
     assert_eq!(account.missing(), Some(Missing::Reject));
     assert_eq!(account.normalize(), Some(Normalize::ACCOUNT));
 }

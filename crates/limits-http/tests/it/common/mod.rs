@@ -47,6 +47,7 @@ pub fn rule<S>(name: &str, path: &str, key: &str, store: Arc<S>) -> HttpRule<S> 
         cost_from: None,
         store,
         lists: Default::default(),
+        tier: None,
     }
 }
 

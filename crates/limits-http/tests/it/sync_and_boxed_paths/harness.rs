@@ -127,6 +127,7 @@ pub async fn run(defs: &[Def], options: &LayerOptions, at_once: &[bool], script:
             cost_from: None,
             store: store.clone(),
             lists: Default::default(),
+            tier: None,
         })
         .collect();
     let events = Arc::new(Mutex::new(Vec::new()));

@@ -43,6 +43,16 @@ fn field_line(field: &'static str) -> BoxedStrategy<String> {
             &["\"10/s\"", "\"1/h; 2/d\"", "\"5/2s, 3/m\""],
             &["\"0/s\"", "\"10\"", "''", "10"],
         ),
+        "tiers" => (
+            &[
+                "{ free = \"1/s\", pro = \"10/s\" }",
+                "{ a = \"5/m; 20/h\" }",
+                "{ pro = \"4611686018427387904/s\" }",
+            ],
+            &["{}", "{ \"a b\" = \"1/s\" }", "{ free = \"x\" }", "\"1/s\""],
+        ),
+        "tier_from" => (&["\"header:x-plan\""], &["\"query:p\"", "\"header:\"", "1"]),
+        "default_tier" => (&["\"free\"", "\"a\""], &["\"gold\"", "2"]),
         "window" => (
             &["\"1s\"", "\"1m\"", "\"1.5ns\""],
             &["\"0s\"", "\"200000d\"", "\"x\"", "1"],
@@ -74,6 +84,12 @@ fn rule_table() -> impl Strategy<Value = String> {
         3 => field_line("rates").prop_map(|line| vec![line]),
         3 => (field_line("limit"), prop::option::of(field_line("window")))
             .prop_map(|(limit, window)| std::iter::once(limit).chain(window).collect()),
+        2 => (
+            field_line("tiers"),
+            prop::option::weighted(0.9, field_line("tier_from")),
+            prop::option::weighted(0.9, field_line("default_tier")),
+        )
+            .prop_map(|(tiers, from, default)| [Some(tiers), from, default].into_iter().flatten().collect()),
         1 => prop::sample::subsequence(vec!["rates", "limit", "window"], 0..=3)
             .prop_flat_map(|fields| fields.into_iter().map(field_line).collect::<Vec<_>>()),
     ];
