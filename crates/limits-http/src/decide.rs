@@ -16,6 +16,7 @@
 //! [`decide_now`], the first loop, is never run).
 
 use crate::body::{read_bounded, BodyError, Reservation};
+use crate::in_flight::Slots;
 use crate::in_force::InForce;
 use crate::members::{Counted, Statuses};
 use crate::method::MethodCase;
@@ -41,6 +42,8 @@ pub(crate) struct Passed {
     pub statuses: Statuses,
     pub delay: Duration,
     pub unsettled: Settlements,
+    /// The slots taken in rules that cap requests in flight.
+    pub slots: Slots,
 }
 
 /// A request the rules let through.
@@ -373,6 +376,14 @@ fn fold<S: Store, K>(
     };
     if d.allowed {
         tell(Outcome::Allowed);
+        if rule.in_flight {
+            match receipt {
+                Some(receipt) => passed.slots.hold(&rule.store, name, key, receipt),
+                None => {
+                    tracing::debug!(rule = %name, "the store cannot give a slot back: it frees itself when its lease ends")
+                }
+            }
+        }
         if rule.settles() {
             match receipt {
                 Some(receipt) => passed.unsettled.push(Unsettled {

@@ -8,12 +8,12 @@
 //! body read for a key, a leaky bucket's delay, a store over the network)
 //! is an `async` block, boxed: the one arm whose size is not known here.
 
+use crate::in_flight::Slots;
 use crate::in_force::InForce;
 use crate::members::Statuses;
-use crate::respond::{add_headers, LimitedBody};
+use crate::respond::{add_headers, untouched, LimitedBody};
 use crate::settle::{settle_by_response, Settlements};
 use http::Response;
-use http_body_util::Either;
 use limits::Store;
 use pin_project_lite::pin_project;
 use std::future::Future;
@@ -59,6 +59,9 @@ pub(crate) struct Headers<S, K> {
     pub statuses: Statuses,
     pub legacy: bool,
     pub unsettled: Settlements,
+    /// The slots taken in rules that cap requests in flight, held by the
+    /// response body (given back if the response never comes).
+    pub slots: Slots,
 }
 
 impl<F, B, E, S, K> ResponseFuture<F, B, E, S, K> {
@@ -107,9 +110,10 @@ where
                             let (status, headers) = (response.status(), Some(response.headers()));
                             settle_by_response(&h.in_force, unsettled, status, headers).spawn();
                         }
-                        add_headers(&h.in_force, &h.statuses, h.legacy, response)
+                        let slots = std::mem::take(&mut h.slots);
+                        add_headers(&h.in_force, &h.statuses, h.legacy, response, slots)
                     }
-                    None => response.map(Either::Left),
+                    None => untouched(response),
                 }))
             }
             KindProjection::Boxed { future } => future.as_mut().poll(cx),

@@ -67,6 +67,7 @@ mod decide;
 mod future;
 mod grpc;
 pub mod headers;
+mod in_flight;
 mod in_force;
 mod key;
 mod last_value;
@@ -97,6 +98,7 @@ pub use client_ip::{
 pub use cost_from::CostFrom;
 pub use future::ResponseFuture;
 pub use grpc::{error_answer, is_grpc};
+pub use in_flight::Holding;
 pub use in_force::PolicyHandle;
 pub use key::{
     Key, KeyError, KeyErrorReason, KeyExtractor, KeyPart, KeySpec, KeySpecError, Missing,

@@ -50,6 +50,10 @@ pub struct HttpRule<S, K = KeySpec> {
     /// of several tiers ([`Tiers`](crate::Tiers)); None: every request it
     /// matches.
     pub tier: Option<Tier>,
+    /// Whether the rule caps requests in flight: each request it admits
+    /// is given back (settled to cost 0) when its response is done, so the
+    /// rule counts the requests under way ([`in_flight`](HttpRule::in_flight)).
+    pub in_flight: bool,
 }
 
 impl<S, K> HttpRule<S, K> {
@@ -86,6 +90,7 @@ impl<S, K> HttpRule<S, K> {
             store: Arc::new(store),
             lists: Lists::default(),
             tier: None,
+            in_flight: false,
         }
     }
 
@@ -158,6 +163,29 @@ impl<S, K> HttpRule<S, K> {
     /// several ([`Tiers`](crate::Tiers) has an example).
     pub fn tier(mut self, tier: Tier) -> HttpRule<S, K> {
         self.tier = Some(tier);
+        self
+    }
+
+    /// Caps the requests in flight rather than those made: each request
+    /// the rule admits is given back when it is done (its response body
+    /// ended or dropped, or a later rule refused it), so at most the
+    /// rule's limit are under way at once per key. Give it a sliding log
+    /// of N per lease: a request still under way when its lease ends stops
+    /// counting, so that the slots of an instance that died free themselves
+    /// within one lease (make the lease longer than your longest response).
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, Rule};
+    /// use limits_http::{HttpRule, KeySpec};
+    ///
+    /// // At most 10 requests under way per API key; a lease of 2 minutes.
+    /// let ten_at_once = Rule::new(Algorithm::SlidingLog, "10/2m".parse().unwrap());
+    /// let key: KeySpec = "header:x-api-key".parse().unwrap();
+    /// let rule = HttpRule::new("api.in_flight", KeyedLimiter::<String>::new(ten_at_once), key).in_flight();
+    /// assert!(rule.in_flight);
+    /// ```
+    pub fn in_flight(mut self) -> HttpRule<S, K> {
+        self.in_flight = true;
         self
     }
 

@@ -4,6 +4,7 @@
 //! into ours.
 
 use crate::headers::{self, MadeOnce};
+use crate::in_flight::{Holding, Slots};
 use crate::in_force::InForce;
 use crate::members::{members, Counted};
 use bytes::Bytes;
@@ -11,24 +12,32 @@ use http::Response;
 use http_body_util::{Either, Full};
 use limits::Store;
 
-/// The response body: the inner service's, or one of ours (429, 413, 503).
-pub type LimitedBody<B> = Either<B, Full<Bytes>>;
+/// The response body: the inner service's (holding the slots of the rules
+/// that cap requests in flight until it ends), or one of ours (429, 413,
+/// 503).
+pub type LimitedBody<B> = Either<Holding<B>, Full<Bytes>>;
 
 /// One of our responses, in the layer's body type.
 pub(crate) fn ours<B>(r: Response<Full<Bytes>>) -> Response<LimitedBody<B>> {
     r.map(Either::Right)
 }
 
+/// The inner service's response, with no rule's headers and no slot held.
+pub(crate) fn untouched<B>(response: Response<B>) -> Response<LimitedBody<B>> {
+    response.map(|body| Either::Left(Holding::new(body, Slots::default())))
+}
+
 /// The inner service's `response` with the RateLimit headers of the rules
 /// it passed (`statuses`), and without the headers rules read real costs
-/// from ([`CostFrom`](crate::CostFrom)).
+/// from ([`CostFrom`](crate::CostFrom)); its body holds `slots`.
 pub(crate) fn add_headers<S: Store, K, B>(
     in_force: &InForce<S, K>,
     statuses: &[Counted],
     legacy: bool,
     response: Response<B>,
+    slots: Slots,
 ) -> Response<LimitedBody<B>> {
-    let mut response = response.map(Either::Left);
+    let mut response = response.map(|body| Either::Left(Holding::new(body, slots)));
     for name in &in_force.cost_headers {
         response.headers_mut().remove(name);
     }

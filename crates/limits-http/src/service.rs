@@ -155,6 +155,7 @@ where
                         statuses: passed.statuses,
                         legacy,
                         unsettled: passed.unsettled,
+                        slots: passed.slots,
                     };
                     return ResponseFuture::inner(future, Some(headers));
                 }
@@ -207,5 +208,11 @@ where
             .finish()
             .await;
     }
-    Ok(add_headers(&in_force, &passed.statuses, legacy, response))
+    Ok(add_headers(
+        &in_force,
+        &passed.statuses,
+        legacy,
+        response,
+        passed.slots,
+    ))
 }

@@ -13,6 +13,7 @@ use http::{HeaderMap, StatusCode};
 use limits::{Receipt, Store};
 use std::future::Future;
 use std::pin::{pin, Pin};
+use std::sync::Arc;
 use std::task::{Context, Waker};
 
 /// A request one rule admitted and may refund: the rule (its index in the
@@ -33,7 +34,7 @@ pub(crate) type Settlements = Vec<Unsettled>;
 pub(crate) struct Pending(Vec<Settling>);
 
 /// One settlement by a store elsewhere.
-type Settling = Pin<Box<dyn Future<Output = ()> + Send>>;
+pub(crate) type Settling = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 impl Pending {
     /// Settles in turn: awaited before the response goes out, so that the
@@ -73,27 +74,41 @@ pub(crate) fn settle_by_response<S: Store, K>(
         if cost == receipt.cost {
             continue;
         }
-        let store = rule.store.clone();
-        let name = rule.name.clone();
-        let settle = async move {
-            if let Err(e) = store.settle(key.as_str(), None, receipt, cost).await {
-                tracing::debug!(rule = %name, key = %key, cost, error = %e, "could not settle a request");
-            }
-        };
-        if rule.store.local().is_some() {
-            // In memory: done on the first poll.
-            let mut settle = pin!(settle);
-            let done = settle
-                .as_mut()
-                .poll(&mut Context::from_waker(Waker::noop()));
-            if done.is_pending() {
-                tracing::warn!(rule = %rule.name, "an in-process store did not settle at once");
-            }
-        } else {
-            pending.push(Box::pin(settle) as Settling);
-        }
+        pending.extend(settle_one(&rule.store, &rule.name, key, receipt, cost));
     }
     Pending(pending)
+}
+
+/// Settles the request of `receipt` that `store` counted under `key` to
+/// `cost`: at once in a store of this process (None left to do), else the
+/// settlement to await. A settlement that fails is logged (`rule` names
+/// it): the request stays as counted.
+pub(crate) fn settle_one<S: Store>(
+    store: &Arc<S>,
+    rule: &str,
+    key: Key,
+    receipt: Receipt,
+    cost: u64,
+) -> Option<Settling> {
+    let local = store.local().is_some();
+    let (store, name) = (store.clone(), rule.to_string());
+    let settle = async move {
+        if let Err(e) = store.settle(key.as_str(), None, receipt, cost).await {
+            tracing::debug!(rule = %name, key = %key, cost, error = %e, "could not settle a request");
+        }
+    };
+    if !local {
+        return Some(Box::pin(settle));
+    }
+    // In memory: done on the first poll.
+    let mut settle = pin!(settle);
+    let done = settle
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()));
+    if done.is_pending() {
+        tracing::warn!(rule = %rule, "an in-process store did not settle at once");
+    }
+    None
 }
 
 /// The real cost of a request `rule` counted at `counted`, by its

@@ -124,6 +124,16 @@ impl RedisStore {
         })
     }
 
+    /// The store without a deny cache: every decision asks Redis. For a
+    /// rule whose slots come back long before a denial's retry time (a cap
+    /// on requests in flight, given back when each request is done), where
+    /// a remembered denial would refuse a client that another instance
+    /// made room for.
+    pub fn without_deny_cache(mut self) -> RedisStore {
+        self.denials = DenyCache::new(0);
+        self
+    }
+
     /// The connection it decides on (health and counts).
     pub fn connection(&self) -> &RedisConnection {
         &self.connection

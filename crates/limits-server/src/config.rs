@@ -38,6 +38,7 @@ use std::sync::Arc;
 
 mod fields;
 mod files;
+mod in_flight;
 mod lists;
 mod penalty;
 mod raw;
@@ -260,10 +261,18 @@ fn rule_config(
         }
         None => {
             tiers::tiers(raw_tiers, &label, folder, p);
-            fields::rates(&label, &table, raw.rates, raw.limit, raw.window, p)
-                .map(|rates| vec![(name.clone(), rates, None)])
+            let capped_only = raw.concurrency.is_some()
+                && raw.rates.is_none()
+                && raw.limit.is_none()
+                && raw.window.is_none();
+            match capped_only {
+                true => Some(Vec::new()),
+                false => fields::rates(&label, &table, raw.rates, raw.limit, raw.window, p)
+                    .map(|rates| vec![(name.clone(), rates, None)]),
+            }
         }
     };
+    let cap = in_flight::cap(raw.concurrency, raw.lease, p);
 
     let burst = raw.burst.map(|burst| checked_burst(burst, algorithm, p));
 
@@ -300,7 +309,7 @@ fn rule_config(
             p.add(&cost_span, format!("{}{of}", e.message("cost")));
         }
         if tier.is_some() {
-            tier_name(&variant, &label, &table, p, names);
+            derived_name(&variant, "tier's", &label, &table, p, names);
         }
         let store = fields::rule_store(raw.store.clone(), &table, stores, (&variant, rule), p);
         let Some(mut store) = store else {
@@ -321,7 +330,22 @@ fn rule_config(
             store: Arc::new(store),
             lists: lists.clone(),
             tier,
+            in_flight: false,
         });
+    }
+    if let Some(cap) = cap {
+        let cap_name = format!("{name}.{}", in_flight::SUFFIX);
+        derived_name(&cap_name, "concurrency cap's", &label, &table, p, names);
+        let store = fields::rule_store(raw.store, &table, stores, (&cap_name, cap), p);
+        if let Some(store) = store {
+            let capped = HttpRule::new(cap_name, store.without_deny_cache(), key)
+                .path(path_prefix)
+                .path_match(path_match)
+                .methods(methods)
+                .lists(lists)
+                .in_flight();
+            rules.push(capped);
+        }
     }
     if p.found.len() + p.elsewhere.len() != before {
         return Vec::new();
@@ -329,19 +353,20 @@ fn rule_config(
     rules
 }
 
-/// Checks the name `NAME.TIER` a tier's rule is given, as a rule's own name
-/// is checked, and records it.
-fn tier_name(
+/// Checks the name `NAME.SUFFIX` a tier's rule or a concurrency cap
+/// (`whose`) is given, as a rule's own name is checked, and records it.
+fn derived_name(
     name: &str,
+    whose: &str,
     label: &str,
     table: &Range<usize>,
     p: &mut Problems<'_>,
     names: &mut HashMap<String, usize>,
 ) {
     let problem = match (fields::check_name(name), names.get(name)) {
-        (Err(problem), _) => format!("{label}: its tier's {problem}"),
+        (Err(problem), _) => format!("{label}: its {whose} {problem}"),
         (Ok(()), Some(first)) => {
-            format!("{label}: its tier's rule name {name:?} is already used on line {first}")
+            format!("{label}: its {whose} rule name {name:?} is already used on line {first}")
         }
         (Ok(()), None) => {
             names.insert(name.to_string(), p.line(table));

@@ -101,10 +101,17 @@ pub fn describe(rule: &ServerRule) -> String {
         (0, 0) => String::new(),
         (allowed, denied) => format!(", {allowed} allowed and {denied} denied"),
     };
+    let limiter = match rule.store.rule().rates().as_slice() {
+        [lease] if rule.in_flight => format!(
+            "at most {} under way (lease {})",
+            lease.limit(),
+            limits::format_duration(lease.window())
+        ),
+        _ => limiter_shape(rule.store.rule()),
+    };
     format!(
-        "{}: {}, {methods} {}, by {}{cost}, in {}{penalty}{lists}{tier}",
+        "{}: {limiter}, {methods} {}, by {}{cost}, in {}{penalty}{lists}{tier}",
         rule.name,
-        limiter_shape(rule.store.rule()),
         rule.path_prefix,
         rule.key,
         rule.store.kind(),

@@ -54,6 +54,16 @@ impl RuleStore {
         ))
     }
 
+    /// The store without a memory of denials, where it keeps one (Redis):
+    /// for a cap on requests in flight, whose slots come back before a
+    /// denial's retry time.
+    pub fn without_deny_cache(self) -> RuleStore {
+        match self {
+            RuleStore::Redis(store) => RuleStore::Redis(store.without_deny_cache()),
+            other => other,
+        }
+    }
+
     /// The kind of store, as the configuration names it: `"memory"`,
     /// `"redis"` or `"memcached"`.
     pub fn kind(&self) -> &'static str {

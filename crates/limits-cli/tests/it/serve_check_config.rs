@@ -13,7 +13,7 @@ fn check_config_describes_each_rule_of_the_example_file() {
     let (stdout, stderr, code) = common::limits(&["serve", "--check-config", example]);
     assert_eq!(code, 0, "{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 7, "{stdout}");
+    assert_eq!(lines.len(), 8, "{stdout}");
     assert!(
         lines.contains(
             &"api-per-key.pro: token-bucket 100/s; 1000000/d, any method /api/, by header:x-api-key, in memory, tier pro of free|pro"
@@ -21,8 +21,8 @@ fn check_config_describes_each_rule_of_the_example_file() {
         "{stdout}"
     );
     assert!(
-        lines[6]
-            .ends_with("limits.example.toml: ok (6 rules; 0 allowed and 0 denied before any rule)"),
+        lines[7]
+            .ends_with("limits.example.toml: ok (7 rules; 0 allowed and 0 denied before any rule)"),
         "{stdout}"
     );
 }

@@ -91,6 +91,7 @@ async fn a_custom_extractors_keys_never_meet_the_built_in_ones() {
         store: shared.clone(),
         lists: Default::default(),
         tier: None,
+        in_flight: false,
     };
     let a = rule("by-ip", "/a", Arc::new(KeySpec::ip()));
     let b = rule("by-tenant", "/b", Arc::new(Tenant));

@@ -9,6 +9,7 @@ mod count_statuses;
 mod empty_ratelimit_fields;
 mod examples;
 mod grpc_answers;
+mod in_flight;
 mod key_ip_alone;
 mod layer;
 mod layer_client;

@@ -52,6 +52,8 @@ pub(super) struct RawRule {
     pub tier_from: Option<Spanned<String>>,
     pub tier_file: Option<Spanned<String>>,
     pub default_tier: Option<Spanned<String>>,
+    pub concurrency: Option<Spanned<Whole>>,
+    pub lease: Option<Spanned<String>>,
 }
 
 /// A rule's tier fields (see `tiers.rs`).

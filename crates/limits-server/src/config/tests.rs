@@ -5,6 +5,7 @@ use super::*;
 use limits::Rates;
 
 mod errors;
+mod in_flight;
 mod lists;
 mod never_panics;
 mod penalty;
@@ -146,6 +147,7 @@ fn the_example_file_loads() {
             "api-per-key.free",
             "api-per-key.pro",
             "api-export",
+            "api-export.in_flight",
             "login-per-account",
             "login-per-address"
         ]

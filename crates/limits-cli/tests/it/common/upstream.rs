@@ -3,7 +3,9 @@
 //! so that a test can assert exactly what the upstream saw; a login whose
 //! body says `password=wrong` gets a 401, as a login page answers it, and
 //! a request with `x-answer-tokens: N` an `x-tokens-used: N` header, as an
-//! LLM API reports what an answer used.
+//! LLM API reports what an answer used; a request with `x-body-after-ms: N`
+//! gets its response head at once and its body N ms later, as a slow
+//! download or a stream.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -60,8 +62,25 @@ fn answer(mut stream: TcpStream, seen: &Mutex<Vec<String>>) {
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok"
             };
             let reply = with_tokens_used(reply, &text);
+            let body_after = header_value(&text, "x-body-after-ms").and_then(|v| v.parse().ok());
             seen.lock().unwrap().push(text);
-            if stream.write_all(&reply).is_err() {
+            let (head, body) = match body_after {
+                Some(ms) => {
+                    let head_end = reply.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                    let (head, body) = reply.split_at(head_end);
+                    if stream.write_all(head).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(ms));
+                    (&[][..], body)
+                }
+                None => (&reply[..], &[][..]),
+            };
+            if stream
+                .write_all(head)
+                .and_then(|()| stream.write_all(body))
+                .is_err()
+            {
                 return;
             }
         }
@@ -76,12 +95,7 @@ fn answer(mut stream: TcpStream, seen: &Mutex<Vec<String>>) {
 /// asks for it with `x-answer-tokens: N`, as an LLM API reports the tokens
 /// an answer used.
 fn with_tokens_used(reply: &[u8], request: &str) -> Vec<u8> {
-    let asked = request.lines().find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.eq_ignore_ascii_case("x-answer-tokens")
-            .then(|| value.trim().to_string())
-    });
-    let Some(tokens) = asked else {
+    let Some(tokens) = header_value(request, "x-answer-tokens") else {
         return reply.to_vec();
     };
     let line_end = reply.windows(2).position(|w| w == b"\r\n").unwrap_or(0) + 2;
@@ -89,6 +103,16 @@ fn with_tokens_used(reply: &[u8], request: &str) -> Vec<u8> {
     out.extend_from_slice(format!("x-tokens-used: {tokens}\r\n").as_bytes());
     out.extend_from_slice(&reply[line_end..]);
     out
+}
+
+/// The value of the header `name` in the request `text`, if it has one.
+fn header_value(text: &str, name: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let (field, value) = line.split_once(':')?;
+        field
+            .eq_ignore_ascii_case(name)
+            .then(|| value.trim().to_string())
+    })
 }
 
 /// Where the first complete request in `buffer` ends: its head, plus a

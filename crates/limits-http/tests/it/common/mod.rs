@@ -48,6 +48,7 @@ pub fn rule<S>(name: &str, path: &str, key: &str, store: Arc<S>) -> HttpRule<S> 
         store,
         lists: Default::default(),
         tier: None,
+        in_flight: false,
     }
 }
 

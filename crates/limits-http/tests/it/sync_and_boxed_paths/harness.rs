@@ -128,6 +128,7 @@ pub async fn run(defs: &[Def], options: &LayerOptions, at_once: &[bool], script:
             store: store.clone(),
             lists: Default::default(),
             tier: None,
+            in_flight: false,
         })
         .collect();
     let events = Arc::new(Mutex::new(Vec::new()));
