@@ -116,12 +116,36 @@ macro_rules! store_settle_tests {
         $crate::store_settle_tests!($make, $crate::Config::default());
     };
     ($make:expr, $config:expr) => {
-        mod settle {
+        $crate::__tests_per_algorithm!(settle, $crate::assert_settles, $make, $config);
+    };
+}
+
+/// Writes the penalty suite as `#[test]`s: a module `penalty` with one test
+/// per algorithm ([`check_penalty`]), for a store that bans. `$make` makes a
+/// store of a rule with a penalty (`Fn(Rule, Penalty) -> impl Future`); the
+/// config as in [`store_conformance_tests!`].
+#[macro_export]
+macro_rules! store_penalty_tests {
+    ($make:expr) => {
+        $crate::store_penalty_tests!($make, $crate::Config::default());
+    };
+    ($make:expr, $config:expr) => {
+        $crate::__tests_per_algorithm!(penalty, $crate::assert_penalizes, $make, $config);
+    };
+}
+
+/// A module `$module` of one test per algorithm, each `$assert($make,
+/// algorithm, &$config)`: what the suites' macros write.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tests_per_algorithm {
+    ($module:ident, $assert:path, $make:expr, $config:expr) => {
+        mod $module {
             #[allow(unused_imports)]
             use super::*;
 
             fn run(algorithm: $crate::__limits::Algorithm) {
-                $crate::assert_settles($make, algorithm, &$config);
+                $assert($make, algorithm, &$config);
             }
 
             #[test]

@@ -121,7 +121,8 @@ pub(crate) fn prepare<S, K: KeyExtractor>(
     if rules.iter().any(|&i| policy.rules[i].tier.is_some()) {
         let trusted = policy.options.client_ip.trusted();
         let trusted_peer = peer.is_some_and(|p| trusted.trusts(p));
-        tiers::screen(&policy.rules, &mut rules, parts, trusted_peer);
+        let tier_of = |i: usize| policy.rules[i].tier.as_ref();
+        tiers::screen(&mut rules, tier_of, parts, trusted_peer);
         if rules.is_empty() {
             return Prepared::Unmatched;
         }

@@ -321,18 +321,19 @@ impl Tier {
     }
 }
 
-/// Takes out of `rules` (indexes into `all`, in order) the members of a
-/// tier that the request with head `head` is not in. Each request's tier is
-/// chosen once per [`Tiers`] its rules are members of.
-pub(crate) fn screen<S, K>(
-    all: &[crate::HttpRule<S, K>],
+/// Takes out of `rules` (indexes of rules, in order; `tier_of` gives the
+/// tier of each) the members of a tier that the request with head `head`
+/// is not in. Each request's tier is chosen once per [`Tiers`] its rules
+/// are members of.
+pub(crate) fn screen<'t>(
     rules: &mut smallvec::SmallVec<[usize; 4]>,
+    tier_of: impl Fn(usize) -> Option<&'t Tier>,
     head: &Parts,
     trusted_peer: bool,
 ) {
     let mut chosen: smallvec::SmallVec<[(&Arc<Tiers>, usize); 1]> = smallvec::SmallVec::new();
     rules.retain(|&mut i| {
-        let Some(tier) = &all[i].tier else {
+        let Some(tier) = tier_of(i) else {
             return true;
         };
         let index = match chosen.iter().find(|(t, _)| Arc::ptr_eq(t, &tier.tiers)) {

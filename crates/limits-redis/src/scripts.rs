@@ -111,23 +111,26 @@ static SETTLE_SLIDING_WINDOW: LazyLock<Lua> =
     limiter_script!("sliding_window.lua", "lua/settle.lua");
 static SETTLE_LEAKY_BUCKET: LazyLock<Lua> = limiter_script!("leaky_bucket.lua", "lua/settle.lua");
 
+/// Every decision script above.
+static DECISIONS: [&LazyLock<Lua>; 10] = [
+    &FIXED_WINDOW,
+    &SLIDING_LOG,
+    &TOKEN_BUCKET,
+    &SLIDING_WINDOW,
+    &LEAKY_BUCKET,
+    &FIXED_WINDOW_1,
+    &SLIDING_LOG_1,
+    &TOKEN_BUCKET_1,
+    &SLIDING_WINDOW_1,
+    &LEAKY_BUCKET_1,
+];
+
 /// Every limiter's script above as a function of its keys and arguments,
 /// by its SHA1, and the driver that decides a request's decisions in one
 /// call, all or nothing or in order (`all_or_nothing.lua`).
 pub(crate) static ALL_OR_NOTHING: LazyLock<Lua> = LazyLock::new(|| {
     let mut code = String::from("local DECIDE = {}\n");
-    for lua in [
-        &FIXED_WINDOW,
-        &SLIDING_LOG,
-        &TOKEN_BUCKET,
-        &SLIDING_WINDOW,
-        &LEAKY_BUCKET,
-        &FIXED_WINDOW_1,
-        &SLIDING_LOG_1,
-        &TOKEN_BUCKET_1,
-        &SLIDING_WINDOW_1,
-        &LEAKY_BUCKET_1,
-    ] {
+    for lua in DECISIONS {
         let sha = lua.script.get_hash();
         code += &format!(
             "DECIDE['{sha}'] = function(KEYS, ARGV)\n{}\nend\n",
@@ -159,6 +162,30 @@ pub(crate) fn script_for(algorithm: Algorithm, rates: usize) -> Option<&'static 
         Algorithm::SlidingWindow => &SLIDING_WINDOW,
         Algorithm::LeakyBucket => &LEAKY_BUCKET,
     })
+}
+
+/// Each decision script above as the function `DECIDE` under the driver
+/// of a rule's penalty (`penalty.lua`), in the order of [`DECISIONS`].
+static PENALIZED: LazyLock<Vec<Lua>> = LazyLock::new(|| {
+    DECISIONS
+        .iter()
+        .map(|lua| {
+            Lua::new(format!(
+                "local function DECIDE(KEYS, ARGV)\n{}\nend\n{}",
+                lua.code,
+                include_str!("lua/penalty.lua")
+            ))
+        })
+        .collect()
+});
+
+/// The script deciding `algorithm` with `rates` rates under a penalty.
+pub(crate) fn penalized_script_for(algorithm: Algorithm, rates: usize) -> Option<&'static Lua> {
+    let plain = script_for(algorithm, rates)?;
+    let at = DECISIONS
+        .iter()
+        .position(|lua| std::ptr::eq(&***lua, plain))?;
+    PENALIZED.get(at)
 }
 
 /// The script that settles a request of `algorithm` (any number of rates);

@@ -4,13 +4,13 @@
 use crate::connection::{Fallback, RedisConnection};
 use crate::deny_cache::DenyCache;
 use crate::new_keys::NewKeyCap;
-use crate::scripts::{script_for, settle_script_for, Lua};
+use crate::scripts::{penalized_script_for, script_for, settle_script_for, Lua};
 use crate::shape::{fingerprint, Shape, EXACT};
 use crate::slots::key_slot;
 use limits::UnsupportedRule;
 use limits::{
-    Algorithm, Asked, Decision, KeyedLimiter, Mode, Options, Receipt, RetryAfter, Rule, Store,
-    StoreError, SystemClock, Until, Verdict,
+    Algorithm, Asked, Ban, Decision, KeyedLimiter, Mode, Options, Penalty, Receipt, RetryAfter,
+    Rule, Store, StoreError, SystemClock, Until, Verdict, MAX_BAN,
 };
 use redis::aio::ConnectionLike;
 use redis::{Arg, Cmd, ErrorKind, FromRedisValue, ServerErrorKind};
@@ -75,6 +75,9 @@ pub struct RedisStore {
     local: Option<Box<KeyedLimiter<String, SystemClock>>>,
     /// The cap on new keys per client address, if any.
     new_keys: Option<Box<NewKeyCap>>,
+    /// The penalty that bans repeat offenders, kept beside each key's
+    /// state, if any.
+    penalty: Option<Penalty>,
 }
 
 impl RedisStore {
@@ -121,7 +124,31 @@ impl RedisStore {
             denials: DenyCache::new(options.deny_cache),
             local,
             new_keys,
+            penalty: None,
         })
+    }
+
+    /// The store banning repeat offenders by `penalty`, as the core's
+    /// [`Penalty::decide`] does, in the same script call as the rule's
+    /// decision: each key's standing lives beside its state (in its Cluster
+    /// slot), so every instance bans alike. Every decision asks Redis (no
+    /// deny cache: each denial must be counted there), and is decided on
+    /// its own rather than batched with others. Refused when `within` or
+    /// `ban` is not a whole number of microseconds, the scripts' unit.
+    pub fn with_penalty(mut self, penalty: Penalty) -> Result<RedisStore, UnsupportedRule> {
+        for (field, span) in [("within", penalty.within()), ("ban", penalty.ban())] {
+            if span.as_nanos() % 1000 != 0 {
+                return Err(UnsupportedRule(format!(
+                    "penalty's {field}: the Redis store keeps time in microseconds, and {span:?} is not a whole number of them"
+                )));
+            }
+        }
+        self.penalty = Some(penalty);
+        self.denials = DenyCache::new(0);
+        self.local = self
+            .local
+            .map(|local| Box::new(local.with_penalty(penalty)));
+        Ok(self)
     }
 
     /// The store without a deny cache: every decision asks Redis. For a
@@ -206,7 +233,20 @@ impl RedisStore {
             Mode::Record => 1,
             Mode::RecordAlways => 2,
         };
-        Some(self.call_of(script, key, now, (cost, mode)))
+        let Some(penalty) = &self.penalty else {
+            return Some(self.call_of(script, key, now, (cost, mode)));
+        };
+        let script = penalized_script_for(self.rule.algorithm(), self.rule.rates().len())?;
+        let mut call = self.call_of(script, key, now, (cost, mode));
+        call.keys.push(format!("{}{key}}}:p", self.stem));
+        let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        call.args
+            .arg(penalty.after())
+            .arg(micros(penalty.within()))
+            .arg(micros(penalty.ban()))
+            .arg(penalty.escalate().unwrap_or(0))
+            .arg(micros(MAX_BAN));
+        Some(call)
     }
 
     /// A script call on `key`'s keys with the arguments every script takes:
@@ -283,17 +323,34 @@ impl RedisStore {
     /// The verdict in the script's answer to a decision in `mode`: one
     /// that records carries the time Redis decided at, its receipt's.
     pub(crate) fn answer(&self, packed: &[u8], mode: Mode) -> Result<Verdict, StoreError> {
-        let mut verdict = verdict(&unpack(packed)?, self.shape.key_count_rates())?;
+        let numbers = unpack(packed)?;
+        let (rule, ban) = match self.penalty {
+            Some(_) if numbers.len() >= BAN_ANSWER => numbers.split_at(numbers.len() - BAN_ANSWER),
+            Some(_) => {
+                return Err(StoreError::new(
+                    "the Redis script answered no ban for a rule with a penalty",
+                ))
+            }
+            None => (&numbers[..], &[][..]),
+        };
+        let mut verdict = verdict(rule, self.shape.key_count_rates())?;
         if !mode.records() {
             verdict.decided_at = None;
+        }
+        if let &[now, until, length, offence] = ban {
+            if until > 0 {
+                banned(&mut verdict, now, until, length, offence);
+            }
         }
         Ok(verdict)
     }
 
-    /// The connection's identity: stores deciding on one connection share
-    /// a round trip.
+    /// Whether two stores' decisions can share a script call: on one
+    /// connection, neither with a penalty (whose script decides alone).
     pub(crate) fn same_connection(&self, other: &RedisStore) -> bool {
         Arc::ptr_eq(&self.connection.conn, &other.connection.conn)
+            && self.penalty.is_none()
+            && other.penalty.is_none()
     }
 
     /// The deny cache's answer for `key` at `cost`, counted as a hit.
@@ -543,6 +600,34 @@ fn micros(now: u64) -> Result<u64, StoreError> {
     Ok(micros)
 }
 
+/// Numbers after the rule's in a penalized script's answer: now, and the
+/// ban's end, length and offence (zeros: no ban).
+const BAN_ANSWER: usize = 4;
+
+/// `verdict` refused at `now` for the ban the penalized script answered
+/// (microseconds), as the core refuses it ([`Ban::refuse`]), each rate too.
+/// The longest ban, which is no whole number of microseconds, comes back
+/// as the core's own.
+fn banned(verdict: &mut Verdict, now: i64, until: i64, length: i64, offence: i64) {
+    let ns = |us: i64| u64::try_from(us).unwrap_or(0).saturating_mul(1000);
+    let longest = u64::try_from(MAX_BAN.as_nanos()).unwrap_or(u64::MAX);
+    let (now, mut until, mut length) = (ns(now), ns(until), ns(length));
+    if length == longest / 1000 * 1000 {
+        until = until - length + longest;
+        length = longest;
+    }
+    let ban = Ban {
+        until,
+        length: Duration::from_nanos(length),
+        offence: u32::try_from(offence).unwrap_or(u32::MAX),
+    };
+    verdict.decision = ban.refuse(now, verdict.decision);
+    for rate in &mut verdict.per_rate {
+        *rate = ban.refuse(now, *rate);
+    }
+    verdict.ban = Some(ban);
+}
+
 /// A duration the script gave as (microseconds, nanosecond adjustment).
 fn duration(us: i64, adj: i64) -> Duration {
     let nanos = i128::from(us) * 1000 + i128::from(adj);
@@ -617,6 +702,10 @@ fn verdict(answer: &[i64], rates: usize) -> Result<Verdict, StoreError> {
 impl Store for RedisStore {
     fn rule(&self) -> &Rule {
         &self.rule
+    }
+
+    fn penalty(&self) -> Option<&Penalty> {
+        self.penalty.as_ref()
     }
 
     /// Decides at Redis's `TIME`, or locally if a recent denial of the key

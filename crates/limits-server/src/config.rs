@@ -312,12 +312,15 @@ fn rule_config(
             derived_name(&variant, "tier's", &label, &table, p, names);
         }
         let store = fields::rule_store(raw.store.clone(), &table, stores, (&variant, rule), p);
-        let Some(mut store) = store else {
+        let store = match (store, penalty, &penalty_span) {
+            (Some(store), Some(penalty), Some(span)) => {
+                penalty::with_penalty(store, penalty, span, p)
+            }
+            (store, ..) => store,
+        };
+        let Some(store) = store else {
             continue;
         };
-        if let (Some(penalty), Some(span)) = (penalty, &penalty_span) {
-            store = penalty::with_penalty(store, penalty, span, p);
-        }
         rules.push(HttpRule {
             name: variant,
             path_prefix: path_prefix.clone(),

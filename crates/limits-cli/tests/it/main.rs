@@ -42,6 +42,7 @@ mod serve_lists;
 mod serve_metrics_counts;
 mod serve_operations;
 mod serve_paths_and_bodies;
+mod serve_penalty;
 mod serve_probes;
 mod serve_readings;
 mod serve_redis;

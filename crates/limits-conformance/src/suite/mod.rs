@@ -240,6 +240,12 @@ trait ExtendedCase: Clone + fmt::Debug {
     fn trace(&mut self) -> &mut Case;
     /// What the case adds to its trace, for a failure's detail.
     fn extra(&self) -> String;
+    /// The case with its times and durations `step` times longer.
+    fn scaled(mut self, step: u64) -> Self {
+        let trace = self.trace();
+        *trace = trace.clone().scaled(step);
+        self
+    }
 }
 
 /// Checks `property` of `algorithm` on `config.cases` cases of `strategy`
@@ -260,11 +266,7 @@ fn check_extended<C: ExtendedCase>(
     };
     let runtime = runtime().map_err(|e| failure(suite_error(e), None))?;
     let step = config.time_step.max(1);
-    let strategy = strategy.prop_map(move |mut c| {
-        let trace = c.trace();
-        *trace = trace.clone().scaled(step);
-        c
-    });
+    let strategy = strategy.prop_map(move |c| c.scaled(step));
     run_cases(config, strategy, |case| one(&runtime, case)).map_err(|(mismatch, case)| match case {
         Some(mut case) => {
             let detail = format!("{}, {}", mismatch.detail, case.extra());

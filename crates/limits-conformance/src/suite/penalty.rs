@@ -82,6 +82,18 @@ impl ExtendedCase for PenaltyCase {
     fn extra(&self) -> String {
         format!("penalty {}", self.penalty)
     }
+
+    /// The trace and the penalty's spans scaled alike.
+    fn scaled(self, step: u64) -> PenaltyCase {
+        let p = self.penalty;
+        let longer = |d: Duration| d.saturating_mul(u32::try_from(step).unwrap_or(u32::MAX));
+        let penalty = Penalty::new(p.after(), longer(p.within()), longer(p.ban()), p.escalate())
+            .expect("a penalty of the suite, scaled");
+        PenaltyCase {
+            case: self.case.scaled(step),
+            penalty,
+        }
+    }
 }
 
 /// [`check_penalty`], panicking with the failure: the body of one test.

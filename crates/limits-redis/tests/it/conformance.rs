@@ -4,7 +4,7 @@
 
 use crate::redis_server;
 
-use limits::Rule;
+use limits::{Penalty, Rule};
 use limits_conformance::Config;
 use limits_redis::{RedisConnection, RedisOptions, RedisStore};
 use redis_server::RedisServer;
@@ -47,3 +47,19 @@ pub(crate) fn config() -> Config {
 limits_conformance::store_conformance_tests!(redis(), config());
 
 limits_conformance::store_settle_tests!(redis(), config());
+
+/// Stores banning by a penalty, made as [`redis`] makes them.
+fn banning() -> impl Fn(Rule, Penalty) -> std::pin::Pin<Box<dyn Future<Output = RedisStore>>> {
+    let make = redis();
+    move |rule, penalty| {
+        let store = make(rule);
+        Box::pin(async move {
+            let store = store.await;
+            store
+                .with_penalty(penalty)
+                .expect("the suite's penalties fit Redis")
+        })
+    }
+}
+
+limits_conformance::store_penalty_tests!(banning(), config());

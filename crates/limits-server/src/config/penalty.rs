@@ -1,6 +1,6 @@
 //! A rule's `penalty = { after, within, ban, escalate }`: each field
 //! checked with its line, and the store it needs (one that keeps the
-//! penalty states: memory, for now).
+//! penalty states: memory and Redis).
 
 use super::raw::RawPenalty;
 use super::Problems;
@@ -87,23 +87,31 @@ fn duration(field: &str, value: Spanned<String>, p: &mut Problems<'_>) -> Option
 }
 
 /// `store` with `penalty`: a store in memory keeps each key's standing
-/// beside its state; a shared store cannot yet, and is refused, named,
-/// at the `penalty` table's line (`span`).
+/// beside its state, and so does Redis (in the same script call, for every
+/// instance alike); memcached cannot yet. None, the problem added at the
+/// `penalty` table's line (`span`), for a store that cannot ban by it.
 pub(super) fn with_penalty(
     store: RuleStore,
     penalty: Penalty,
     span: &Range<usize>,
     p: &mut Problems<'_>,
-) -> RuleStore {
+) -> Option<RuleStore> {
     match store {
-        RuleStore::Memory(limiter) => RuleStore::Memory(limiter.with_penalty(penalty)),
+        RuleStore::Memory(limiter) => Some(RuleStore::Memory(limiter.with_penalty(penalty))),
+        RuleStore::Redis(redis) => match redis.with_penalty(penalty) {
+            Ok(banning) => Some(RuleStore::Redis(banning)),
+            Err(e) => {
+                p.add(span, e.to_string());
+                None
+            }
+        },
         other => {
             let problem = format!(
-                "penalty bans keys in the store, which the {} store cannot do yet: use store = \"memory\" for this rule",
+                "penalty bans keys in the store, which the {} store cannot do yet: use store = \"memory\" or \"redis\" for this rule",
                 other.kind()
             );
             p.add(span, problem);
-            other
+            None
         }
     }
 }
