@@ -2,7 +2,7 @@
 //! core's state words, [`Rule::encode_state`]), how long the item lives,
 //! and the rules whose state could outgrow an item.
 
-use limits::{Algorithm, KeyState, Rule, UnsupportedRule};
+use limits::{Algorithm, KeyState, Penalty, PenaltyState, Rule, UnsupportedRule, MAX_AFTER};
 use sha2::{Digest, Sha256};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -37,9 +37,21 @@ fn max_value_bytes(rule: &Rule) -> u128 {
     8 * (2 + per_rate)
 }
 
-/// Checks that every state of `rule` fits an item of `item_size_max` bytes.
-pub(crate) fn check_fits(rule: &Rule, item_size_max: usize) -> Result<(), UnsupportedRule> {
-    let most = max_value_bytes(rule);
+/// The largest standing under `penalty`: the count of the rule's words,
+/// then the ban's three words, the count of denials and fewer than `after`
+/// denials.
+fn max_standing_bytes(penalty: Option<&Penalty>) -> u128 {
+    penalty.map_or(0, |p| 8 * (5 + u128::from(p.after().min(MAX_AFTER))))
+}
+
+/// Checks that every state of `rule` (and its standing under `penalty`)
+/// fits an item of `item_size_max` bytes.
+pub(crate) fn check_fits(
+    rule: &Rule,
+    penalty: Option<&Penalty>,
+    item_size_max: usize,
+) -> Result<(), UnsupportedRule> {
+    let most = max_value_bytes(rule) + max_standing_bytes(penalty);
     let room = item_size_max.saturating_sub(ITEM_OVERHEAD) as u128;
     if most <= room {
         return Ok(());
@@ -52,10 +64,11 @@ pub(crate) fn check_fits(rule: &Rule, item_size_max: usize) -> Result<(), Unsupp
 }
 
 /// The start of every item key of a rule: `PREFIX NAME.FINGERPRINT:`, so
-/// that a changed rule (or value layout) starts afresh.
-pub(crate) fn stem(prefix: &str, name: &str, rule: &Rule) -> String {
+/// that a changed rule, penalty (or value layout) starts afresh.
+pub(crate) fn stem(prefix: &str, name: &str, rule: &Rule, penalty: Option<&Penalty>) -> String {
+    let penalty = penalty.map_or(String::new(), |p| format!("|{p}"));
     let text = format!(
-        "{}|{}|{:?}|{VALUE_FORMAT}",
+        "{}|{}|{:?}|{VALUE_FORMAT}{penalty}",
         rule.algorithm(),
         rule.rates(),
         rule.burst()
@@ -86,16 +99,38 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The value of `state`: its words, little-endian.
-pub(crate) fn encode(rule: &Rule, state: &KeyState) -> Vec<u8> {
-    rule.encode_state(state)
-        .iter()
-        .flat_map(|w| w.to_le_bytes())
-        .collect()
+/// What one item holds: a key's state, and its standing under the rule's
+/// penalty if it has one.
+#[derive(Clone, Debug)]
+pub(crate) struct Held {
+    pub state: KeyState,
+    pub standing: Option<PenaltyState>,
 }
 
-/// The state a value holds; `None` if it is not a state of `rule`.
-pub(crate) fn decode(rule: &Rule, value: &[u8]) -> Option<KeyState> {
+impl Held {
+    /// A key never seen.
+    pub fn new(rule: &Rule, penalty: Option<&Penalty>) -> Held {
+        Held {
+            state: rule.new_state(),
+            standing: penalty.map(Penalty::new_state),
+        }
+    }
+}
+
+/// The value of `held`: its words, little-endian; under a penalty, the
+/// number of the state's words first and the standing's after them.
+pub(crate) fn encode(rule: &Rule, penalty: Option<&Penalty>, held: &Held) -> Vec<u8> {
+    let mut words = rule.encode_state(&held.state);
+    if let (Some(penalty), Some(standing)) = (penalty, &held.standing) {
+        words.insert(0, words.len() as u64);
+        words.extend(penalty.encode_state(standing));
+    }
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// What a value holds; `None` if it is not a state of `rule` (with a
+/// standing under `penalty`, if given).
+pub(crate) fn decode(rule: &Rule, penalty: Option<&Penalty>, value: &[u8]) -> Option<Held> {
     if value.len() % 8 != 0 {
         return None;
     }
@@ -103,7 +138,20 @@ pub(crate) fn decode(rule: &Rule, value: &[u8]) -> Option<KeyState> {
         .chunks_exact(8)
         .map(|w| u64::from_le_bytes(w.try_into().expect("chunks of 8")))
         .collect();
-    rule.decode_state(&words)
+    let Some(penalty) = penalty else {
+        let state = rule.decode_state(&words)?;
+        return Some(Held {
+            state,
+            standing: None,
+        });
+    };
+    let (&count, rest) = words.split_first()?;
+    let split = usize::try_from(count).ok().filter(|&n| n <= rest.len())?;
+    let (state, standing) = rest.split_at(split);
+    Some(Held {
+        state: rule.decode_state(state)?,
+        standing: Some(penalty.decode_state(standing)?),
+    })
 }
 
 /// The `T` of an item whose state stops mattering `reset_after` from now:
@@ -132,20 +180,24 @@ mod tests {
     #[test]
     fn a_sliding_log_that_could_outgrow_an_item_is_refused_with_the_reason() {
         let mib = 1 << 20;
-        assert!(check_fits(&rule(Algorithm::SlidingLog, "65000/m"), mib).is_ok());
-        let err = check_fits(&rule(Algorithm::SlidingLog, "66000/m"), mib).unwrap_err();
+        assert!(check_fits(&rule(Algorithm::SlidingLog, "65000/m"), None, mib).is_ok());
+        let err = check_fits(&rule(Algorithm::SlidingLog, "66000/m"), None, mib).unwrap_err();
         assert!(err.0.contains("-I"), "{err}");
         assert!(err.0.contains("66000/m"), "{err}");
         // Several rates add up.
-        assert!(check_fits(&rule(Algorithm::SlidingLog, "40000/m; 40000/h"), mib).is_err());
+        assert!(check_fits(&rule(Algorithm::SlidingLog, "40000/m; 40000/h"), None, mib).is_err());
         // The counters and buckets keep a few words whatever the limit.
-        assert!(check_fits(&rule(Algorithm::TokenBucket, "1000000000/s"), mib).is_ok());
+        assert!(check_fits(&rule(Algorithm::TokenBucket, "1000000000/s"), None, mib).is_ok());
+        // A penalty's denials count too.
+        let penalty = Penalty::new(2000, Duration::from_secs(60), Duration::from_secs(60), None);
+        let near = rule(Algorithm::SlidingLog, "65000/m");
+        assert!(check_fits(&near, penalty.as_ref().ok(), mib).is_err());
     }
 
     #[test]
     fn keys_memcached_cannot_take_are_hashed_and_stay_apart() {
         let r = rule(Algorithm::FixedWindow, "1/s");
-        let stem = stem("p:", "api", &r);
+        let stem = stem("p:", "api", &r, None);
         assert!(stem.starts_with("p:api.") && stem.ends_with(':'), "{stem}");
         assert_eq!(item_key("p:", &stem, "alice"), format!("{stem}alice"));
         let spaced = item_key("p:", &stem, "a b");
@@ -159,8 +211,11 @@ mod tests {
         assert_ne!(spaced, item_key("p:", &stem, "a  b"));
         assert_ne!(
             stem,
-            super::stem("p:", "api", &rule(Algorithm::FixedWindow, "2/s"))
+            super::stem("p:", "api", &rule(Algorithm::FixedWindow, "2/s"), None)
         );
+        let penalty =
+            Penalty::new(3, Duration::from_secs(1), Duration::from_secs(9), None).unwrap();
+        assert_ne!(stem, super::stem("p:", "api", &r, Some(&penalty)));
     }
 
     #[test]
@@ -184,12 +239,41 @@ mod tests {
     #[test]
     fn values_round_trip_and_damaged_ones_are_refused() {
         let r = rule(Algorithm::SlidingLog, "3/s; 5/m");
-        let mut state = r.new_state();
-        r.check(&mut state, 10, 2);
-        let value = encode(&r, &state);
-        let mut back = decode(&r, &value).expect("a state of the rule");
-        assert_eq!(r.check(&mut back, 11, 1).remaining, 0);
-        assert!(decode(&r, &value[..value.len() - 1]).is_none());
-        assert!(decode(&rule(Algorithm::SlidingLog, "3/s"), &value).is_none());
+        let mut held = Held::new(&r, None);
+        r.check(&mut held.state, 10, 2);
+        let value = encode(&r, None, &held);
+        let mut back = decode(&r, None, &value).expect("a state of the rule");
+        assert_eq!(r.check(&mut back.state, 11, 1).remaining, 0);
+        assert!(decode(&r, None, &value[..value.len() - 1]).is_none());
+        assert!(decode(&rule(Algorithm::SlidingLog, "3/s"), None, &value).is_none());
+    }
+
+    #[test]
+    fn a_standing_round_trips_after_its_state() {
+        let r = rule(Algorithm::FixedWindow, "1/s");
+        let penalty = Penalty::new(3, Duration::from_secs(10), Duration::from_secs(60), Some(2));
+        let penalty = penalty.unwrap();
+        let mut held = Held::new(&r, Some(&penalty));
+        let mut standing = held.standing.take().unwrap();
+        let (mut state, now) = (held.state.clone(), 5);
+        let decide = |state: &mut KeyState, m| r.decide(state, now, 1, m, |_| {});
+        penalty.decide(&mut standing, now, limits::Mode::Record, |m| {
+            decide(&mut state, m)
+        });
+        penalty.decide(&mut standing, now, limits::Mode::Record, |m| {
+            decide(&mut state, m)
+        });
+        held = Held {
+            state,
+            standing: Some(standing),
+        };
+        let value = encode(&r, Some(&penalty), &held);
+        let back = decode(&r, Some(&penalty), &value).expect("a penalized value");
+        assert_eq!(back.standing, held.standing);
+        assert_eq!(encode(&r, Some(&penalty), &back), value);
+        // A plain rule's value is no penalized one's, and the other way.
+        assert!(decode(&r, None, &value).is_none());
+        let plain = encode(&r, None, &Held::new(&r, None));
+        assert!(decode(&r, Some(&penalty), &plain).is_none());
     }
 }

@@ -3,11 +3,11 @@
 //! if no one wrote it meanwhile.
 
 use crate::client::MemcachedClient;
-use crate::item;
+use crate::item::{self, Held};
 use crate::meta::{Connection, Item, MetaError, Write, Written};
 use limits::UnsupportedRule;
 use limits::{
-    Algorithm, Clock, KeyState, KeyedLimiter, Mode, Options, Receipt, Rule, Store, StoreError,
+    Algorithm, Clock, KeyedLimiter, Mode, Options, Penalty, Receipt, Rule, Store, StoreError,
     SystemClock, Verdict,
 };
 use smallvec::SmallVec;
@@ -62,6 +62,13 @@ pub struct MemcachedStore<C: Clock = SystemClock> {
     /// The rule in memory, for the local fallback. Boxed: most stores have
     /// none, and a store is often held in an enum beside the in-memory one.
     local: Option<Box<KeyedLimiter<String, C>>>,
+    /// The penalty that bans repeat offenders, each key's standing kept in
+    /// its item after its state, if any.
+    penalty: Option<Penalty>,
+    /// The item size the servers take, for [`with_penalty`](Self::with_penalty).
+    item_size_max: usize,
+    /// The key prefix and the rule's name, for [`with_penalty`](Self::with_penalty).
+    naming: (String, String),
 }
 
 impl MemcachedStore<SystemClock> {
@@ -86,7 +93,7 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
         clock: C,
     ) -> Result<MemcachedStore<C>, UnsupportedRule> {
         let options = client.options();
-        item::check_fits(&rule, options.item_size_max)?;
+        item::check_fits(&rule, None, options.item_size_max)?;
         let local = options.local_fallback.map(|max_keys| {
             let options = Options {
                 max_keys: Some(max_keys.max(1)),
@@ -99,12 +106,32 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
             ))
         });
         Ok(MemcachedStore {
-            stem: item::stem(&options.prefix, name, &rule),
+            stem: item::stem(&options.prefix, name, &rule, None),
             rule,
             client: client.clone(),
             clock,
             local,
+            penalty: None,
+            item_size_max: options.item_size_max,
+            naming: (options.prefix.clone(), name.to_string()),
         })
+    }
+
+    /// The store banning repeat offenders by `penalty`, with the core's own
+    /// [`Penalty::decide`]: each key's standing is kept in its item after
+    /// its state, read and written with it by the same CAS, so every
+    /// instance bans alike. A denial that counts is written (a plain
+    /// rule's denial writes nothing). Items of the penalized rule are apart
+    /// from the plain rule's. Refused if a standing could outgrow an item.
+    pub fn with_penalty(mut self, penalty: Penalty) -> Result<MemcachedStore<C>, UnsupportedRule> {
+        item::check_fits(&self.rule, Some(&penalty), self.item_size_max)?;
+        let (prefix, name) = &self.naming;
+        self.stem = item::stem(prefix, name, &self.rule, Some(&penalty));
+        self.penalty = Some(penalty);
+        self.local = self
+            .local
+            .map(|local| Box::new(local.with_penalty(penalty)));
+        Ok(self)
     }
 
     /// The client it decides on (health and counts).
@@ -186,25 +213,25 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
     ) -> Result<Result<Verdict, StoreError>, StoreError> {
         if self.rule.algorithm() == Algorithm::None {
             // It keeps no state: nothing to read or write.
-            return Ok(Ok(self.decide_state(
-                &mut self.rule.new_state(),
-                now,
-                cost,
-                mode,
-            )));
+            let mut held = Held::new(&self.rule, self.penalty.as_ref());
+            return Ok(Ok(self.decide_held(&mut held, now, cost, mode)));
         }
         self.read_modify_write(key, |found| {
-            let (mut state, before) = self.state_of(key, found)?;
-            let verdict = self.decide_state(&mut state, now, cost, mode);
+            let (mut held, before) = self.held_in(key, found)?;
+            let verdict = self.decide_held(&mut held, now, cost, mode);
             let writes = match (mode, verdict.decision.allowed) {
-                (Mode::Peek, _) | (Mode::Record, false) => false,
+                (Mode::Peek, _) => false,
+                // A denial counted toward a ban is written.
+                (Mode::Record, false) => self.penalty.is_some(),
                 (_, true) => cost > 0,
                 // A counted denial writes only what it counted.
                 (Mode::RecordAlways, false) => true,
             };
-            let life = verdict.decision.reset_after.max(min_life);
+            let life = self
+                .life(&held, verdict.decision.reset_after, now)
+                .max(min_life);
             let write = writes
-                .then(|| self.changed(&state, before.as_deref(), life))
+                .then(|| self.changed(&held, before.as_deref(), life))
                 .flatten();
             Ok((verdict, write))
         })
@@ -226,12 +253,12 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
             Algorithm::None => Ok(Ok(())),
             _ => {
                 self.read_modify_write(key, |found| {
-                    let (mut state, before) = self.state_of(key, found)?;
-                    self.rule.settle(&mut state, now, receipt, cost);
+                    let (mut held, before) = self.held_in(key, found)?;
+                    self.rule.settle(&mut held.state, now, receipt, cost);
                     // The state's life from now: what a look at it says.
-                    let reset = self.rule.peek(&mut state.clone(), now, 1).reset_after;
-                    let life = reset.max(min_life);
-                    Ok(((), self.changed(&state, before.as_deref(), life)))
+                    let reset = self.rule.peek(&mut held.state.clone(), now, 1).reset_after;
+                    let life = self.life(&held, reset, now).max(min_life);
+                    Ok(((), self.changed(&held, before.as_deref(), life)))
                 })
                 .await
             }
@@ -306,17 +333,18 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
             .await
     }
 
-    /// The state `found` holds (a new key's if none), and the value it was
-    /// read from.
-    fn state_of(
+    /// What `found` holds (a new key's if none), and the value it was read
+    /// from.
+    fn held_in(
         &self,
         key: &str,
         found: Option<Item>,
-    ) -> Result<(KeyState, Option<Vec<u8>>), StoreError> {
+    ) -> Result<(Held, Option<Vec<u8>>), StoreError> {
+        let penalty = self.penalty.as_ref();
         let Some(Item { value, .. }) = found else {
-            return Ok((self.rule.new_state(), None));
+            return Ok((Held::new(&self.rule, penalty), None));
         };
-        let state = item::decode(&self.rule, &value).ok_or_else(|| {
+        let held = item::decode(&self.rule, penalty, &value).ok_or_else(|| {
             StoreError::new(format!(
                 "memcached: the item of key {key:?} ({}) holds no state of this rule ({} {}); it is left as it is",
                 self.item_key(key),
@@ -324,16 +352,27 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
                 self.rule.rates()
             ))
         })?;
-        Ok((state, Some(value)))
+        Ok((held, Some(value)))
     }
 
-    /// The write of `state`, living `life`, unless it is what was read
-    /// (`before`; none: a new key's state), which leaves nothing to write.
-    fn changed(&self, state: &KeyState, before: Option<&[u8]>, life: Duration) -> Option<Change> {
-        let after = item::encode(&self.rule, state);
+    /// How long `held` matters from `now`: its state's `reset_after`, and
+    /// its standing until it is idle.
+    fn life(&self, held: &Held, reset_after: Duration, now: u64) -> Duration {
+        let standing = match (&self.penalty, &held.standing) {
+            (Some(penalty), Some(standing)) => penalty.idle_from(standing).saturating_sub(now),
+            _ => 0,
+        };
+        reset_after.max(Duration::from_nanos(standing))
+    }
+
+    /// The write of `held`, living `life`, unless it is what was read
+    /// (`before`; none: a new key's), which leaves nothing to write.
+    fn changed(&self, held: &Held, before: Option<&[u8]>, life: Duration) -> Option<Change> {
+        let penalty = self.penalty.as_ref();
+        let after = item::encode(&self.rule, penalty, held);
         let unchanged = match before {
             Some(value) => value == after,
-            None => after == item::encode(&self.rule, &self.rule.new_state()),
+            None => after == item::encode(&self.rule, penalty, &Held::new(&self.rule, penalty)),
         };
         (!unchanged).then(|| Change {
             value: after,
@@ -341,18 +380,32 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
         })
     }
 
-    /// The core's decision on `state`, every rate's own decision kept, and
-    /// the time it decided at (a granted request's receipt).
-    fn decide_state(&self, state: &mut KeyState, now: u64, cost: u64, mode: Mode) -> Verdict {
-        let mut per_rate = SmallVec::new();
-        let (decision, at) = self
-            .rule
-            .decide_timed(state, now, cost, mode, |d| per_rate.push(d));
+    /// The core's decision on `held`, every rate's own decision kept, and
+    /// the time it decided at (a granted request's receipt); under a
+    /// penalty, the core's [`Penalty::decide`] around it.
+    fn decide_held(&self, held: &mut Held, now: u64, cost: u64, mode: Mode) -> Verdict {
+        let mut per_rate: SmallVec<[_; 2]> = SmallVec::new();
+        let mut at = now;
+        let state = &mut held.state;
+        let mut rule = |mode| {
+            let (decision, decided_at) = self
+                .rule
+                .decide_timed(state, now, cost, mode, |d| per_rate.push(d));
+            at = decided_at;
+            decision
+        };
+        let (decision, ban) = match (&self.penalty, &mut held.standing) {
+            (Some(penalty), Some(standing)) => penalty.decide(standing, now, mode, rule),
+            _ => (rule(mode), None),
+        };
+        if let Some(ban) = ban {
+            per_rate.iter_mut().for_each(|d| *d = ban.refuse(now, *d));
+        }
         Verdict {
             decision,
             per_rate,
             decided_at: Some(at),
-            ban: None,
+            ban,
         }
     }
 }
@@ -366,6 +419,10 @@ struct Change {
 impl<C: Clock + Clone + 'static> Store for MemcachedStore<C> {
     fn rule(&self) -> &Rule {
         &self.rule
+    }
+
+    fn penalty(&self) -> Option<&Penalty> {
+        self.penalty.as_ref()
     }
 
     async fn decide(&self, key: &str, cost: u64, mode: Mode) -> Result<Verdict, StoreError> {

@@ -1,9 +1,10 @@
 //! Bans in `limits serve --config` (issue 27 §2): a key denied `after`
 //! times within `within` is refused for `ban`, with `Retry-After` the ban's
-//! end and a problem body saying until when; on Redis the ban is shared, so
-//! another instance refuses the banned key too.
+//! end and a problem body saying until when; on Redis and memcached the ban
+//! is shared, so another instance refuses the banned key too.
 
 use crate::common;
+use crate::memcached_server::MemcachedServer;
 use crate::redis_server::RedisServer;
 
 use common::server::Server;
@@ -81,6 +82,19 @@ async fn serve_bans_a_repeat_offender_in_memory() {
 async fn serve_on_redis_shares_a_ban_with_every_instance() {
     let redis = RedisServer::start();
     let store = redis.url();
+    let upstream = RecordingUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let rules = common::write(dir.path(), "rules.toml", RULES);
+    let first = serve(&rules, &upstream, &["--store", &store]);
+    let second = serve(&rules, &upstream, &["--store", &store]);
+    ban_on_one_refused_by_other(&first, &second).await;
+    assert_eq!(upstream.request_lines().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_on_memcached_shares_a_ban_with_every_instance() {
+    let memcached = MemcachedServer::start();
+    let store = memcached.url();
     let upstream = RecordingUpstream::start();
     let dir = tempfile::tempdir().unwrap();
     let rules = common::write(dir.path(), "rules.toml", RULES);

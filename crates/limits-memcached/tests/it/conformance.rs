@@ -4,7 +4,7 @@
 
 use crate::memcached_server::MemcachedServer;
 
-use limits::{ManualClock, Rule};
+use limits::{ManualClock, Penalty, Rule};
 use limits_conformance::Config;
 use limits_memcached::{MemcachedClient, MemcachedOptions, MemcachedStore};
 use std::future::Future;
@@ -52,3 +52,21 @@ pub(crate) fn config() -> Config {
 
 limits_conformance::store_conformance_tests!(memcached(), config());
 limits_conformance::store_settle_tests!(memcached(), config());
+
+/// Stores banning by a penalty, made as [`memcached`] makes them.
+#[allow(clippy::type_complexity)]
+fn banning() -> impl Fn(Rule, Penalty) -> Pin<Box<dyn Future<Output = MemcachedStore<ManualClock>>>>
+{
+    let make = memcached();
+    move |rule, penalty| {
+        let store = make(rule);
+        Box::pin(async move {
+            let store = store.await;
+            store
+                .with_penalty(penalty)
+                .expect("the suite's standings fit an item")
+        })
+    }
+}
+
+limits_conformance::store_penalty_tests!(banning(), config());

@@ -1,6 +1,6 @@
 //! A rule's `penalty = { after, within, ban, escalate }`: each field
 //! checked with its line, and the store it needs (one that keeps the
-//! penalty states: memory and Redis).
+//! penalty states: every store).
 
 use super::raw::RawPenalty;
 use super::Problems;
@@ -86,10 +86,11 @@ fn duration(field: &str, value: Spanned<String>, p: &mut Problems<'_>) -> Option
     }
 }
 
-/// `store` with `penalty`: a store in memory keeps each key's standing
-/// beside its state, and so does Redis (in the same script call, for every
-/// instance alike); memcached cannot yet. None, the problem added at the
-/// `penalty` table's line (`span`), for a store that cannot ban by it.
+/// `store` with `penalty`: every store keeps each key's standing beside its
+/// state (Redis and memcached for every instance alike). None, the problem
+/// added at the `penalty` table's line (`span`), for a penalty the store
+/// cannot keep (Redis: not whole microseconds; memcached: a standing that
+/// could outgrow an item).
 pub(super) fn with_penalty(
     store: RuleStore,
     penalty: Penalty,
@@ -98,20 +99,15 @@ pub(super) fn with_penalty(
 ) -> Option<RuleStore> {
     match store {
         RuleStore::Memory(limiter) => Some(RuleStore::Memory(limiter.with_penalty(penalty))),
-        RuleStore::Redis(redis) => match redis.with_penalty(penalty) {
-            Ok(banning) => Some(RuleStore::Redis(banning)),
-            Err(e) => {
-                p.add(span, e.to_string());
-                None
-            }
-        },
-        other => {
-            let problem = format!(
-                "penalty bans keys in the store, which the {} store cannot do yet: use store = \"memory\" or \"redis\" for this rule",
-                other.kind()
-            );
-            p.add(span, problem);
-            None
-        }
+        RuleStore::Redis(redis) => redis
+            .with_penalty(penalty)
+            .map(RuleStore::Redis)
+            .map_err(|e| p.add(span, e.to_string()))
+            .ok(),
+        RuleStore::Memcached(memcached) => memcached
+            .with_penalty(penalty)
+            .map(RuleStore::Memcached)
+            .map_err(|e| p.add(span, e.to_string()))
+            .ok(),
     }
 }

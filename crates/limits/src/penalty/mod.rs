@@ -290,6 +290,27 @@ impl Penalty {
     pub fn is_idle(&self, state: &PenaltyState, now: u64) -> bool {
         state.is_idle(now, self.within)
     }
+
+    /// The first time `state` is idle ([`is_idle`](Penalty::is_idle)):
+    /// how long a store must keep it.
+    ///
+    /// ```
+    /// use limits::{Decision, Mode, Penalty, RetryAfter};
+    /// use std::time::Duration;
+    ///
+    /// let penalty = Penalty::new(2, Duration::from_nanos(10), Duration::from_nanos(100), None).unwrap();
+    /// let mut state = penalty.new_state();
+    /// assert_eq!(penalty.idle_from(&state), 0);
+    /// let denied = Decision { allowed: false, retry_after: RetryAfter::After(Duration::from_nanos(1)), ..Decision::allow(0) };
+    /// penalty.count(&mut state, 5, Mode::Record, &denied);
+    /// assert_eq!(penalty.idle_from(&state), 15, "its denial leaves `within`");
+    /// penalty.count(&mut state, 7, Mode::Record, &denied);
+    /// assert_eq!(penalty.idle_from(&state), 107, "the ban ends");
+    /// assert!(!penalty.is_idle(&state, 106) && penalty.is_idle(&state, 107));
+    /// ```
+    pub fn idle_from(&self, state: &PenaltyState) -> u64 {
+        state.idle_from(self.within)
+    }
 }
 
 /// Prints the penalty as [`Penalty::new`]'s fields: `after 5 within 1m

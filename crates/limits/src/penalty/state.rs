@@ -76,12 +76,19 @@ impl PenaltyState {
     /// Whether nothing of this state can change a decision at `now` or
     /// later (see [`Penalty::is_idle`]).
     pub(super) fn is_idle(&self, now: u64, within: u64) -> bool {
-        now >= self.until
-            && self
-                .denials
-                .back()
-                .is_none_or(|&d| d.saturating_add(within) <= now)
-            && (self.offences == 0 || now >= self.until.saturating_add(self.length))
+        now >= self.idle_from(within)
+    }
+
+    /// The first time nothing of this state can change a decision: the
+    /// ban's end, the newest denial's leaving `within`, and (after an
+    /// offence that escalates) the end of the clean period after the ban.
+    pub(super) fn idle_from(&self, within: u64) -> u64 {
+        let denials = self.denials.back().map_or(0, |&d| d.saturating_add(within));
+        let streak = match self.offences {
+            0 => 0,
+            _ => self.until.saturating_add(self.length),
+        };
+        self.until.max(denials).max(streak)
     }
 
     /// The latest time this state was written at: its newest denial, or

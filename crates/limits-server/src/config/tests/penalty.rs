@@ -87,7 +87,7 @@ fn every_mistake_in_a_penalty_names_its_line() {
 }
 
 #[test]
-fn a_store_that_cannot_ban_is_refused_by_name() {
+fn a_standing_a_store_cannot_keep_is_refused_with_the_reason() {
     let client =
         MemcachedClient::new("memcached://127.0.0.1:1", MemcachedOptions::default()).unwrap();
     let stores = StoreOptions {
@@ -95,10 +95,12 @@ fn a_store_that_cannot_ban_is_refused_by_name() {
         ..StoreOptions::default()
     };
     let text = rule_with("\npenalty = { after = 5, within = \"1m\", ban = \"15m\" }\n");
-    let err = problem(&text, &stores);
-    assert!(err.starts_with("rules.toml:5: "), "{err}");
-    assert!(err.contains("the memcached store cannot do yet"), "{err}");
-    let in_memory =
-        rule_with("store = \"memory\"\npenalty = { after = 5, within = \"1m\", ban = \"15m\" }\n");
+    assert!(parse_rules(&text, "rules.toml", &stores).is_ok());
+    let log = "[[rule]]\nname = \"r\"\nrates = \"65000/m\"\n\
+               penalty = { after = 10000, within = \"1m\", ban = \"15m\" }\n";
+    let err = problem(log, &stores);
+    assert!(err.starts_with("rules.toml:4: "), "{err}");
+    assert!(err.contains("more than a memcached item holds"), "{err}");
+    let in_memory = log.replace("[[rule]]\n", "[[rule]]\nstore = \"memory\"\n");
     assert!(parse_rules(&in_memory, "rules.toml", &stores).is_ok());
 }
