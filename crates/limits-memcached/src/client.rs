@@ -229,6 +229,20 @@ impl MemcachedClient {
         &self.inner.servers[self.inner.ring.server_of(item_key.as_bytes())]
     }
 
+    /// The servers whose last exchange failed (unreachable, or no answer in
+    /// time), as `HOST:PORT`: their keys are answered by the outage policy
+    /// until one answers again.
+    ///
+    /// ```
+    /// use limits_memcached::{MemcachedClient, MemcachedOptions};
+    /// let client = MemcachedClient::new("memcached://127.0.0.1:1", MemcachedOptions::default()).unwrap();
+    /// assert!(client.unreachable().is_empty(), "none has failed yet");
+    /// ```
+    pub fn unreachable(&self) -> Vec<&str> {
+        let servers = self.inner.servers.iter();
+        servers.filter(|s| !s.answering()).map(Pool::addr).collect()
+    }
+
     /// Runs `work` on a connection of `pool` within the timeout: the
     /// connection goes back to the pool if `work` succeeded, and is closed
     /// otherwise. Every failure is a [`StoreError`] naming the server.
@@ -251,12 +265,15 @@ impl MemcachedClient {
                 false => StoreError::new(message),
             }
         };
-        match tokio::time::timeout(timeout, attempt).await {
+        let result = match tokio::time::timeout(timeout, attempt).await {
             Ok(result) => result.map_err(failed),
             Err(_) => Err(StoreError::new(format!(
                 "memcached {}: no answer within {timeout:?}",
                 pool.addr()
             ))),
-        }
+        };
+        // A full server answers: it is there, and says so.
+        pool.answered(result.as_ref().map_or_else(StoreError::is_full, |_| true));
+        result
     }
 }

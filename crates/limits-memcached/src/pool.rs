@@ -2,6 +2,7 @@
 //! at most a fixed number open at once (a decision waits for one past it).
 
 use crate::meta::{Connection, MetaError};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
@@ -12,6 +13,9 @@ pub(crate) struct Pool {
     idle: Mutex<Vec<Connection>>,
     /// One permit per connection in use or idle-and-taken: the cap.
     permits: Semaphore,
+    /// Whether the server answered the last exchange with it (true until
+    /// one fails).
+    answering: AtomicBool,
 }
 
 /// A connection lent to one decision. Handed back with
@@ -31,7 +35,18 @@ impl Pool {
             addr,
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(max_connections.max(1)),
+            answering: AtomicBool::new(true),
         }
+    }
+
+    /// Whether the server answered the last exchange with it.
+    pub(crate) fn answering(&self) -> bool {
+        self.answering.load(Ordering::Relaxed)
+    }
+
+    /// Records whether the server answered an exchange.
+    pub(crate) fn answered(&self, yes: bool) {
+        self.answering.store(yes, Ordering::Relaxed);
     }
 
     /// The server's `HOST:PORT`.

@@ -11,23 +11,24 @@
 //! still serves the previous rules, and every instance given the same bad
 //! file would otherwise leave the service at once.
 
+use crate::store::StoreOptions;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use limits_redis::RedisConnection;
 use std::sync::Arc;
 
 /// Why an instance is not ready, if it is not (the rules' side; the
 /// store's is read from the connection).
 pub(crate) type RulesError = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
-/// `/metrics` from `render`, `/healthz` (and the reference's `/healthcheck`), and `/readyz` from the Redis
-/// connection's health (if the store is Redis) and `rules_error`.
+/// `/metrics` from `render`, `/healthz` (and the reference's
+/// `/healthcheck`), and `/readyz` from the shared stores' health (Redis,
+/// memcached) and `rules_error`.
 pub(crate) fn admin_router(
     render: Arc<dyn Fn() -> String + Send + Sync>,
-    redis: Option<RedisConnection>,
+    stores: StoreOptions,
     rules_error: RulesError,
 ) -> Router {
     Router::new()
@@ -54,29 +55,50 @@ pub(crate) fn admin_router(
         .route(
             "/readyz",
             get(move || {
-                let answer = readiness(redis.as_ref(), rules_error());
+                let answer = readiness(&stores, rules_error());
                 async move { answer }
             }),
         )
 }
 
-/// `/readyz`'s status and body: 503 naming why while the store is out; 200
-/// otherwise, naming a rules file that failed to reload.
-fn readiness(redis: Option<&RedisConnection>, rules_error: Option<String>) -> (StatusCode, String) {
-    if redis.is_some_and(|r| !r.is_healthy()) {
+/// `/readyz`'s status and body: 503 naming why while the store is out
+/// (Redis, or every memcached server); 200 otherwise, naming the memcached
+/// servers that are out (their keys only are answered per the outage
+/// policy) and a rules file that failed to reload.
+fn readiness(stores: &StoreOptions, rules_error: Option<String>) -> (StatusCode, String) {
+    let policy = "answered per --on-store-error";
+    if stores.redis.as_ref().is_some_and(|r| !r.is_healthy()) {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: the Redis store is unreachable (requests are answered per --on-store-error)\n"
-                .to_string(),
+            format!("not ready: the Redis store is unreachable (requests are {policy})\n"),
         );
     }
-    match rules_error {
-        None => (StatusCode::OK, "ready\n".to_string()),
-        Some(e) => (
-            StatusCode::OK,
-            format!(
-                "ready; the rules file failed to reload, the previous rules are in force: {e}\n"
-            ),
-        ),
+    let mut notes = Vec::new();
+    if let Some(memcached) = &stores.memcached {
+        let out = memcached.unreachable();
+        if !out.is_empty() && out.len() == memcached.servers().len() {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "not ready: the memcached store is unreachable ({}; requests are {policy})\n",
+                    out.join(", ")
+                ),
+            );
+        }
+        if !out.is_empty() {
+            notes.push(format!(
+                "memcached {} unreachable (its keys are {policy})",
+                out.join(", ")
+            ));
+        }
+    }
+    if let Some(e) = rules_error {
+        notes.push(format!(
+            "the rules file failed to reload, the previous rules are in force: {e}"
+        ));
+    }
+    match notes.is_empty() {
+        true => (StatusCode::OK, "ready\n".to_string()),
+        false => (StatusCode::OK, format!("ready; {}\n", notes.join("; "))),
     }
 }

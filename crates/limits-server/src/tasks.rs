@@ -9,7 +9,7 @@ use crate::listener::connection_caps::{
 use crate::listener::{self, Bounds};
 use crate::proxy::Proxy;
 use crate::shared::Shared;
-use limits_redis::RedisConnection;
+use crate::store::StoreOptions;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +28,7 @@ pub(crate) async fn start_admin(
     proxy: Option<Proxy>,
     bounds: Bounds,
 ) -> Result<JoinHandle<()>, String> {
-    let redis = shared.config.stores.redis.clone();
+    let stores = shared.config.stores.clone();
     let connections = shared.metrics.connections.clone();
     let events = shared.clone();
     let rules = shared.clone();
@@ -40,7 +40,7 @@ pub(crate) async fn start_admin(
             .metrics
             .render(&policy.rules, upstream, &shared.config.stores)
     });
-    let (task, local) = bind_admin(addr, render, redis, rules_error, bounds, &connections).await?;
+    let (task, local) = bind_admin(addr, render, stores, rules_error, bounds, &connections).await?;
     events.events.emit(ServerEvent::Admin { local });
     Ok(task)
 }
@@ -50,7 +50,7 @@ pub(crate) async fn start_admin(
 pub(crate) async fn serve_admin(
     addr: SocketAddr,
     render: Arc<dyn Fn() -> String + Send + Sync>,
-    redis: Option<RedisConnection>,
+    stores: StoreOptions,
     bounds: Bounds,
     connections: &ConnectionMetrics,
     events: &Events,
@@ -58,13 +58,13 @@ pub(crate) async fn serve_admin(
     // Its rules are reloaded by its own watcher, which keeps the last good
     // ones: readiness follows its store.
     let rules_error: RulesError = Arc::new(|| None);
-    let (task, local) = bind_admin(addr, render, redis, rules_error, bounds, connections).await?;
+    let (task, local) = bind_admin(addr, render, stores, rules_error, bounds, connections).await?;
     events.emit(ServerEvent::Admin { local });
     Ok(task)
 }
 
 /// Binds an admin endpoint on `addr` and serves `render` on `/metrics`
-/// (with `/healthz`, and `/readyz` from `redis` and `rules_error`) until
+/// (with `/healthz`, and `/readyz` from `stores` and `rules_error`) until
 /// the task is aborted; its connections are capped
 /// by the admin listener's own caps (counted in `connections` as
 /// `listener="admin"`), whatever the main listener holds. The task and the
@@ -72,7 +72,7 @@ pub(crate) async fn serve_admin(
 async fn bind_admin(
     addr: SocketAddr,
     render: Arc<dyn Fn() -> String + Send + Sync>,
-    redis: Option<RedisConnection>,
+    stores: StoreOptions,
     rules_error: RulesError,
     bounds: Bounds,
     connections: &ConnectionMetrics,
@@ -81,7 +81,7 @@ async fn bind_admin(
         .await
         .map_err(|e| format!("--admin {addr}: {e}"))?;
     let local = admin.local_addr().map_err(|e| e.to_string())?;
-    let router = admin::admin_router(render, redis, rules_error);
+    let router = admin::admin_router(render, stores, rules_error);
     // Per address, not per forwarded client: a proxy in front of the admin
     // port is not expected, and its peers are capped by the total anyway.
     let caps = connections.caps(

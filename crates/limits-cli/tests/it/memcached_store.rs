@@ -188,3 +188,69 @@ fn replay_in_memcached_decides_as_in_memory_row_for_row_at_nanoseconds() {
         assert!(denied > 100 && denied < 1900, "{limiter}: {denied} denied");
     }
 }
+
+/// `/readyz` follows the memcached servers: a server out is named while
+/// the instance stays ready (its keys only are answered per the outage
+/// policy); every server out is 503; both back, ready again.
+#[tokio::test(flavor = "multi_thread")]
+async fn readyz_names_the_memcached_servers_that_are_out() {
+    let mut one = MemcachedServer::start();
+    let mut two = MemcachedServer::start();
+    let store = format!(
+        "{},{}",
+        one.url(),
+        two.url().trim_start_matches("memcached://")
+    );
+    let args = [
+        "--key",
+        "header:x-api-key",
+        "--limit",
+        "1000",
+        "--store",
+        &store,
+        "--on-store-error",
+        "allow",
+    ];
+    let server = Server::start(&args, true);
+    let admin = server.admin.clone().expect("--admin");
+    let http = common::client();
+    // Keys spread over both servers: each is asked.
+    let ask_every_server = || async {
+        for key in 0..32 {
+            let url = format!("{}/api/items", server.url);
+            let r = http
+                .get(url)
+                .header("x-api-key", format!("k{key}"))
+                .send()
+                .await;
+            assert_eq!(r.unwrap().status(), 200);
+        }
+    };
+    let readyz = || async {
+        let r = http.get(format!("{admin}/readyz")).send().await.unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    };
+    ask_every_server().await;
+    assert_eq!(readyz().await, (200, "ready\n".to_string()));
+    let out = one.url().trim_start_matches("memcached://").to_string();
+    one.stop();
+    ask_every_server().await;
+    let (status, body) = readyz().await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.starts_with(&format!("ready; memcached {out} unreachable")),
+        "{body}"
+    );
+    two.stop();
+    ask_every_server().await;
+    let (status, body) = readyz().await;
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body.starts_with("not ready: the memcached store is unreachable"),
+        "{body}"
+    );
+    one.restart();
+    two.restart();
+    ask_every_server().await;
+    assert_eq!(readyz().await, (200, "ready\n".to_string()));
+}

@@ -249,7 +249,6 @@ impl RlsServer {
 
     /// Binds the admin endpoint and serves it until aborted.
     async fn start_admin(&self, addr: std::net::SocketAddr) -> Result<JoinHandle<()>, String> {
-        let redis = self.config.stores.redis.clone();
         let (limits, metrics, stores) = (
             self.limits.clone(),
             self.metrics.clone(),
@@ -260,7 +259,7 @@ impl RlsServer {
         tasks::serve_admin(
             addr,
             render,
-            redis,
+            self.config.stores.clone(),
             Bounds::default(),
             connections,
             &self.events,
