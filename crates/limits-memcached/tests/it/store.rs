@@ -129,13 +129,15 @@ async fn an_item_lives_until_its_state_stops_mattering() {
     // ticked since.
     assert!((60..=61).contains(&ttl), "{ttl}");
     // Past memcached's 30 days a TTL is a Unix time: still the same life.
+    // memcached's own clock moves once a second and may read up to a second
+    // behind ours, so the absolute time may read a second longer.
     let store = store_with_rule(&server, rule(Algorithm::SlidingLog, "1/40d"));
     let verdict = store.decide("k", 1, Mode::Record).await.unwrap();
     let reset = verdict.decision.reset_after.as_secs() as i64;
     assert_eq!(reset, 40 * 24 * 3600);
     let ttl = store.item_ttl("k").await.unwrap().expect("an item");
     assert!(
-        (reset - 1..=reset + 1).contains(&ttl),
+        (reset - 1..=reset + 2).contains(&ttl),
         "ttl {ttl}, reset {reset}"
     );
 }
