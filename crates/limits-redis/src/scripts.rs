@@ -165,14 +165,16 @@ pub(crate) fn script_for(algorithm: Algorithm, rates: usize) -> Option<&'static 
 }
 
 /// Each decision script above as the function `DECIDE` under the driver
-/// of a rule's penalty (`penalty.lua`), in the order of [`DECISIONS`].
+/// of a rule's penalty (`now.lua`, then `penalty.lua`), in the order of
+/// [`DECISIONS`].
 static PENALIZED: LazyLock<Vec<Lua>> = LazyLock::new(|| {
     DECISIONS
         .iter()
         .map(|lua| {
             Lua::new(format!(
-                "local function DECIDE(KEYS, ARGV)\n{}\nend\n{}",
+                "local function DECIDE(KEYS, ARGV)\n{}\nend\n{}{}",
                 lua.code,
+                include_str!("lua/now.lua"),
                 include_str!("lua/penalty.lua")
             ))
         })

@@ -78,28 +78,25 @@ async fn serve_bans_a_repeat_offender_in_memory() {
     assert_eq!(upstream.request_lines().len(), 2);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn serve_on_redis_shares_a_ban_with_every_instance() {
-    let redis = RedisServer::start();
-    let store = redis.url();
+/// Two instances on the shared store `store` ban alike.
+async fn shared_by_two_instances(store: &str) {
     let upstream = RecordingUpstream::start();
     let dir = tempfile::tempdir().unwrap();
     let rules = common::write(dir.path(), "rules.toml", RULES);
-    let first = serve(&rules, &upstream, &["--store", &store]);
-    let second = serve(&rules, &upstream, &["--store", &store]);
+    let first = serve(&rules, &upstream, &["--store", store]);
+    let second = serve(&rules, &upstream, &["--store", store]);
     ban_on_one_refused_by_other(&first, &second).await;
     assert_eq!(upstream.request_lines().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn serve_on_redis_shares_a_ban_with_every_instance() {
+    let redis = RedisServer::start();
+    shared_by_two_instances(&redis.url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn serve_on_memcached_shares_a_ban_with_every_instance() {
     let memcached = MemcachedServer::start();
-    let store = memcached.url();
-    let upstream = RecordingUpstream::start();
-    let dir = tempfile::tempdir().unwrap();
-    let rules = common::write(dir.path(), "rules.toml", RULES);
-    let first = serve(&rules, &upstream, &["--store", &store]);
-    let second = serve(&rules, &upstream, &["--store", &store]);
-    ban_on_one_refused_by_other(&first, &second).await;
-    assert_eq!(upstream.request_lines().len(), 2);
+    shared_by_two_instances(&memcached.url()).await;
 }

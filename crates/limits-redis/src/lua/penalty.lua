@@ -19,14 +19,8 @@ local ban = tonumber(ARGV[base + 3])
 local escalate = tonumber(ARGV[base + 4])
 local longest = tonumber(ARGV[base + 5])
 
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
--- The rule decides at the same instant.
+-- `now` is now.lua's, read before this; the rule decides at the same
+-- instant.
 ARGV[1] = string.format('%.0f', now)
 
 local st = redis.call('HMGET', PK, 'u', 'l', 'o', 'd')
