@@ -58,6 +58,14 @@ impl RuleModel {
         }
     }
 
+    /// Renews at `t` a request admitted with `receipt`: settled to nothing,
+    /// then charged its cost again at `t`. Returns its receipt from now on.
+    pub fn renew(&mut self, t: u64, receipt: Receipt) -> Receipt {
+        self.settle(t, receipt, 0);
+        self.settle(t, Receipt { at: t, cost: 0 }, receipt.cost);
+        Receipt { at: t, ..receipt }
+    }
+
     /// Cost-1 requests that would pass at t, one after another. In every
     /// model, recording n requests of cost 1 at one instant is recording one
     /// of cost n, and what passes at a cost passes at any smaller one: so

@@ -170,9 +170,10 @@ impl<S, K> HttpRule<S, K> {
     /// the rule admits is given back when it is done (its response body
     /// ended or dropped, or a later rule refused it), so at most the
     /// rule's limit are under way at once per key. Give it a sliding log
-    /// of N per lease: a request still under way when its lease ends stops
-    /// counting, so that the slots of an instance that died free themselves
-    /// within one lease (make the lease longer than your longest response).
+    /// of N per lease: while a request is under way its slot is renewed
+    /// every half lease ([`Store::renew`](limits::Store::renew)), and the
+    /// slots of an instance that died free themselves within one lease of
+    /// their last renewal.
     ///
     /// ```
     /// use limits::{Algorithm, KeyedLimiter, Rule};

@@ -238,37 +238,68 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
         .await
     }
 
-    /// Settles at `now` on memcached, or in the local fallback if memcached
-    /// could not answer and there is one.
+    /// [`settle_on`](Self::settle_on) at `now`, or by this instance's clock
+    /// (the key then lives no longer than its state needs).
+    async fn settle_at_time(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        receipt: Receipt,
+        cost: Option<u64>,
+    ) -> Result<Receipt, StoreError> {
+        match now {
+            Some(now) => {
+                self.settle_on(key, now, receipt, cost, EXPLICIT_MIN_LIFE)
+                    .await
+            }
+            None => {
+                self.settle_on(key, self.clock.now(), receipt, cost, Duration::ZERO)
+                    .await
+            }
+        }
+    }
+
+    /// Settles the request of `receipt` at `now` to `cost`, or renews it
+    /// (`None`), on memcached, or in the local fallback if memcached could
+    /// not answer and there is one: the receipt that settles it from now on.
     async fn settle_on(
         &self,
         key: &str,
         now: u64,
         receipt: Receipt,
-        cost: u64,
+        cost: Option<u64>,
         min_life: Duration,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Receipt, StoreError> {
         let shared = match self.rule.algorithm() {
             // It keeps no state: nothing to settle.
-            Algorithm::None => Ok(Ok(())),
+            Algorithm::None => Ok(Ok(Receipt { at: now, ..receipt })),
             _ => {
                 self.read_modify_write(key, |found| {
                     let (mut held, before) = self.held_in(key, found)?;
-                    self.rule.settle(&mut held.state, now, receipt, cost);
+                    let settled = match cost {
+                        Some(cost) => {
+                            self.rule.settle(&mut held.state, now, receipt, cost);
+                            receipt
+                        }
+                        None => self.rule.renew(&mut held.state, now, receipt),
+                    };
                     // The state's life from now: what a look at it says.
                     let reset = self.rule.peek(&mut held.state.clone(), now, 1).reset_after;
                     let life = self.life(&held, reset, now).max(min_life);
-                    Ok(((), self.changed(&held, before.as_deref(), life)))
+                    Ok((settled, self.changed(&held, before.as_deref(), life)))
                 })
                 .await
             }
         };
         match self.fallback(shared)? {
             Ok(answered) => answered,
-            Err(local) => {
-                local.settle_at(key, now, receipt, cost);
-                Ok(())
-            }
+            Err(local) => Ok(match cost {
+                Some(cost) => {
+                    local.settle_at(key, now, receipt, cost);
+                    receipt
+                }
+                None => local.renew_at(key, now, receipt),
+            }),
         }
     }
 
@@ -451,15 +482,19 @@ impl<C: Clock + Clone + 'static> Store for MemcachedStore<C> {
         receipt: Receipt,
         cost: u64,
     ) -> Result<(), StoreError> {
-        match now {
-            Some(now) => {
-                self.settle_on(key, now, receipt, cost, EXPLICIT_MIN_LIFE)
-                    .await
-            }
-            None => {
-                self.settle_on(key, self.clock.now(), receipt, cost, Duration::ZERO)
-                    .await
-            }
-        }
+        self.settle_at_time(key, now, receipt, Some(cost))
+            .await
+            .map(drop)
+    }
+
+    /// Renews on memcached by the same read, change and CAS write, with the
+    /// core's [`Rule::renew`].
+    async fn renew(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        receipt: Receipt,
+    ) -> Result<Receipt, StoreError> {
+        self.settle_at_time(key, now, receipt, None).await
     }
 }

@@ -276,32 +276,64 @@ impl RedisStore {
         }
     }
 
-    /// The script call settling `key`'s request of `receipt` to `cost` at
-    /// `now` (microseconds, or Redis's `TIME`): the units refunded or
-    /// charged, and the request's time after the rates. `None` when there
-    /// is nothing to settle (the cost it was counted for, or `none`, which
-    /// counts nothing).
+    /// The script call settling `key`'s request of `receipt` to `cost`, or
+    /// renewing it (`None`), at `now` (microseconds, or Redis's `TIME`):
+    /// the units refunded, charged or renewed, and the request's time
+    /// after the rates. `None` when there is nothing to settle (the cost it
+    /// was counted for, or `none`, which counts nothing).
     fn settle_call(
         &self,
         key: &str,
         now: Option<u64>,
         receipt: Receipt,
-        cost: u64,
+        cost: Option<u64>,
     ) -> Result<Option<ScriptCall>, StoreError> {
         let Some(script) = settle_script_for(self.rule.algorithm()) else {
             return Ok(None);
         };
-        let (how, units) = match cost.cmp(&receipt.cost) {
-            Compared::Equal => return Ok(None),
-            Compared::Less => ("refund", receipt.cost - cost),
-            Compared::Greater => match &self.shape.uncharged {
-                Some(why) => return Err(StoreError::new(why.clone())),
-                None => ("charge", cost - receipt.cost),
-            },
+        let (how, units) = match cost.map(|cost| (cost.cmp(&receipt.cost), cost)) {
+            Some((Compared::Equal, _)) => return Ok(None),
+            Some((Compared::Less, cost)) => ("refund", receipt.cost - cost),
+            Some((Compared::Greater, cost)) => ("charge", cost - receipt.cost),
+            None => ("renew", receipt.cost),
         };
+        if let (Some(why), "charge" | "renew") = (&self.shape.uncharged, how) {
+            return Err(StoreError::new(why.clone()));
+        }
         let mut call = self.call_of(script, key, now, (units.min(MOST_SETTLED), how));
         call.args.arg(receipt.at / 1000);
         Ok(Some(call))
+    }
+
+    /// Settles `key`'s request of `receipt` to `cost`, or renews it
+    /// (`None`), in one script call: the receipt that settles it from now
+    /// on. A refund (a renewal's too) then forgets the key's denial in this
+    /// instance's deny cache, which it may have made stale (another
+    /// instance's cache holds its denial until the retry time Redis
+    /// answered it, at most).
+    async fn settle_by_script(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        receipt: Receipt,
+        cost: Option<u64>,
+    ) -> Result<Receipt, StoreError> {
+        let now = now.map(micros).transpose()?;
+        let Some(call) = self.settle_call(key, now, receipt, cost)? else {
+            return Ok(receipt);
+        };
+        let (script, command) = call.command();
+        let settled_at = self
+            .connection
+            .run(|conn| query_loaded::<u64>(conn, script, command))
+            .await;
+        if cost.is_none_or(|cost| cost < receipt.cost) {
+            self.denials.forget(key);
+        }
+        Ok(Receipt {
+            at: settled_at? * 1000,
+            ..receipt
+        })
     }
 
     /// The verdict of a rule of `none`: the core's, without Redis.
@@ -771,10 +803,7 @@ impl Store for RedisStore {
     /// `TIME`, in one script call doing the core's refund or charge on
     /// every rate ([`Rule::settle`]): the sliding log's entry of the
     /// receipt's time, a window's count while it still weighs, a bucket's
-    /// level; a charge past the limit is the debt the core records. A
-    /// refund then forgets the key's denial in this instance's deny cache,
-    /// which it may have made stale (another instance's cache holds its
-    /// denial until the retry time Redis answered it, at most).
+    /// level; a charge past the limit is the debt the core records.
     async fn settle(
         &self,
         key: &str,
@@ -782,19 +811,21 @@ impl Store for RedisStore {
         receipt: Receipt,
         cost: u64,
     ) -> Result<(), StoreError> {
-        let now = now.map(micros).transpose()?;
-        let Some(call) = self.settle_call(key, now, receipt, cost)? else {
-            return Ok(());
-        };
-        let (script, command) = call.command();
-        let settled = self
-            .connection
-            .run(|conn| query_loaded::<()>(conn, script, command))
-            .await;
-        if cost < receipt.cost {
-            self.denials.forget(key);
-        }
-        settled
+        self.settle_by_script(key, now, receipt, Some(cost))
+            .await
+            .map(drop)
+    }
+
+    /// Renews the request of `receipt` at `now` (floored to the
+    /// microsecond) or Redis's `TIME`, in one script call doing the core's
+    /// refund then charge on every rate ([`Rule::renew`]).
+    async fn renew(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        receipt: Receipt,
+    ) -> Result<Receipt, StoreError> {
+        self.settle_by_script(key, now, receipt, None).await
     }
 
     /// Stores on one connection share a round trip.

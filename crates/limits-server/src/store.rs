@@ -194,6 +194,19 @@ impl Store for RuleStore {
         }
     }
 
+    async fn renew(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        receipt: Receipt,
+    ) -> Result<Receipt, StoreError> {
+        match self {
+            RuleStore::Memory(s) => Store::renew(s, key, now, receipt).await,
+            RuleStore::Redis(s) => Store::renew(s, key, now, receipt).await,
+            RuleStore::Memcached(s) => Store::renew(s, key, now, receipt).await,
+        }
+    }
+
     fn local(&self) -> Option<&dyn LocalStore> {
         match self {
             RuleStore::Memory(s) => Store::local(s),

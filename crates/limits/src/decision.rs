@@ -122,6 +122,29 @@ pub struct Receipt {
     pub cost: u64,
 }
 
+impl Receipt {
+    /// Renews the request at `at` (a time no earlier than any the key has
+    /// seen) through `settle`, called with a receipt and the cost to settle
+    /// it to: the request gives back all it took, then takes it again at
+    /// `at`, as a charge does (the sliding log: its entry moves to `at`, if
+    /// there is room for it). Returns the renewed request's receipt.
+    ///
+    /// ```
+    /// use limits::Receipt;
+    ///
+    /// let mut settled = Vec::new();
+    /// let renewed = Receipt { at: 10, cost: 2 }.renew_with(50, |r, cost| settled.push((r, cost)));
+    /// assert_eq!(renewed, Receipt { at: 50, cost: 2 });
+    /// assert_eq!(settled, [(Receipt { at: 10, cost: 2 }, 0), (Receipt { at: 50, cost: 0 }, 2)]);
+    /// ```
+    pub fn renew_with(self, at: u64, mut settle: impl FnMut(Receipt, u64)) -> Receipt {
+        settle(self, 0);
+        let renewed = Receipt { at, cost: 0 };
+        settle(renewed, self.cost);
+        Receipt { at, ..self }
+    }
+}
+
 /// The outcome of one check of one key.
 ///
 /// For a rule with several rates this is their combination: allowed only if

@@ -220,7 +220,14 @@ impl Rule {
         if !self.owns(state) {
             *state = self.new_state();
         }
-        let at = with_engines!(
+        let at = self.advance(state, now);
+        (self.decide(state, now, cost, mode, each), at)
+    }
+
+    /// Brings every rate's state up to `now` and returns the time to act
+    /// at: `now`, or the key's latest time if that is later.
+    fn advance(&self, state: &mut KeyState, now: u64) -> u64 {
+        with_engines!(
             &self.engines,
             &mut state.0,
             |e, s| e
@@ -230,8 +237,7 @@ impl Rule {
                 .max()
                 .unwrap_or(now),
             now
-        );
-        (self.decide(state, now, cost, mode, each), at)
+        )
     }
 
     /// Settles a request this rule admitted (its `receipt`) to its real
@@ -253,6 +259,34 @@ impl Rule {
             },
             ()
         )
+    }
+
+    /// Renews a request this rule admitted (its `receipt`) at `now` (or the
+    /// key's latest time, if later), as one step: it gives back what it
+    /// took and takes it again then ([`Receipt::renew_with`]). What a
+    /// request that lasts is counted by: a sliding log's entry of a request
+    /// still under way moves to now, so it stays in the window (a cap on
+    /// requests in flight holds its slot past one window). Returns the
+    /// renewed receipt. A state of another rule is left as it is.
+    ///
+    /// ```
+    /// use limits::{Algorithm, Mode, Receipt, Rule};
+    ///
+    /// let rule = Rule::new(Algorithm::SlidingLog, "1/s".parse().unwrap());
+    /// let mut state = rule.new_state();
+    /// let (_, at) = rule.decide_timed(&mut state, 0, 1, Mode::Record, |_| {});
+    /// let renewed = rule.renew(&mut state, 900_000_000, Receipt { at, cost: 1 });
+    /// assert_eq!(renewed.at, 900_000_000);
+    /// // A second after it was admitted, the request still holds its place.
+    /// assert!(!rule.peek(&mut state, 1_000_000_000, 1).allowed);
+    /// assert!(rule.peek(&mut state, 1_900_000_000, 1).allowed);
+    /// ```
+    pub fn renew(&self, state: &mut KeyState, now: u64, receipt: Receipt) -> Receipt {
+        if !self.owns(state) {
+            return Receipt { at: now, ..receipt };
+        }
+        let at = self.advance(state, now);
+        receipt.renew_with(at, |r, cost| self.settle(state, at, r, cost))
     }
 
     /// Decides without recording: `allowed` and `retry_after` say what a check

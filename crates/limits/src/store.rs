@@ -302,6 +302,23 @@ pub trait Store: Send + Sync + 'static {
         std::future::ready(Err(StoreError::new("this store cannot settle")))
     }
 
+    /// Renews a request this store admitted for `key` (its `receipt`) at
+    /// `now` or by the store's own clock, in one step: it gives back what
+    /// it took and takes it again then, as [`Rule::renew`](crate::Rule::renew)
+    /// says. What keeps a request that lasts counted: a cap on requests in
+    /// flight renews each one within every window it holds a slot for.
+    /// Returns the receipt that settles the request from now on. A store
+    /// that cannot renew keeps this default, which answers with an error.
+    fn renew(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        receipt: Receipt,
+    ) -> impl Future<Output = Result<Receipt, StoreError>> + Send {
+        let _ = (key, now, receipt);
+        std::future::ready(Err(StoreError::new("this store cannot renew")))
+    }
+
     /// The store's in-process features (sweeping, state files, key and
     /// eviction counts), if its state lives in this process; `None` for a
     /// shared store such as Redis, which keeps its own.
@@ -475,6 +492,34 @@ impl<C: Clock + 'static> Store for KeyedLimiter<String, C> {
             None => KeyedLimiter::settle(self, key, receipt, cost),
         }
         std::future::ready(Ok(()))
+    }
+
+    /// Renews in memory, at once: never an error.
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, ManualClock, Mode, Rule, Store};
+    /// use std::future::Future;
+    /// use std::task::{Context, Poll, Waker};
+    ///
+    /// let rule = Rule::new(Algorithm::SlidingLog, "1/s".parse().unwrap());
+    /// let store = KeyedLimiter::<String, _>::with_clock(rule, ManualClock::new(0));
+    /// let verdict = store.decide_now("alice", 1, Mode::Record).unwrap().unwrap();
+    /// let mut fut = std::pin::pin!(Store::renew(&store, "alice", Some(700), verdict.receipt(1).unwrap()));
+    /// let Poll::Ready(Ok(renewed)) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+    ///     panic!("memory renews at once");
+    /// };
+    /// assert_eq!(renewed.at, 700);
+    /// ```
+    fn renew(
+        &self,
+        key: &str,
+        now: Option<u64>,
+        receipt: Receipt,
+    ) -> impl Future<Output = Result<Receipt, StoreError>> + Send {
+        std::future::ready(Ok(match now {
+            Some(now) => self.renew_at(key, now, receipt),
+            None => KeyedLimiter::renew(self, key, receipt),
+        }))
     }
 
     fn local(&self) -> Option<&dyn LocalStore> {

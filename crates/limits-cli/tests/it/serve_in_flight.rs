@@ -1,8 +1,9 @@
 //! Caps on requests in flight in `limits serve --config` (issue 27 §5), in
 //! front of the recording upstream, whose `x-body-after-ms` answers the
 //! head at once and the body later: a slot is held until the response body
-//! has gone out, not only its head; on Redis, the slots of an instance
-//! killed while holding them come back within one lease.
+//! has gone out, not only its head, and renewed while that takes longer
+//! than its lease; on Redis, the slots of an instance killed while holding
+//! them come back within one lease.
 
 use crate::common;
 use crate::redis_server::RedisServer;
@@ -28,18 +29,20 @@ async fn get(url: &str, body_after_ms: u64) -> reqwest::Response {
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_holds_a_slot_until_the_response_body_has_gone_out() {
     let upstream = RecordingUpstream::start();
-    let rules = "[[rule]]\nname = \"downloads\"\nconcurrency = 1\nlease = \"1m\"\n";
+    let rules = "[[rule]]\nname = \"downloads\"\nconcurrency = 1\nlease = \"1s\"\n";
     let (server, _dir) = Server::with_rules(rules, &upstream.url, &["--admin", "127.0.0.1:0"]);
-    let streaming = get(&server.url, 1500).await;
+    let streaming = get(&server.url, 2000).await;
     assert_eq!(streaming.status(), 200);
-    // Its head is out, its body is not: the slot is still taken.
+    // Its head is out, its body is not: the slot is still taken, past its
+    // lease too (renewed every half second).
+    tokio::time::sleep(Duration::from_millis(1300)).await;
     let refused = get(&server.url, 0).await;
     assert_eq!(refused.status(), 429);
     let policy = refused.headers()["ratelimit-policy"]
         .to_str()
         .unwrap()
         .to_string();
-    assert_eq!(policy, "\"downloads.in_flight\";q=1;w=60");
+    assert_eq!(policy, "\"downloads.in_flight\";q=1;w=1");
     assert_eq!(streaming.text().await.unwrap(), "ok");
     // The body went out: the slot is back.
     assert_eq!(get(&server.url, 0).await.status(), 200);
@@ -78,6 +81,25 @@ async fn serve_on_redis_gets_back_the_slots_of_a_killed_instance_within_one_leas
     let freed = back_within(&second.url, taken).await;
     assert!(freed >= Duration::from_secs(2), "back after {freed:?}");
     assert!(freed < Duration::from_secs(4), "back after {freed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_on_redis_renews_a_slot_while_its_body_is_under_way() {
+    let redis = RedisServer::start();
+    let store = redis.url();
+    let upstream = RecordingUpstream::start();
+    let rules = "[[rule]]\nname = \"exports\"\nconcurrency = 1\nlease = \"1s\"\n";
+    let args = ["--store", store.as_str()];
+    let (first, _dir) = Server::with_rules(rules, &upstream.url, &args);
+    let (second, _dir2) = Server::with_rules(rules, &upstream.url, &args);
+    let long = get(&first.url, 3000).await;
+    assert_eq!(long.status(), 200);
+    // Twice its lease later, the first instance has kept the slot.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(get(&second.url, 0).await.status(), 429);
+    assert_eq!(long.text().await.unwrap(), "ok");
+    let back = back_within(&second.url, Instant::now()).await;
+    assert!(back < Duration::from_millis(500), "back after {back:?}");
 }
 
 /// How long after `taken` a request to `url` passes again, asked every

@@ -2,9 +2,11 @@
 //! is simply not run on it): the suite's traces with settlements among
 //! the requests. Before some requests, an earlier admitted request (of any
 //! key, each settled once) is settled to a real cost: nothing, less, the
-//! same, or more than it was counted for. Every decision is held to the
-//! models settled alike ([`RuleModel::settle`]), field by field, and with
-//! peeks, so is a look at the settled key right after each settlement.
+//! same, or more than it was counted for; or it is renewed, and stays to
+//! be settled or renewed again. Every decision is held to the models
+//! settled alike ([`RuleModel::settle`], [`RuleModel::renew`]), field by
+//! field, and with peeks, so is a look at the settled key right after each
+//! settlement.
 
 use super::run::{compare, key_name};
 use super::{check_extended, Config, ExtendedCase, Failure, Mismatch, Property};
@@ -23,6 +25,9 @@ pub enum SettleTo {
     Less(u64),
     /// This much more.
     More(u64),
+    /// Not settled but renewed ([`Store::renew`]): given back and taken
+    /// again now, still to be settled.
+    Renewed,
 }
 
 impl SettleTo {
@@ -32,6 +37,7 @@ impl SettleTo {
             SettleTo::Nothing => 0,
             SettleTo::Less(less) => counted.saturating_sub(less),
             SettleTo::More(more) => counted + more,
+            SettleTo::Renewed => counted,
         }
     }
 }
@@ -55,6 +61,7 @@ pub fn settle_case(max_rates: usize, max_events: usize) -> impl Strategy<Value =
             3 => Just(SettleTo::Nothing),
             2 => (1..=largest).prop_map(SettleTo::Less),
             2 => (1..=largest * 3).prop_map(SettleTo::More),
+            2 => Just(SettleTo::Renewed),
         ];
         let settle = prop_oneof![2 => Just(None), 1 => (0usize..8, to).prop_map(Some)];
         let n = case.events.len();
@@ -149,14 +156,23 @@ async fn settles_as_models<S: Store>(
             let p = pending.remove(n % pending.len());
             let cost = to.cost(p.model.cost);
             let key = key_name(p.key);
-            store
-                .settle(&key, Some(e.t), p.store, cost)
-                .await
-                .map_err(|err| failed(format!("settling {key} to {cost} at {}: {err}", e.t)))?;
             let model = models
                 .entry(p.key)
                 .or_insert_with(|| RuleModel::new(algorithm, rates, case.case.burst));
-            model.settle(e.t, p.model, cost);
+            if to == SettleTo::Renewed {
+                let store = store
+                    .renew(&key, Some(e.t), p.store)
+                    .await
+                    .map_err(|err| failed(format!("renewing {key}'s request at {}: {err}", e.t)))?;
+                let model = model.renew(e.t, p.model);
+                pending.push(Pending { store, model, ..p });
+            } else {
+                store
+                    .settle(&key, Some(e.t), p.store, cost)
+                    .await
+                    .map_err(|err| failed(format!("settling {key} to {cost} at {}: {err}", e.t)))?;
+                model.settle(e.t, p.model, cost);
+            }
             if config.peeks {
                 let got = store
                     .decide_at(&key, e.t, 1, Mode::Peek)

@@ -1,7 +1,8 @@
 //! Caps on requests in flight (issue 27 §5): a rule marked `in_flight`
 //! holds a slot from its decision until the response body ends or is
-//! dropped, or a later rule refuses the request; a slot never given back
-//! frees itself when its lease (the sliding log's window) ends.
+//! dropped, or a later rule refuses the request; a slot held longer than
+//! its lease (the sliding log's window) is renewed every half lease, and
+//! one no longer renewed frees itself when its lease ends.
 
 use crate::common;
 
@@ -68,7 +69,54 @@ async fn a_slot_taken_by_a_request_a_later_rule_refuses_is_given_back() {
 }
 
 #[tokio::test]
-async fn a_slot_never_given_back_frees_itself_when_its_lease_ends() {
+async fn a_slot_held_past_its_lease_is_renewed_every_half_lease() {
+    let clock = ManualClock::new(0);
+    let app = app(Policy::new(vec![at_once(1, &clock)]));
+    tokio::time::pause();
+    let held = send(&app, request("/", PEER)).await;
+    assert_eq!(held.status(), 200);
+    // The renewal due at 30 s runs at 40 s by the store's clock.
+    clock.advance(Duration::from_secs(40));
+    past_renewal_due_at(30).await;
+    clock.advance(Duration::from_secs(21));
+    let refused = send(&app, request("/", PEER)).await;
+    assert_eq!(
+        refused.status(),
+        429,
+        "renewed, the slot outlives its lease"
+    );
+    assert_eq!(header(&refused, "retry-after"), "39");
+    // Done: the renewed slot is given back.
+    drop(held);
+    assert_eq!(send(&app, request("/", PEER)).await.status(), 200);
+}
+
+#[tokio::test]
+async fn a_slot_given_back_is_no_longer_renewed() {
+    let clock = ManualClock::new(0);
+    let app = app(Policy::new(vec![at_once(1, &clock)]));
+    tokio::time::pause();
+    drop(send(&app, request("/", PEER)).await);
+    let next = send(&app, request("/", PEER)).await;
+    assert_eq!(next.status(), 200);
+    // The first request's renewal, were it still due, would take a
+    // second slot at 30 s.
+    clock.advance(Duration::from_secs(30));
+    past_renewal_due_at(30).await;
+    drop(next);
+    assert_eq!(send(&app, request("/", PEER)).await.status(), 200);
+}
+
+/// Waits (Tokio's clock paused, so at once) until just after the renewals
+/// due `seconds` after the start have run: in memory, each in one poll.
+async fn past_renewal_due_at(seconds: u64) {
+    tokio::time::sleep(Duration::from_secs(seconds) + Duration::from_millis(1)).await;
+}
+
+// Tokio's clock stands still here as far as a renewal is concerned (its
+// first is due in 30 s of it), as an instance that died renews nothing.
+#[tokio::test]
+async fn a_slot_no_longer_renewed_frees_itself_when_its_lease_ends() {
     let clock = ManualClock::new(0);
     let app = app(Policy::new(vec![at_once(1, &clock)]));
     let held = send(&app, request("/", PEER)).await;

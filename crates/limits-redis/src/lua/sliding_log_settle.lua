@@ -1,11 +1,13 @@
 -- Settles a request (after sliding_log.lua, whose functions it takes), as
--- the core's refund and charge on every rate. ARGV as settle.lua's: now,
--- units, 'refund' or 'charge', the ttl floor in ms, n, the rates, then the
--- request's time `at` (us). A refund takes the units back from each rate's
--- entry of time `at` while it is live; a charge records them at s.t, up to
--- the limit, as an admitted cost is recorded. Returns nothing.
+-- the core's refund, charge and renewal on every rate. ARGV as
+-- settle.lua's: now, units, 'refund', 'charge' or 'renew', the ttl floor
+-- in ms, n, the rates, then the request's time `at` (us). A refund takes
+-- the units back from each rate's entry of time `at` while it is live; a
+-- charge records them at s.t, up to the limit, as an admitted cost is
+-- recorded; a renewal does the one, then the other. Returns the time it
+-- settled at (us), as settle.lua does.
 local units = cost
-local charge = ARGV[3] == 'charge'
+local how = ARGV[3]
 local at = tonumber(ARGV[6 + 3 * n])
 
 -- Takes units from the entry of time `at`, and writes the key anew: the
@@ -45,14 +47,22 @@ local function refund(s)
   expire(s)
 end
 
+local latest = now
 for i = 1, n do
   local s = load(i)
   advance(s)
-  if charge then
+  if how ~= 'charge' then
+    refund(s)
+    -- The charge reads the log as the refund wrote it.
+    if how == 'renew' then
+      s = load(i)
+      advance(s)
+    end
+  end
+  if how ~= 'refund' then
     cost = math.min(units, s.L - s.units)
     if cost > 0 then write(s) end
-  else
-    refund(s)
   end
+  if s.t > latest then latest = s.t end
 end
-return ''
+return latest

@@ -2,9 +2,9 @@
 //! at most N requests of a key under way at once (nginx's `limit_conn`).
 //! The cap is a rule of its own, `NAME.in_flight`, matching what the rule
 //! matches and keyed alike: a sliding log of N per lease whose requests are
-//! given back when they are done ([`limits_http::HttpRule::in_flight`]),
-//! so a slot an instance never gave back (it died) frees itself within one
-//! lease.
+//! given back when they are done and renewed every half lease until then
+//! ([`limits_http::HttpRule::in_flight`]), so a slot an instance never gave
+//! back (it died) frees itself within one lease of its last renewal.
 
 use super::raw::Whole;
 use super::Problems;

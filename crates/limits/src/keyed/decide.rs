@@ -248,26 +248,89 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
+        self.settle_key(key, now, receipt, Some(cost));
+    }
+
+    /// Renews a request admitted for `key` (its `receipt`) now:
+    /// [`Rule::renew`](crate::Rule::renew) on the key's state. Returns the
+    /// renewed receipt, which is what settles the request from now on.
+    ///
+    /// ```
+    /// use limits::{Algorithm, KeyedLimiter, ManualClock, Rule};
+    ///
+    /// let clock = ManualClock::new(0);
+    /// let rule = Rule::new(Algorithm::SlidingLog, "1/s".parse().unwrap());
+    /// let limiter = KeyedLimiter::<String, _>::with_clock(rule, clock.clone());
+    /// let (_, receipt) = limiter.check_with_receipt("alice", 1);
+    /// clock.set(900_000_000);
+    /// let renewed = limiter.renew("alice", receipt.unwrap());
+    /// clock.set(1_500_000_000);
+    /// assert!(!limiter.check("alice", 1).allowed, "still held, renewed");
+    /// limiter.settle("alice", renewed, 0);
+    /// assert!(limiter.check("alice", 1).allowed);
+    /// ```
+    pub fn renew<Q>(&self, key: &Q, receipt: Receipt) -> Receipt
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.settle_key(key, None, receipt, None)
+    }
+
+    /// [`renew`](Self::renew) at `now` (a `now` earlier than the shard's
+    /// latest time is read as that time).
+    pub fn renew_at<Q>(&self, key: &Q, now: u64, receipt: Receipt) -> Receipt
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.settle_key(key, Some(now), receipt, None)
+    }
+
+    /// Settles the request of `receipt` for `key` at `now` (or the clock's
+    /// reading) to `cost`, or renews it (`None`): the receipt it is
+    /// settled by from now on. A key no longer held (idle, or evicted)
+    /// holds nothing of the request: a charge then starts it afresh.
+    fn settle_key<Q>(
+        &self,
+        key: &Q,
+        now: Option<u64>,
+        receipt: Receipt,
+        cost: Option<u64>,
+    ) -> Receipt
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         with_table!(self, |kind, shards| {
             let hash = self.hasher.hash_one(key);
             let mut guard = self.shard(shards, hash);
             let shard = &mut *guard;
             let now = shard.at_least_latest(now.unwrap_or_else(|| self.clock.now()));
+            let settle = |held: &mut _| match cost {
+                Some(cost) => {
+                    kind.settle(held, now, receipt, cost);
+                    receipt
+                }
+                None => receipt.renew_with(now, |r, cost| kind.settle(held, now, r, cost)),
+            };
             match shard.find(hash, key) {
                 Some(idx) => {
                     let slot = &mut shard.slots[idx];
-                    kind.settle(&mut slot.state, now, receipt, cost);
+                    let settled = settle(&mut slot.state);
                     if kind.is_idle(&mut slot.state, now) {
                         shard.remove(idx);
                     }
+                    settled
                 }
                 None => {
                     let mut state = kind.fresh();
-                    kind.settle(&mut state, now, receipt, cost);
+                    let settled = settle(&mut state);
                     if !kind.is_idle(&mut state, now) {
                         let slot = Slot::new(hash, key.to_owned(), state, false);
                         self.insert(shard, kind, hash, slot, now);
                     }
+                    settled
                 }
             }
         })

@@ -1,18 +1,19 @@
-//! Settling a granted request to its real cost: the core's `Rule::settle`
-//! and `KeyedLimiter::settle`. Held to the reference models settled alike
-//! over random traces (any rule, ties, window edges, refunds whole and
-//! partial, charges past the limit); a sliding log or fixed window given
-//! refunds never holds more than its limit of what the requests really
-//! cost in any window; and the cases that broke or could: a token bucket
-//! refunded past full, a log's own entry among others of its time, a key
-//! made idle by a refund, a charge on a compact table's key, the receipt's
-//! decision allocating nothing.
+//! Settling a granted request to its real cost, or renewing it: the
+//! core's `Rule::settle`, `Rule::renew` and `KeyedLimiter::settle`. Held to
+//! the reference models settled alike over random traces (any rule, ties,
+//! window edges, refunds whole and partial, renewals, charges past the
+//! limit); a sliding log or fixed window given refunds never holds more
+//! than its limit of what the requests really cost in any window; and the
+//! cases that broke or could: a token bucket refunded past full, a log's
+//! own entry among others of its time, a key made idle by a refund, a
+//! charge on a compact table's key, the receipt's decision allocating
+//! nothing.
 
 use crate::counting::counted;
 use limits::{
     Algorithm, KeyedLimiter, ManualClock, Options, Rate, Rates, Receipt, RetryAfter, Rule,
 };
-use limits_conformance::{check_rate, settle_case, RuleModel, SettleCase, ALGORITHMS};
+use limits_conformance::{check_rate, settle_case, RuleModel, SettleCase, SettleTo, ALGORITHMS};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -43,8 +44,14 @@ fn rule_settles_as_models(algorithm: Algorithm, case: &SettleCase) -> Result<(),
             let cost = to.cost(receipt.cost);
             let state = states.get_mut(&key).unwrap();
             let model: &mut RuleModel = models.get_mut(&key).unwrap();
-            rule.settle(state, e.t, receipt, cost);
-            model.settle(e.t, receipt, cost);
+            if to == SettleTo::Renewed {
+                let renewed = rule.renew(state, e.t, receipt);
+                prop_assert_eq!(renewed, model.renew(e.t, receipt), "renewing before #{}", i);
+                pending.push((key, renewed));
+            } else {
+                rule.settle(state, e.t, receipt, cost);
+                model.settle(e.t, receipt, cost);
+            }
             let got = rule.peek(state, e.t, 1);
             let want = model.decide_each(e.t, 1, limits::Mode::Peek).0;
             prop_assert_eq!(got, want, "peek after settling #{} to {}", i, cost);
