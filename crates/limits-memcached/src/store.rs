@@ -11,6 +11,7 @@ use limits::{
     SystemClock, Verdict,
 };
 use smallvec::SmallVec;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The least an item written at an explicit time lives.
@@ -69,6 +70,8 @@ pub struct MemcachedStore<C: Clock = SystemClock> {
     item_size_max: usize,
     /// The key prefix and the rule's name, for [`with_penalty`](Self::with_penalty).
     naming: (String, String),
+    /// Bans this instance's decisions started.
+    bans: AtomicU64,
 }
 
 impl MemcachedStore<SystemClock> {
@@ -114,6 +117,7 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
             penalty: None,
             item_size_max: options.item_size_max,
             naming: (options.prefix.clone(), name.to_string()),
+            bans: AtomicU64::new(0),
         })
     }
 
@@ -132,6 +136,14 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
             .local
             .map(|local| Box::new(local.with_penalty(penalty)));
         Ok(self)
+    }
+
+    /// Bans started by this instance's decisions, on memcached or (while
+    /// it is out) in the local fallback. Each ban is started by one
+    /// decision, so the instances' counts add up to the bans.
+    pub fn bans(&self) -> u64 {
+        let local = self.local.as_ref().map_or(0, |local| local.bans());
+        self.bans.load(Ordering::Relaxed) + local
     }
 
     /// The client it decides on (health and counts).
@@ -195,6 +207,11 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
         min_life: Duration,
     ) -> Result<Verdict, StoreError> {
         let shared = self.decide_shared(key, now, cost, mode, min_life).await;
+        if let Ok(Ok(Verdict { ban: Some(ban), .. })) = &shared {
+            if ban.started_at(now) {
+                self.bans.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         match self.fallback(shared)? {
             Ok(answered) => answered,
             Err(local) => Store::decide_at(local, key, now, cost, mode).await,

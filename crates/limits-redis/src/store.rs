@@ -17,7 +17,7 @@ use redis::{Arg, Cmd, ErrorKind, FromRedisValue, ServerErrorKind};
 use smallvec::SmallVec;
 use std::cmp::Ordering as Compared;
 use std::net::IpAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -78,6 +78,8 @@ pub struct RedisStore {
     /// The penalty that bans repeat offenders, kept beside each key's
     /// state, if any.
     penalty: Option<Penalty>,
+    /// Bans this instance's decisions started.
+    bans: AtomicU64,
 }
 
 impl RedisStore {
@@ -125,6 +127,7 @@ impl RedisStore {
             local,
             new_keys,
             penalty: None,
+            bans: AtomicU64::new(0),
         })
     }
 
@@ -149,6 +152,14 @@ impl RedisStore {
             .local
             .map(|local| Box::new(local.with_penalty(penalty)));
         Ok(self)
+    }
+
+    /// Bans started by this instance's decisions, in Redis or (while
+    /// Redis is out) in the local fallback. Each ban is started by one
+    /// decision, so the instances' counts add up to the bans.
+    pub fn bans(&self) -> u64 {
+        let local = self.local.as_ref().map_or(0, |local| local.bans());
+        self.bans.load(Ordering::Relaxed) + local
     }
 
     /// The store without a deny cache: every decision asks Redis. For a
@@ -370,8 +381,8 @@ impl RedisStore {
             verdict.decided_at = None;
         }
         if let &[now, until, length, offence] = ban {
-            if until > 0 {
-                banned(&mut verdict, now, until, length, offence);
+            if until > 0 && banned(&mut verdict, now, until, length, offence) {
+                self.bans.fetch_add(1, Ordering::Relaxed);
             }
         }
         Ok(verdict)
@@ -639,8 +650,8 @@ const BAN_ANSWER: usize = 4;
 /// `verdict` refused at `now` for the ban the penalized script answered
 /// (microseconds), as the core refuses it ([`Ban::refuse`]), each rate too.
 /// The longest ban, which is no whole number of microseconds, comes back
-/// as the core's own.
-fn banned(verdict: &mut Verdict, now: i64, until: i64, length: i64, offence: i64) {
+/// as the core's own. Returns whether this decision started the ban.
+fn banned(verdict: &mut Verdict, now: i64, until: i64, length: i64, offence: i64) -> bool {
     let ns = |us: i64| u64::try_from(us).unwrap_or(0).saturating_mul(1000);
     let longest = u64::try_from(MAX_BAN.as_nanos()).unwrap_or(u64::MAX);
     let (now, mut until, mut length) = (ns(now), ns(until), ns(length));
@@ -658,6 +669,7 @@ fn banned(verdict: &mut Verdict, now: i64, until: i64, length: i64, offence: i64
         *rate = ban.refuse(now, *rate);
     }
     verdict.ban = Some(ban);
+    ban.started_at(now)
 }
 
 /// A duration the script gave as (microseconds, nanosecond adjustment).

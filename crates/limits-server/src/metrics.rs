@@ -104,7 +104,7 @@ impl Metrics {
         );
         registry.register(
             "bans",
-            "Bans started per rule by its penalty (a key denied too often); a reload that changes a rule starts its count again",
+            "Bans started per rule by its penalty (a key denied too often), by this instance's decisions (on a shared store, the instances' counts add up); a reload that changes a rule starts its count again",
             bans.clone(),
         );
         registry.register(

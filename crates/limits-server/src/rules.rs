@@ -148,13 +148,11 @@ pub(crate) fn sizes(rules: &[ServerRule]) -> Vec<(String, usize, u64, u64)> {
         .collect()
 }
 
-/// (rule, bans started) for each rule with a penalty whose store is in this
-/// process.
+/// (rule, bans this instance started) for each rule with a penalty.
 pub(crate) fn bans(rules: &[ServerRule]) -> Vec<(String, u64)> {
     rules
         .iter()
-        .filter(|r| r.store.penalty().is_some())
-        .filter_map(|r| Some((r.name.clone(), r.store.local()?.bans())))
+        .filter_map(|r| Some((r.name.clone(), r.store.bans()?)))
         .collect()
 }
 

@@ -64,6 +64,17 @@ impl RuleStore {
         }
     }
 
+    /// Bans started by this instance's decisions (in a shared store, its
+    /// part of the bans every instance shares); `None` without a penalty.
+    pub fn bans(&self) -> Option<u64> {
+        self.penalty()?;
+        Some(match self {
+            RuleStore::Memory(s) => s.bans(),
+            RuleStore::Redis(s) => s.bans(),
+            RuleStore::Memcached(s) => s.bans(),
+        })
+    }
+
     /// The kind of store, as the configuration names it: `"memory"`,
     /// `"redis"` or `"memcached"`.
     pub fn kind(&self) -> &'static str {

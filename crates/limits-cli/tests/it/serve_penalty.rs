@@ -54,6 +54,12 @@ async fn ban_on_one_refused_by_other(first: &Server, second: &Server) {
         1.0
     };
     assert_eq!(second.metric(outcome).await, Some(banned_here));
+    // The ban is counted once, by the instance whose decision started it.
+    let bans = "limits_bans_total{rule=\"login\"}";
+    assert_eq!(first.metric(bans).await, Some(1.0));
+    if !std::ptr::eq(first, second) {
+        assert_eq!(second.metric(bans).await, Some(0.0));
+    }
 }
 
 /// `limits serve --config RULES --upstream UPSTREAM --admin ... MORE`.

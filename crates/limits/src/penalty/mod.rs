@@ -131,6 +131,24 @@ impl Ban {
             refill_after,
         }
     }
+
+    /// Whether the decision at `now` started this ban (it began then): the
+    /// one decision per ban a store counts as a ban started, whichever
+    /// instance made it.
+    ///
+    /// ```
+    /// use limits::Ban;
+    /// use std::time::Duration;
+    ///
+    /// let ban = Ban { until: 100, length: Duration::from_nanos(60), offence: 1 };
+    /// assert!(ban.started_at(40));
+    /// assert!(!ban.started_at(41), "a later refusal for the ban in force");
+    /// ```
+    pub fn started_at(&self, now: u64) -> bool {
+        self.until
+            .checked_sub(crate::duration::nanos_of(self.length))
+            == Some(now)
+    }
 }
 
 impl Penalty {
