@@ -2,13 +2,16 @@
 //! connections to each, the settings every store on them shares, and the
 //! counts they keep.
 
+use crate::clock_offset::ClockOffset;
 use crate::meta::MetaError;
 use crate::pool::Pool;
 use crate::ring::Ring;
 use crate::url::parse_url;
 use limits::StoreError;
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// How the stores on a [`MemcachedClient`] talk to memcached.
@@ -35,6 +38,11 @@ pub struct MemcachedOptions {
     /// so N instances at most N times it. `None`: return the error, and
     /// the caller's failure policy answers.
     pub local_fallback: Option<usize>,
+    /// How often a server on these memcached servers (`limits serve`,
+    /// `limits rls`) measures its clock's offset from the other instances'
+    /// ([`MemcachedClient::measure_clock_offset`]); give every instance
+    /// the same. `None`: never.
+    pub clock_check_every: Option<Duration>,
 }
 
 /// What memcached servers hold ([`MemcachedClient::usage`]).
@@ -52,7 +60,7 @@ pub const MAX_PREFIX: usize = 64;
 
 impl Default for MemcachedOptions {
     /// `limits:`, 50 ms, 32 connections per server, 64 attempts, 1 MiB
-    /// items, no local fallback.
+    /// items, no local fallback, clocks compared every minute.
     fn default() -> MemcachedOptions {
         MemcachedOptions {
             prefix: "limits:".to_owned(),
@@ -61,6 +69,7 @@ impl Default for MemcachedOptions {
             max_attempts: 64,
             item_size_max: 1 << 20,
             local_fallback: None,
+            clock_check_every: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -87,6 +96,11 @@ struct Inner {
     ring: Ring,
     options: MemcachedOptions,
     counts: Counts,
+    /// This instance among those on the same servers, for the clock
+    /// offsets they publish: random, made with the client.
+    instance: u64,
+    /// The last clock offset measured.
+    clock_offset: Mutex<Option<ClockOffset>>,
 }
 
 impl std::fmt::Debug for MemcachedClient {
@@ -136,6 +150,8 @@ impl MemcachedClient {
                 ring,
                 options,
                 counts: Counts::default(),
+                instance: RandomState::new().hash_one(std::process::id()),
+                clock_offset: Mutex::new(None),
             }),
         })
     }
@@ -206,6 +222,35 @@ impl MemcachedClient {
     /// could not answer ([`MemcachedOptions::local_fallback`]).
     pub fn local_decisions(&self) -> u64 {
         self.inner.counts.local_decisions.load(Ordering::Relaxed)
+    }
+
+    /// The clock offset [`measure_clock_offset`](Self::measure_clock_offset)
+    /// found last, if it has found one.
+    ///
+    /// ```
+    /// use limits_memcached::{MemcachedClient, MemcachedOptions};
+    /// let client = MemcachedClient::new("memcached://127.0.0.1:1", MemcachedOptions::default()).unwrap();
+    /// assert_eq!(client.clock_offset(), None, "never measured");
+    /// ```
+    pub fn clock_offset(&self) -> Option<ClockOffset> {
+        *self
+            .inner
+            .clock_offset
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn keep_clock_offset(&self, offset: ClockOffset) {
+        *self
+            .inner
+            .clock_offset
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(offset);
+    }
+
+    /// This instance's random number among those on the same servers.
+    pub(crate) fn instance(&self) -> u64 {
+        self.inner.instance
     }
 
     pub(crate) fn count_local_decision(&self) {

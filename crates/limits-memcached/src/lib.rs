@@ -39,6 +39,7 @@
 //! ```
 
 mod client;
+mod clock_offset;
 mod item;
 mod meta;
 mod pool;
@@ -47,6 +48,7 @@ mod store;
 mod url;
 
 pub use client::{MemcachedClient, MemcachedOptions, Usage, MAX_PREFIX};
+pub use clock_offset::ClockOffset;
 pub use limits::UnsupportedRule;
 pub use store::MemcachedStore;
 pub use url::{is_memcached_url, parse_url};

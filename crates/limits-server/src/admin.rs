@@ -3,7 +3,8 @@
 //!
 //! Liveness and readiness are two questions. `/healthz` answers whether the
 //! process serves at all: 200 as long as it answers, so that a probe never
-//! restarts an instance for what a restart cannot fix (a Redis outage).
+//! restarts an instance for what a restart cannot fix (a Redis outage, a
+//! clock off from the other instances', which its body names).
 //! `/readyz` answers whether the instance decides by the shared limit: 503,
 //! naming why, while its store is unreachable (requests are then answered
 //! per the outage policy); 200 otherwise. A rules file that failed to
@@ -18,6 +19,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Why an instance is not ready, if it is not (the rules' side; the
 /// store's is read from the connection).
@@ -48,7 +50,13 @@ pub(crate) fn admin_router(
                 }
             }),
         )
-        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/healthz", {
+            let stores = stores.clone();
+            get(move || {
+                let answer = liveness(&stores);
+                async move { answer }
+            })
+        })
         // envoyproxy/ratelimit's liveness path on its HTTP port, which
         // `limits rls` serves its admin on in a deployment written for it.
         .route("/healthcheck", get(|| async { "OK" }))
@@ -59,6 +67,28 @@ pub(crate) fn admin_router(
                 async move { answer }
             }),
         )
+}
+
+/// How far apart the instances' clocks on memcached may be before
+/// `/healthz` says so: beyond it, a window's edge is as far apart between
+/// them, which NTP keeps well under.
+pub(crate) const CLOCK_OFFSET_BOUND: Duration = Duration::from_millis(10);
+
+/// `/healthz`'s body (always a 200: a restart fixes nothing it names):
+/// `ok`, and this instance's clock offset from the others on the memcached
+/// store when it is beyond [`CLOCK_OFFSET_BOUND`].
+fn liveness(stores: &StoreOptions) -> String {
+    let offset = stores.memcached.as_ref().and_then(|m| m.clock_offset());
+    match offset.filter(|o| o.beyond(CLOCK_OFFSET_BOUND)) {
+        Some(o) => format!(
+            "ok; this instance's clock is {:.1} ms {} the other instances' on memcached (to within {:.1} ms; over {} ms, their windows' edges are as far apart)\n",
+            o.from_others.unsigned_abs() as f64 / 1e6,
+            if o.from_others > 0 { "ahead of" } else { "behind" },
+            o.uncertainty as f64 / 1e6,
+            CLOCK_OFFSET_BOUND.as_millis(),
+        ),
+        None => "ok\n".to_string(),
+    }
 }
 
 /// `/readyz`'s status and body: 503 naming why while the store is out

@@ -2,12 +2,17 @@
 //! (`limits serve` and `limits rls`): counters of the writes retried because
 //! another writer changed the item first, the decisions that gave up after
 //! their attempts, and those decided in this process while memcached could
-//! not answer (`limits_memcached_KIND_total`).
+//! not answer (`limits_memcached_KIND_total`); and how far this
+//! instance's clock is from the others' on the same memcached
+//! (`limits_memcached_clock_offset_seconds`, with its uncertainty and the
+//! instances it was compared with).
 
 use crate::counts::set_count;
 use limits_memcached::MemcachedClient;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
 
 /// A count the client keeps: its name (`limits_memcached_NAME_total`), its
 /// help, and how it is read.
@@ -38,6 +43,9 @@ const COUNTS: [Count; 3] = [
 /// The Memcached store's metrics, registered in one server's registry.
 pub(crate) struct MemcachedCounts {
     counts: Vec<Counter>,
+    clock_offset: Gauge<f64, AtomicU64>,
+    clock_uncertainty: Gauge<f64, AtomicU64>,
+    clock_instances: Gauge,
 }
 
 impl MemcachedCounts {
@@ -51,13 +59,43 @@ impl MemcachedCounts {
                 counter.clone(),
             );
         }
-        MemcachedCounts { counts }
+        let clock_offset = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "memcached_clock_offset_seconds",
+            "This instance's clock less the median of the other instances' on the Memcached store (positive: ahead), all measured at one tick of memcached's clock each minute; 0 until measured or with no other instance",
+            clock_offset.clone(),
+        );
+        let clock_uncertainty = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "memcached_clock_offset_uncertainty_seconds",
+            "How far this instance's own measurement of its clock offset may be off",
+            clock_uncertainty.clone(),
+        );
+        let clock_instances = Gauge::default();
+        registry.register(
+            "memcached_clock_instances",
+            "The instances that measured the last tick this one measured, this one included",
+            clock_instances.clone(),
+        );
+        MemcachedCounts {
+            counts,
+            clock_offset,
+            clock_uncertainty,
+            clock_instances,
+        }
     }
 
-    /// Reads the client's counts into the metrics.
+    /// Reads the client's counts and its last clock offset into the
+    /// metrics.
     pub fn update(&self, client: &MemcachedClient) {
         for (count, counter) in COUNTS.iter().zip(&self.counts) {
             set_count(counter, (count.read)(client));
+        }
+        if let Some(offset) = client.clock_offset() {
+            self.clock_offset.set(offset.from_others as f64 / 1e9);
+            self.clock_uncertainty.set(offset.uncertainty as f64 / 1e9);
+            self.clock_instances
+                .set(i64::try_from(offset.instances).unwrap_or(i64::MAX));
         }
     }
 }

@@ -283,6 +283,7 @@ impl Server {
         background.push(tasks::sweep_every_second(move || {
             rules::sweep(&swept.handle.current().rules);
         }));
+        background.extend(tasks::measure_clock_offsets(&shared.config.stores));
         if shared.config.reload_on_hangup {
             let reloaded = shared.clone();
             background.extend(tasks::on_hangup(move || shared::reload(&reloaded)));

@@ -113,6 +113,34 @@ pub(crate) fn sweep_every_second(sweep: impl Fn() + Send + 'static) -> JoinHandl
     })
 }
 
+/// Measures this instance's clock offset from the others on the memcached
+/// store from now on, as often as its options say
+/// ([`limits_memcached::MemcachedOptions::clock_check_every`]), if there is
+/// one, for the metrics and `/healthz` to read
+/// ([`limits_memcached::MemcachedClient::measure_clock_offset`]). A
+/// measurement that fails is logged once per streak of failures.
+pub(crate) fn measure_clock_offsets(stores: &StoreOptions) -> Option<JoinHandle<()>> {
+    let client = stores.memcached.clone()?;
+    let every = client.options().clock_check_every?;
+    Some(tokio::spawn(async move {
+        let clock = limits::SystemClock::new();
+        let mut failing = false;
+        loop {
+            match client.measure_clock_offset(&clock, every).await {
+                Ok(_) => failing = false,
+                Err(e) => {
+                    if !failing {
+                        tracing::warn!(error = %e, "could not measure this instance's clock against memcached's");
+                    }
+                    failing = true;
+                    // Memcached out, say: try again a round later.
+                    tokio::time::sleep(every).await;
+                }
+            }
+        }
+    }))
+}
+
 /// Handles SIGHUP from now on (its default action would end the server
 /// without draining or saving state), calling `reload` on each.
 pub(crate) fn on_hangup(reload: impl Fn() + Send + 'static) -> Option<JoinHandle<()>> {

@@ -62,6 +62,12 @@ pub struct StoreArgs {
     #[arg(long, value_name = "RATE", default_value = "1000/min", value_parser = parse_new_keys)]
     max_new_keys_per_client: NewKeys,
 
+    /// With a memcached store: how often the instances compare their
+    /// clocks through it (in metrics, and in /healthz when they are over
+    /// 10 ms apart); give every instance the same, or `off`.
+    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_clock_check)]
+    clock_check_every: ClockCheck,
+
     /// Exit at start if the Redis of --store does not answer. Without it,
     /// the command starts anyway, answers per --on-store-error while Redis
     /// is unreachable, and connects when it answers (Redis often starts
@@ -73,6 +79,23 @@ pub struct StoreArgs {
     /// flag: `limits rls` sets it from the reference's CACHE_KEY_PREFIX).
     #[arg(skip)]
     prefix: Option<String>,
+}
+
+/// `--clock-check-every`: a period of whole seconds, or never.
+#[derive(Clone, Copy, Debug)]
+pub struct ClockCheck(Option<Duration>);
+
+fn parse_clock_check(s: &str) -> Result<ClockCheck, String> {
+    if s.trim() == "off" {
+        return Ok(ClockCheck(None));
+    }
+    match limits::parse_duration(s) {
+        Ok(d) if d.as_secs() >= 1 && d.subsec_nanos() == 0 => Ok(ClockCheck(Some(d))),
+        Ok(_) => {
+            Err("a whole number of seconds, at least one (memcached's clock counts seconds)".into())
+        }
+        Err(e) => Err(format!("{e} (a duration such as 1m, or off)")),
+    }
 }
 
 /// `--max-new-keys-per-client`: a rate, or no cap.
@@ -135,6 +158,7 @@ impl StoreArgs {
                     prefix: self.prefix.clone().unwrap_or(default.prefix),
                     timeout: self.store_timeout,
                     local_fallback: local_on_error.then_some(self.max_keys),
+                    clock_check_every: self.clock_check_every.0,
                     ..default
                 };
                 let client = match self.require_store {

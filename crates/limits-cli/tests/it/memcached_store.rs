@@ -1,7 +1,8 @@
 //! `--store memcached://...` on a real memcached: two `serve` instances
 //! admit exactly the limit between them, every limiter that answers at once;
 //! two `rls` instances share a limit; `replay --store` decides row for row
-//! as in memory, at the trace's nanoseconds.
+//! as in memory, at the trace's nanoseconds; two instances whose clocks are
+//! a quarter second apart read it in their metrics and `/healthz`.
 
 use crate::common;
 use crate::memcached_server;
@@ -253,4 +254,56 @@ async fn readyz_names_the_memcached_servers_that_are_out() {
     two.restart();
     ask_every_server().await;
     assert_eq!(readyz().await, (200, "ready\n".to_string()));
+}
+
+/// Two instances on one memcached, the second's clock a quarter second
+/// ahead (under `faketime`), comparing clocks every 2 s: each reads the
+/// offset in its metrics, and `/healthz` names it.
+#[tokio::test(flavor = "multi_thread")]
+async fn instances_on_memcached_read_how_far_apart_their_clocks_are() {
+    let memcached = MemcachedServer::start();
+    let store = memcached.url();
+    let args = ["--store", store.as_str(), "--clock-check-every", "2s"];
+    let behind = Server::start(&args, true);
+    let ahead = Server::start_with_faketime("+0.25s", &args);
+    let compared = "limits_memcached_clock_instances ";
+    let started = std::time::Instant::now();
+    while behind.metric(compared).await != Some(2.0) || ahead.metric(compared).await != Some(2.0) {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the two never measured the same tick"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let offset = "limits_memcached_clock_offset_seconds ";
+    let (minus, plus) = (
+        behind.metric(offset).await.unwrap(),
+        ahead.metric(offset).await.unwrap(),
+    );
+    assert!((plus - 0.25).abs() < 0.01, "{plus}");
+    assert!((minus + 0.25).abs() < 0.01, "{minus}");
+    let healthz = |server: &Server| {
+        let admin = server.admin.clone().unwrap();
+        async move {
+            let r = common::client()
+                .get(format!("{admin}/healthz"))
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (status, body) = healthz(&ahead).await;
+    assert_eq!(status, 200);
+    assert!(body.starts_with("ok; this instance's clock is "), "{body}");
+    assert!(
+        body.contains("ms ahead of the other instances' on memcached"),
+        "{body}"
+    );
+    let (status, body) = healthz(&behind).await;
+    assert_eq!(status, 200);
+    assert!(
+        body.contains("ms behind the other instances' on memcached"),
+        "{body}"
+    );
 }

@@ -5,6 +5,7 @@ mod memcached_server;
 #[path = "../../../limits-redis/tests/it/server_port.rs"]
 mod server_port;
 
+mod clock_offset;
 mod conformance;
 mod contention;
 mod outage;

@@ -149,6 +149,7 @@ impl RlsServer {
         background.push(tasks::sweep_every_second(move || {
             limits.load().sweep();
         }));
+        background.extend(tasks::measure_clock_offsets(&self.config.stores));
         if self.config.reload_on_hangup {
             let reloader = self.reloader();
             background.extend(tasks::on_hangup(move || {

@@ -50,7 +50,7 @@ impl Server {
     }
 
     pub fn try_start_command(command: &str, args: &[&str], admin: bool) -> Result<Server, String> {
-        Self::try_start_under(None, command, args, admin)
+        Self::try_start_under(Under::Nothing, command, args, admin)
     }
 
     /// `limits COMMAND ARGS` exactly as given (no `--listen` or `--admin`
@@ -80,25 +80,38 @@ impl Server {
     /// (`-n 128`: a file limit of 128, soft and hard; `-Sn 100`: the soft
     /// one only), as a service manager's limit would start it.
     pub fn start_with_ulimit(ulimit: &str, command: &str, args: &[&str], admin: bool) -> Server {
-        Self::try_start_under(Some(ulimit), command, args, admin)
+        Self::try_start_under(Under::Ulimit(ulimit), command, args, admin)
             .unwrap_or_else(|e| panic!("ulimit {ulimit}; limits {command} {args:?}: {e}"))
     }
 
+    /// `limits serve ARGS ...` (with `--admin`) under `faketime -f OFFSET`
+    /// (`+0.25s`: its clock a quarter second ahead of this machine's).
+    pub fn start_with_faketime(offset: &str, args: &[&str]) -> Server {
+        Self::try_start_under(Under::Faketime(offset), "serve", args, true)
+            .unwrap_or_else(|e| panic!("faketime {offset} limits serve {args:?}: {e}"))
+    }
+
     fn try_start_under(
-        ulimit: Option<&str>,
+        under: Under<'_>,
         command: &str,
         args: &[&str],
         admin: bool,
     ) -> Result<Server, String> {
-        let mut cmd = match ulimit {
-            None => Command::new(env!("CARGO_BIN_EXE_limits")),
-            Some(ulimit) => {
+        let limits = env!("CARGO_BIN_EXE_limits");
+        let mut cmd = match under {
+            Under::Nothing => Command::new(limits),
+            Under::Ulimit(ulimit) => {
                 // `exec`: the shell becomes `limits`, with its pid.
                 let mut sh = Command::new("sh");
                 sh.arg("-c")
                     .arg(format!("ulimit {ulimit} && exec \"$0\" \"$@\""))
-                    .arg(env!("CARGO_BIN_EXE_limits"));
+                    .arg(limits);
                 sh
+            }
+            Under::Faketime(offset) => {
+                let mut faketime = Command::new("faketime");
+                faketime.args(["-f", offset, limits]);
+                faketime
             }
         };
         cmd.arg(command)
@@ -274,4 +287,13 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// What a server is started under.
+enum Under<'a> {
+    Nothing,
+    /// `sh -c 'ulimit ARGS && exec limits ...'`.
+    Ulimit(&'a str),
+    /// `faketime -f OFFSET limits ...`.
+    Faketime(&'a str),
 }
