@@ -118,7 +118,8 @@ pub(crate) fn sweep_every_second(sweep: impl Fn() + Send + 'static) -> JoinHandl
 /// ([`limits_memcached::MemcachedOptions::clock_check_every`]), if there is
 /// one, for the metrics and `/healthz` to read
 /// ([`limits_memcached::MemcachedClient::measure_clock_offset`]). A
-/// measurement that fails is logged once per streak of failures.
+/// measurement that fails is logged once per streak of failures, unless
+/// memcached is out: the store's outage has its own log line.
 pub(crate) fn measure_clock_offsets(stores: &StoreOptions) -> Option<JoinHandle<()>> {
     let client = stores.memcached.clone()?;
     let every = client.options().clock_check_every?;
@@ -129,7 +130,7 @@ pub(crate) fn measure_clock_offsets(stores: &StoreOptions) -> Option<JoinHandle<
             match client.measure_clock_offset(&clock, every).await {
                 Ok(_) => failing = false,
                 Err(e) => {
-                    if !failing {
+                    if !failing && client.unreachable().is_empty() {
                         tracing::warn!(error = %e, "could not measure this instance's clock against memcached's");
                     }
                     failing = true;
