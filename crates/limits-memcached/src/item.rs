@@ -1,6 +1,6 @@
 //! What a key's state becomes in memcached: its item's key, its value (the
-//! core's state words, [`Rule::encode_state`]), how long the item lives,
-//! and the rules whose state could outgrow an item.
+//! core's state words, [`Rule::encode_state`], packed: [`pack`]), how long
+//! the item lives, and the rules whose state could outgrow an item.
 
 use limits::{Algorithm, KeyState, Penalty, PenaltyState, Rule, UnsupportedRule, MAX_AFTER};
 use sha2::{Digest, Sha256};
@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The layout of a value, part of every key: a changed layout starts afresh
 /// instead of misreading what an older version wrote.
-const VALUE_FORMAT: u32 = 1;
+const VALUE_FORMAT: u32 = 2;
 
 /// Memcached's longest key.
 const MAX_KEY: usize = 250;
@@ -19,29 +19,48 @@ const ITEM_OVERHEAD: usize = 512;
 /// Memcached reads a relative TTL above 30 days as a Unix time.
 const MAX_RELATIVE_TTL: u64 = 30 * 24 * 3600;
 
-/// The largest value a state of `rule` can have, in bytes: every rate's
-/// words at their most (the sliding log's entries, at most one per unit of
-/// its limit).
+/// The longest varint ([`pack`]): ten bytes of seven bits.
+const MAX_VARINT: u128 = 10;
+
+/// The largest value a state of `rule` can have, in bytes, packed: the
+/// tag, the number of rates, and each rate's words at their most.
 fn max_value_bytes(rule: &Rule) -> u128 {
     let per_rate: u128 = rule
         .rates()
         .iter()
         .map(|rate| match rule.algorithm() {
-            // Its length, then a time and a cost per entry.
-            Algorithm::SlidingLog => 1 + 2 * u128::from(rate.limit()),
+            Algorithm::SlidingLog => max_log_bytes(rate.limit(), rate.window_nanos()),
             // At most three words each (the sliding window's).
-            _ => 3,
+            _ => 3 * MAX_VARINT,
         })
         .sum();
-    // The tag and the number of rates first.
-    8 * (2 + per_rate)
+    2 * MAX_VARINT + per_rate
+}
+
+/// The largest packed sliding log of limit `limit` and window `window`
+/// (nanoseconds): its length, first time and first cost at most the
+/// longest varint each; then at most `limit` entries. Their times lie
+/// within the window, so the n gaps between them add up to less than it;
+/// a gap g packs (zigzagged, 2g) into at most 1 + log2(2g + 1) / 7 bytes,
+/// whose sum is largest when the gaps are equal, and largest at n =
+/// `limit`. Their costs add up to at most `limit`: one byte each, and one
+/// more for each change of cost past 63 (at most one per 64 units on
+/// either side of it).
+fn max_log_bytes(limit: u64, window: u64) -> u128 {
+    let (entries, window) = (limit as f64, window as f64);
+    let gap_bits = (2.0 * window / entries + 1.0).log2();
+    let times = u128::from(limit) + (entries * gap_bits / 7.0).ceil() as u128;
+    let costs = u128::from(limit) + u128::from(2 * limit).div_ceil(63);
+    3 * MAX_VARINT + times + costs
 }
 
 /// The largest standing under `penalty`: the count of the rule's words,
 /// then the ban's three words, the count of denials and fewer than `after`
-/// denials.
+/// denials, each at most the longest varint.
 fn max_standing_bytes(penalty: Option<&Penalty>) -> u128 {
-    penalty.map_or(0, |p| 8 * (5 + u128::from(p.after().min(MAX_AFTER))))
+    penalty.map_or(0, |p| {
+        MAX_VARINT * (5 + u128::from(p.after().min(MAX_AFTER)))
+    })
 }
 
 /// Checks that every state of `rule` (and its standing under `penalty`)
@@ -57,7 +76,7 @@ pub(crate) fn check_fits(
         return Ok(());
     }
     Err(UnsupportedRule(format!(
-        "{} {}: a key's state can take {most} bytes (16 per request in a window), more than a memcached item holds ({item_size_max} bytes, less {ITEM_OVERHEAD} for its key and header); lower the limit, or raise the servers' -I and the store's item size",
+        "{} {}: a key's state can take {most} bytes (a sliding log 4-6 per request in a window), more than a memcached item holds ({item_size_max} bytes, less {ITEM_OVERHEAD} for its key and header); lower the limit, or raise the servers' -I and the store's item size",
         rule.algorithm(),
         rule.rates()
     )))
@@ -117,7 +136,7 @@ impl Held {
     }
 }
 
-/// The value of `held`: its words, little-endian; under a penalty, the
+/// The value of `held`: its words packed ([`pack`]); under a penalty, the
 /// number of the state's words first and the standing's after them.
 pub(crate) fn encode(rule: &Rule, penalty: Option<&Penalty>, held: &Held) -> Vec<u8> {
     let mut words = rule.encode_state(&held.state);
@@ -125,19 +144,13 @@ pub(crate) fn encode(rule: &Rule, penalty: Option<&Penalty>, held: &Held) -> Vec
         words.insert(0, words.len() as u64);
         words.extend(penalty.encode_state(standing));
     }
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    pack(&words)
 }
 
 /// What a value holds; `None` if it is not a state of `rule` (with a
 /// standing under `penalty`, if given).
 pub(crate) fn decode(rule: &Rule, penalty: Option<&Penalty>, value: &[u8]) -> Option<Held> {
-    if value.len() % 8 != 0 {
-        return None;
-    }
-    let words: Vec<u64> = value
-        .chunks_exact(8)
-        .map(|w| u64::from_le_bytes(w.try_into().expect("chunks of 8")))
-        .collect();
+    let words = unpack(value)?;
     let Some(penalty) = penalty else {
         let state = rule.decode_state(&words)?;
         return Some(Held {
@@ -152,6 +165,70 @@ pub(crate) fn decode(rule: &Rule, penalty: Option<&Penalty>, value: &[u8]) -> Op
         state: rule.decode_state(state)?,
         standing: Some(penalty.decode_state(standing)?),
     })
+}
+
+/// `words` as varints (seven bits a byte, the low first, the high bit set
+/// on every byte but a number's last), each word after the first two as
+/// the zigzag of its difference from the word two before it: the sliding
+/// log's entries, (time, cost) pairs, become the gaps between their times
+/// and the changes of their costs, a few bytes each instead of sixteen.
+fn pack(words: &[u64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(words.len() * 3);
+    for (i, &word) in words.iter().enumerate() {
+        let mut n = match i.checked_sub(2) {
+            Some(before) => zigzag(word.wrapping_sub(words[before])),
+            None => word,
+        };
+        while n >= 0x80 {
+            out.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+    }
+    out
+}
+
+/// The words [`pack`] wrote; `None` for bytes it could not have written (a
+/// number cut short, or longer than a word).
+fn unpack(mut bytes: &[u8]) -> Option<Vec<u64>> {
+    let mut words: Vec<u64> = Vec::with_capacity(bytes.len() / 2);
+    while !bytes.is_empty() {
+        let mut n: u64 = 0;
+        let mut shift = 0;
+        loop {
+            let (&byte, rest) = bytes.split_first()?;
+            bytes = rest;
+            let bits = u64::from(byte & 0x7f);
+            if shift == 63 && bits > 1 {
+                return None;
+            }
+            n |= bits << shift;
+            if byte & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+            if shift > 63 {
+                return None;
+            }
+        }
+        let word = match words.len().checked_sub(2) {
+            Some(before) => words[before].wrapping_add(unzigzag(n)),
+            None => n,
+        };
+        words.push(word);
+    }
+    Some(words)
+}
+
+/// A difference (two's complement) as a number small when it is near
+/// zero either way: 0, -1, 1, -2 become 0, 1, 2, 3.
+fn zigzag(difference: u64) -> u64 {
+    let d = difference as i64;
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+fn unzigzag(n: u64) -> u64 {
+    (n >> 1) ^ (n & 1).wrapping_neg()
 }
 
 /// The `T` of an item whose state stops mattering `reset_after` from now:
@@ -180,17 +257,24 @@ mod tests {
     #[test]
     fn a_sliding_log_that_could_outgrow_an_item_is_refused_with_the_reason() {
         let mib = 1 << 20;
-        assert!(check_fits(&rule(Algorithm::SlidingLog, "65000/m"), None, mib).is_ok());
-        let err = check_fits(&rule(Algorithm::SlidingLog, "66000/m"), None, mib).unwrap_err();
+        // About five bytes an entry in a minute, four in a second.
+        assert!(check_fits(&rule(Algorithm::SlidingLog, "220000/m"), None, mib).is_ok());
+        let err = check_fits(&rule(Algorithm::SlidingLog, "221000/m"), None, mib).unwrap_err();
         assert!(err.0.contains("-I"), "{err}");
-        assert!(err.0.contains("66000/m"), "{err}");
+        assert!(err.0.contains("221000/m"), "{err}");
+        assert!(check_fits(&rule(Algorithm::SlidingLog, "270000/s"), None, mib).is_ok());
         // Several rates add up.
-        assert!(check_fits(&rule(Algorithm::SlidingLog, "40000/m; 40000/h"), None, mib).is_err());
+        assert!(check_fits(
+            &rule(Algorithm::SlidingLog, "120000/m; 120000/h"),
+            None,
+            mib
+        )
+        .is_err());
         // The counters and buckets keep a few words whatever the limit.
         assert!(check_fits(&rule(Algorithm::TokenBucket, "1000000000/s"), None, mib).is_ok());
         // A penalty's denials count too.
-        let penalty = Penalty::new(2000, Duration::from_secs(60), Duration::from_secs(60), None);
-        let near = rule(Algorithm::SlidingLog, "65000/m");
+        let penalty = Penalty::new(5000, Duration::from_secs(60), Duration::from_secs(60), None);
+        let near = rule(Algorithm::SlidingLog, "215000/m");
         assert!(check_fits(&near, penalty.as_ref().ok(), mib).is_err());
     }
 
@@ -246,6 +330,89 @@ mod tests {
         assert_eq!(r.check(&mut back.state, 11, 1).remaining, 0);
         assert!(decode(&r, None, &value[..value.len() - 1]).is_none());
         assert!(decode(&rule(Algorithm::SlidingLog, "3/s"), None, &value).is_none());
+    }
+
+    #[test]
+    fn words_pack_and_unpack_whatever_they_are() {
+        let words = [0, u64::MAX, 1, u64::MAX - 1, 5, 3, u64::MAX, 0, 1 << 63, 7];
+        for n in 0..=words.len() {
+            assert_eq!(unpack(&pack(&words[..n])).as_deref(), Some(&words[..n]));
+        }
+        // Cut short, or a number longer than a word: refused.
+        assert_eq!(unpack(&[0x80]), None);
+        assert_eq!(unpack(&[0xff; 10]), None);
+        assert_eq!(
+            unpack(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]),
+            None
+        );
+        assert_eq!(
+            unpack(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]),
+            Some(vec![u64::MAX])
+        );
+    }
+
+    /// The logs that pack longest: every entry as far from the last as
+    /// the window lets it, and costs that change as much as they can.
+    #[test]
+    fn a_full_log_packs_within_the_bound_an_item_is_sized_by() {
+        for (rates, costs) in [
+            ("1000/s", vec![1]),
+            ("1000/m", vec![1]),
+            ("1000/m", vec![1, 63, 1, 64]),
+            ("1000/h", vec![1, 200]),
+            ("1000/s; 2000/m", vec![1, 2, 1, 64]),
+        ] {
+            let r = rule(Algorithm::SlidingLog, rates);
+            let shortest = r
+                .rates()
+                .iter()
+                .map(|rate| rate.window_nanos())
+                .min()
+                .unwrap();
+            let mut held = Held::new(&r, None);
+            let (mut now, mut admitted) = (1u64 << 62, 0);
+            for cost in costs.iter().cycle().take(5000) {
+                now += shortest / 1000 - 1;
+                admitted += u64::from(r.check(&mut held.state, now, *cost).allowed);
+            }
+            assert!(admitted > 100, "{rates}: {admitted}");
+            let packed = encode(&r, None, &held).len() as u128;
+            let bound = max_value_bytes(&r);
+            assert!(packed <= bound, "{rates} {costs:?}: {packed} > {bound}");
+            if costs == [1] {
+                // As many entries as the limit, evenly spread: the bound's own case.
+                assert!(
+                    packed * 10 > bound * 7,
+                    "{rates}: {packed} is far from {bound}"
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any trace of requests leaves a log that packs within the bound,
+        /// and reads back as it was.
+        #[test]
+        fn every_log_packs_within_the_bound(
+            limit in 1u64..300,
+            window in 1u64..100_000_000_000,
+            requests in proptest::collection::vec((0u64..2_000_000_000, 1u64..100), 1..600),
+        ) {
+            let r = Rule::new(
+                Algorithm::SlidingLog,
+                limits::Rates::new(vec![limits::Rate::new(limit, Duration::from_nanos(window)).unwrap()]).unwrap(),
+            );
+            let mut held = Held::new(&r, None);
+            let mut now = 0u64;
+            for (gap, cost) in requests {
+                now += gap % window;
+                r.check(&mut held.state, now, cost);
+            }
+            let packed = encode(&r, None, &held);
+            proptest::prop_assert!(packed.len() as u128 <= max_value_bytes(&r));
+            let back = decode(&r, None, &packed).expect("its own value");
+            proptest::prop_assert_eq!(encode(&r, None, &back), packed);
+        }
     }
 
     #[test]

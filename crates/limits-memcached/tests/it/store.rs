@@ -179,11 +179,11 @@ async fn keys_memcached_cannot_take_as_they_are_still_decide_apart() {
 fn a_rule_whose_state_could_outgrow_an_item_is_refused_with_the_reason() {
     let client =
         MemcachedClient::new("memcached://127.0.0.1:1", MemcachedOptions::default()).unwrap();
-    let err = MemcachedStore::new(&client, rule(Algorithm::SlidingLog, "100000/m"), "api")
+    let err = MemcachedStore::new(&client, rule(Algorithm::SlidingLog, "300000/m"), "api")
         .err()
         .expect("refused");
     assert!(
-        err.to_string().contains("100000/m") && err.to_string().contains("item"),
+        err.to_string().contains("300000/m") && err.to_string().contains("item"),
         "{err}"
     );
     let bigger = MemcachedOptions {
@@ -191,7 +191,7 @@ fn a_rule_whose_state_could_outgrow_an_item_is_refused_with_the_reason() {
         ..MemcachedOptions::default()
     };
     let client = MemcachedClient::new("memcached://127.0.0.1:1", bigger).unwrap();
-    assert!(MemcachedStore::new(&client, rule(Algorithm::SlidingLog, "100000/m"), "api").is_ok());
+    assert!(MemcachedStore::new(&client, rule(Algorithm::SlidingLog, "300000/m"), "api").is_ok());
 }
 
 #[tokio::test]

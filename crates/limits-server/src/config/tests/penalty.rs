@@ -96,7 +96,7 @@ fn a_standing_a_store_cannot_keep_is_refused_with_the_reason() {
     };
     let text = rule_with("\npenalty = { after = 5, within = \"1m\", ban = \"15m\" }\n");
     assert!(parse_rules(&text, "rules.toml", &stores).is_ok());
-    let log = "[[rule]]\nname = \"r\"\nrates = \"65000/m\"\n\
+    let log = "[[rule]]\nname = \"r\"\nrates = \"200000/m\"\n\
                penalty = { after = 10000, within = \"1m\", ban = \"15m\" }\n";
     let err = problem(log, &stores);
     assert!(err.starts_with("rules.toml:4: "), "{err}");
