@@ -39,6 +39,7 @@
 //! ```
 
 mod client;
+mod clock_check;
 mod clock_offset;
 mod item;
 mod meta;
