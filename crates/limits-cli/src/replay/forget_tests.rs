@@ -79,7 +79,7 @@ fn one_off_keys_are_forgotten_and_hot_keys_kept() {
             r.algorithm
         );
         // Each hot key sends 4,000 requests and is allowed about half.
-        let total: u64 = most.iter().map(|(_, n)| n).sum();
+        let total: u64 = most.iter().map(|(_, r)| r.count).sum();
         assert!(
             (9_000..=11_000).contains(&total),
             "{}: {most:?}",

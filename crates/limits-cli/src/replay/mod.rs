@@ -9,9 +9,11 @@ mod forget_tests;
 mod keys;
 mod rejected;
 mod reorder;
+mod report_html;
 mod run;
 pub(crate) mod store;
 mod summary;
+mod timeline;
 mod trace;
 
 use crate::args::{parse_limiters, Limiters, RateArgs};
@@ -61,6 +63,13 @@ pub struct ReplayArgs {
     /// How many of the most-limited keys to name per limiter.
     #[arg(long, default_value_t = 5)]
     top: usize,
+
+    /// Also write the replay as one self-contained HTML page (inline SVG,
+    /// no script): per limiter its numbers, its allowed and limited
+    /// requests over time and who it limited most; then the keys whose
+    /// fate differed most between the limiters.
+    #[arg(long, value_name = "REPORT.html")]
+    report: Option<PathBuf>,
 
     /// Where the limiters decide: `memory`, a Redis (any URL `serve
     /// --store` takes: redis://, rediss://, redis+unix://,
@@ -159,6 +168,10 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
         keys: &keys,
     };
     summary.print(&bad, args.top);
+    if let Some(path) = &args.report {
+        report_html::write(path, &summary, args.top)?;
+        eprintln!("report written to {}", path.display());
+    }
     if floored > 0 {
         println!();
         let s = if floored == 1 { "" } else { "s" };

@@ -8,6 +8,7 @@ use super::decisions::DecisionsWriter;
 use super::keys::{KeyId, Keys};
 use super::rejected::Rejected;
 use super::store::{Limiter, Shared};
+use super::timeline::Timeline;
 use super::trace::Event;
 use super::ReplayArgs;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -25,6 +26,8 @@ pub(super) struct Replayed {
     pub(super) tally: Tally<KeyId>,
     /// Rejections per key.
     pub(super) rejected: Rejected,
+    /// Its decisions over the trace's time.
+    pub(super) timeline: Timeline,
 }
 
 /// One replay in progress: every limiter asked, with a sliding log alongside
@@ -93,6 +96,7 @@ impl Run {
                     limiter,
                     tally: Tally::new(window),
                     rejected: Rejected::default(),
+                    timeline: Timeline::default(),
                 })
             })
             .collect::<Result<_, String>>()?;
@@ -148,12 +152,13 @@ impl Run {
                 None => r.limiter.decide(e.key, keys, e.t, e.cost)?,
             };
             let release = r.tally.count(&e.key, e.t, e.cost, &d, reference);
+            r.timeline.count(e.t, d.allowed);
             idle_at = idle_at.max(after(e.t, d.reset_after));
             if d.allowed {
                 // The tally's worst window holds it until a window later.
                 idle_at = idle_at.max(release.saturating_add(self.window));
             } else {
-                r.rejected.count(e.key);
+                r.rejected.count(e.key, e.t);
             }
             if let Some(w) = self.writer.as_mut() {
                 w.add(seq, e.t, keys.name(e.key), e.cost, &d)?;

@@ -1,5 +1,5 @@
 //! The summary a replay prints: the limiters' table, who was limited most,
-//! and the lines skipped.
+//! and the lines skipped (the report, `report_html.rs`, shows the same).
 
 use super::keys::Keys;
 use super::{BadLines, Replayed};
@@ -16,20 +16,19 @@ pub(super) struct Summary<'a> {
 }
 
 impl Summary<'_> {
-    pub fn print(&self, bad: &BadLines, top: usize) {
-        let Summary {
-            name,
-            requests,
-            rates,
-            window,
-            replayed,
-            keys,
-        } = *self;
-        let title = format!(
-            "replay {name}: {requests} requests, limit {}",
-            limits_phrase(rates)
-        );
-        let rows: Vec<Row> = replayed
+    /// "replay NAME: N requests, limit ...".
+    pub fn title(&self) -> String {
+        format!(
+            "replay {}: {} requests, limit {}",
+            self.name,
+            self.requests,
+            limits_phrase(self.rates)
+        )
+    }
+
+    /// Each limiter's line of the table.
+    pub fn rows(&self) -> Vec<Row> {
+        self.replayed
             .iter()
             .map(|r| Row {
                 limiter: r.algorithm.name(),
@@ -40,8 +39,18 @@ impl Summary<'_> {
                 false_denies: r.tally.false_denies,
                 bytes_per_key: None,
             })
-            .collect();
-        print!("{}", report::table(&title, window, &rows));
+            .collect()
+    }
+
+    pub fn print(&self, bad: &BadLines, top: usize) {
+        let Summary {
+            name,
+            window,
+            replayed,
+            keys,
+            ..
+        } = *self;
+        print!("{}", report::table(&self.title(), window, &self.rows()));
         if top > 0 {
             println!();
             for r in replayed {
@@ -52,7 +61,7 @@ impl Summary<'_> {
                 }
                 let names: Vec<String> = most
                     .iter()
-                    .map(|(k, n)| format!("{k} ({n} rejected)"))
+                    .map(|(k, r)| format!("{k} ({} rejected)", r.count))
                     .collect();
                 println!("limited most ({}): {}", r.algorithm, names.join(", "));
             }

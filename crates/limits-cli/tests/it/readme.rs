@@ -41,17 +41,7 @@ fn readme_outputs_are_what_their_commands_print() {
         if lang != "sh" || next != "text" || !command.starts_with("cargo run --release -- ") {
             continue;
         }
-        let args = arguments(command.trim(), &[]);
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_limits"))
-            .args(&args)
-            .current_dir(root())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{command}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = run_as_written(command.trim(), arguments(command.trim(), &[]));
         let printed = String::from_utf8_lossy(&out.stdout);
         // A last line "..." shows only the start of what is printed.
         let shown: Vec<&str> = shown.lines().map(str::trim_end).collect();
@@ -188,6 +178,47 @@ fn readme_rules_files_pass_check_config() {
         checked += 1;
     }
     assert!(checked >= 3, "{checked} rules files in the README");
+}
+
+#[test]
+fn readme_report_command_writes_the_page() {
+    let blocks = blocks();
+    let command = commands(&blocks)
+        .into_iter()
+        .find(|c| c.contains("--report"))
+        .expect("the README's --report command");
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    let args: Vec<String> = arguments(&command, &[])
+        .into_iter()
+        .map(|a| match a.as_str() {
+            "report.html" => page.display().to_string(),
+            _ => a,
+        })
+        .collect();
+    run_as_written(&command, args);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("<svg") && html.ends_with("</html>\n"),
+        "{html}"
+    );
+    assert!(root().join("docs/replay-report.png").exists());
+}
+
+/// Runs the README's `command` (its `args`) from the repository's root,
+/// as a reader would: it must succeed.
+fn run_as_written(command: &str, args: Vec<String>) -> std::process::Output {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_limits"))
+        .args(&args)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "README.md: `{command}`: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// The README's fenced blocks, in order: (language, text).

@@ -387,3 +387,134 @@ fn replay_a_cost_of_trillions_allocated_a_log_entry_per_unit() {
         expected_rows("sliding-log", "9000000000000/s", &events)
     );
 }
+
+/// `--report`: one page that fetches and runs nothing, well-formed, whose
+/// numbers are the text's: each limiter's row, its chart's totals, who it
+/// limited most, and the key whose fate differed most between them.
+#[test]
+fn the_report_is_one_self_contained_page_with_the_texts_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    let log = sample_log();
+    let args = [
+        "replay",
+        "--limiter",
+        "all",
+        "--limit",
+        "5",
+        &log,
+        "--report",
+    ];
+    let (out, err, code) = limits(&[&args[..], &[page.to_str().unwrap()]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("report written to"), "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>\n"), "{html}");
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..roxmltree::ParsingOptions::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(&html, options).expect("well-formed");
+    for node in doc.descendants().filter(|n| n.is_element()) {
+        let name = node.tag_name().name();
+        let fetches_or_runs = [
+            "script", "link", "img", "iframe", "object", "embed", "image", "use",
+        ];
+        assert!(!fetches_or_runs.contains(&name), "<{name}>");
+        for a in node.attributes() {
+            assert!(!a.name().starts_with("on"), "a handler: {}", a.name());
+            assert!(!a.value().contains("://"), "{}={}", a.name(), a.value());
+            if a.name() == "href" {
+                assert!(a.value().starts_with('#'), "a link out: {}", a.value());
+            }
+        }
+    }
+    assert!(!html.contains("url("), "CSS that fetches");
+    let text = |node: roxmltree::Node| -> String {
+        node.descendants()
+            .filter(|n| n.is_text())
+            .filter_map(|n| n.text())
+            .collect()
+    };
+    let cells = |row: roxmltree::Node| -> Vec<String> {
+        row.children()
+            .filter(|n| n.is_element())
+            .map(text)
+            .collect()
+    };
+    // The table, row for row, and each chart's totals.
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip(3)
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 6, "{out}");
+    for row in &rows {
+        let limiter = row[0];
+        let tr = doc
+            .descendants()
+            .find(|n| n.attribute("data-limiter") == Some(limiter))
+            .unwrap_or_else(|| panic!("no row for {limiter}"));
+        assert_eq!(cells(tr), *row);
+        let label = format!("{limiter}: ");
+        let svg = doc
+            .descendants()
+            .find(|n| {
+                n.attribute("aria-label")
+                    .is_some_and(|l| l.starts_with(&label))
+            })
+            .unwrap_or_else(|| panic!("no chart for {limiter}"));
+        let totals = (svg.attribute("data-allowed"), svg.attribute("data-limited"));
+        assert_eq!(totals, (Some(row[1]), Some(row[2])), "{limiter}");
+    }
+    // Who each limiter limited most: the first row after its heading.
+    let mut counts = Vec::new();
+    for line in out.lines().filter(|l| l.starts_with("limited most (")) {
+        let (limiter, said) = line["limited most (".len()..].split_once("): ").unwrap();
+        let heading = doc
+            .descendants()
+            .find(|n| n.tag_name().name() == "h2" && n.attribute("id") == Some(limiter))
+            .unwrap();
+        let table = heading
+            .next_siblings()
+            .find(|n| {
+                n.tag_name().name() == "table"
+                    || n.tag_name().name() == "p" && text(*n).starts_with("Limited")
+            })
+            .unwrap();
+        if said == "nobody" {
+            assert_eq!(text(table), "Limited nobody.");
+            counts.push("0".to_string());
+            continue;
+        }
+        let first = table
+            .descendants()
+            .filter(|n| n.tag_name().name() == "tr")
+            .nth(1)
+            .unwrap();
+        let (key, n) = said.split_once(" (").unwrap();
+        let n = n.trim_end_matches(" rejected)");
+        assert_eq!(
+            cells(first)[..2],
+            [key.to_string(), n.to_string()],
+            "{limiter}"
+        );
+        counts.push(n.to_string());
+    }
+    // The one limited client's fate differed: none refused it 0 times, the
+    // sliding window 33.
+    let fates = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("fates-table"))
+        .unwrap();
+    let first = fates
+        .descendants()
+        .filter(|n| n.tag_name().name() == "tr")
+        .nth(1)
+        .unwrap();
+    let mut want = vec!["203.0.113.7".to_string()];
+    want.extend(counts);
+    want.push("33".to_string());
+    assert_eq!(cells(first), want);
+}
