@@ -264,9 +264,8 @@ async fn envoy_decides_by_failure_mode_deny_when_the_store_is_down() {
 #[tokio::test]
 async fn envoy_fails_open_when_the_rate_limit_service_is_down() {
     let upstream = RecordingUpstream::start();
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let rls = closed.local_addr().unwrap().to_string();
-    drop(closed);
+    // Below the ephemeral range: no other test's server is given it.
+    let rls = format!("127.0.0.1:{}", crate::server_port::free_port());
     let envoy = envoy(
         &upstream,
         &rls,

@@ -85,10 +85,11 @@ fn counter(types: &HashMap<String, OpenMetricsType>, family: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evictions_and_upstream_errors_are_counters_named_total() {
-    // Nothing listens there: every forwarded request is a 502.
-    let gone = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream = format!("http://{}", gone.local_addr().unwrap());
-    drop(gone);
+    // Nothing listens there (a port below the ephemeral range, which no
+    // other test's server is given meanwhile): every forwarded request is
+    // a 502. Regression: a port from bind(0) was taken by another test's
+    // server, which answered 404.
+    let upstream = format!("http://127.0.0.1:{}", crate::server_port::free_port());
     let rule = Rule::new(Algorithm::SlidingLog, "100/min".parse().unwrap());
     let mut config = ServerConfig::new(RulesSource::One {
         rule,

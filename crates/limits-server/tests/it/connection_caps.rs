@@ -40,9 +40,8 @@ impl Running {
         config.bounds.max_connections_per_client = per_client;
         // Long enough that no idle connection of a test is closed under it.
         config.bounds.header_timeout = Duration::from_secs(120);
-        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let admin_addr = free.local_addr().unwrap();
-        drop(free);
+        let port = crate::server_port::free_port();
+        let admin_addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
         config.admin = Some(admin_addr);
         config.runtimes = runtimes;
         let app = axum::Router::new().route(

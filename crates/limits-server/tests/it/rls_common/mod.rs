@@ -48,9 +48,8 @@ impl Rls {
         adjust(&mut config);
         let admin = match config.admin {
             Some(_) => {
-                let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-                let addr = free.local_addr().unwrap();
-                drop(free);
+                let port = crate::server_port::free_port();
+                let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
                 config.admin = Some(addr);
                 Some(format!("http://{addr}"))
             }
