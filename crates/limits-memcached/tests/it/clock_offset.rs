@@ -37,7 +37,7 @@ async fn an_instance_a_quarter_second_ahead_reads_a_quarter_second_from_the_othe
         .await
         .unwrap();
     assert_eq!((alone.instances, alone.from_others), (1, 0), "{alone:?}");
-    assert!(alone.uncertainty < 20_000_000, "{alone:?}");
+    assert!(alone.uncertainty < 100_000_000, "{alone:?}");
     // Measuring as often, the two measure the same tick.
     let ahead = Ahead(SystemClock::new(), QUARTER_SECOND as u64);
     let system = SystemClock::new();
