@@ -2,6 +2,7 @@
 //! started on free ports, found by the address it prints, stopped on drop.
 
 use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::Duration;
@@ -84,8 +85,8 @@ impl Server {
             .unwrap_or_else(|e| panic!("ulimit {ulimit}; limits {command} {args:?}: {e}"))
     }
 
-    /// `limits serve ARGS ...` (with `--admin`) under `faketime -f OFFSET`
-    /// (`+0.25s`: its clock a quarter second ahead of this machine's).
+    /// `limits serve ARGS ...` (with `--admin`) with libfaketime's clock
+    /// `OFFSET` (`+0.25s`: a quarter second ahead of this machine's).
     pub fn start_with_faketime(offset: &str, args: &[&str]) -> Server {
         Self::try_start_under(Under::Faketime(offset), "serve", args, true)
             .unwrap_or_else(|e| panic!("faketime {offset} limits serve {args:?}: {e}"))
@@ -109,9 +110,14 @@ impl Server {
                 sh
             }
             Under::Faketime(offset) => {
-                let mut faketime = Command::new("faketime");
-                faketime.args(["-f", offset, limits]);
-                faketime
+                // libfaketime preloaded into `limits` itself, as `faketime
+                // -f` would, but without `faketime`'s own process in
+                // between, which a kill would leave its child behind.
+                let mut faked = Command::new(limits);
+                faked
+                    .env("LD_PRELOAD", libfaketime())
+                    .env("FAKETIME", offset);
+                faked
             }
         };
         cmd.arg(command)
@@ -289,11 +295,21 @@ impl Drop for Server {
     }
 }
 
+/// Debian's libfaketime (package faketime), in its multiarch directory.
+fn libfaketime() -> PathBuf {
+    let found = std::fs::read_dir("/usr/lib").ok().and_then(|dirs| {
+        dirs.filter_map(Result::ok)
+            .map(|d| d.path().join("faketime/libfaketime.so.1"))
+            .find(|lib| lib.exists())
+    });
+    found.expect("no /usr/lib/*/faketime/libfaketime.so.1 (scripts/test installs faketime)")
+}
+
 /// What a server is started under.
 enum Under<'a> {
     Nothing,
     /// `sh -c 'ulimit ARGS && exec limits ...'`.
     Ulimit(&'a str),
-    /// `faketime -f OFFSET limits ...`.
+    /// `LD_PRELOAD=libfaketime FAKETIME=OFFSET limits ...`.
     Faketime(&'a str),
 }
