@@ -57,7 +57,7 @@ impl RedisTlsArgs {
 #[derive(Args, Clone, Debug)]
 pub struct RuleArgs {
     /// The limiter: none, fixed-window, sliding-log, sliding-window,
-    /// token-bucket or leaky-bucket.
+    /// token-bucket, leaky-bucket or smoothed-rate.
     #[arg(long, value_parser = parse_algorithm, default_value = "sliding-log")]
     pub limiter: Algorithm,
 
@@ -287,7 +287,7 @@ mod tests {
     }
 
     #[test]
-    fn limiter_names_are_exactly_the_six() {
+    fn limiter_names_are_exactly_the_seven() {
         for name in [
             "none",
             "fixed-window",
@@ -295,6 +295,7 @@ mod tests {
             "sliding-window",
             "token-bucket",
             "leaky-bucket",
+            "smoothed-rate",
         ] {
             assert_eq!(parse_algorithm(name).unwrap().name(), name);
         }

@@ -60,6 +60,14 @@ pub fn check_rate(
         Algorithm::TokenBucket if !within_burst_and_refill(allowed, limit, window) => Err(format!(
             "token-bucket let more than {limit} + {limit} * span / {window} ns through"
         )),
+        // Twice the limit, and a sixteenth of a request forgotten per
+        // request (each at least one unit): (2L + 1) * 16 / 15 in all.
+        Algorithm::SmoothedRate if u128::from(worst()) * 15 > (2 * u128::from(limit) + 1) * 16 => {
+            Err(format!(
+                "smoothed-rate let {} through in one window of {window} ns, more than twice {limit} and what it forgets",
+                worst()
+            ))
+        }
         _ => Ok(()),
     }
 }

@@ -52,7 +52,7 @@ pub use limits as __limits;
 
 /// Writes the whole suite as `#[test]`s: one module per algorithm
 /// (`fixed_window`, `sliding_log`, `token_bucket`, `sliding_window`,
-/// `leaky_bucket`), each with `matches_models`, `retry_after_is_exact` and
+/// `leaky_bucket`, `smoothed_rate`), each with `matches_models`, `retry_after_is_exact` and
 /// `invariants`. The first argument is the store factory, as [`check`]
 /// takes it (named by a path or written inline); the optional second is a
 /// [`Config`] expression.
@@ -67,6 +67,7 @@ macro_rules! store_conformance_tests {
         $crate::__algorithm_tests!($make, $config, token_bucket, TokenBucket);
         $crate::__algorithm_tests!($make, $config, sliding_window, SlidingWindow);
         $crate::__algorithm_tests!($make, $config, leaky_bucket, LeakyBucket);
+        $crate::__algorithm_tests!($make, $config, smoothed_rate, SmoothedRate);
     };
 }
 
@@ -171,6 +172,11 @@ macro_rules! __tests_per_algorithm {
             #[test]
             fn leaky_bucket() {
                 run($crate::__limits::Algorithm::LeakyBucket);
+            }
+
+            #[test]
+            fn smoothed_rate() {
+                run($crate::__limits::Algorithm::SmoothedRate);
             }
         }
     };

@@ -7,8 +7,10 @@
 //! by definition in [`RuleModel`](crate::RuleModel).
 
 use crate::Q;
-use limits::Algorithm;
+use limits::algorithms::{smoothed_decay, SmoothedRate, TICKS_PER_HALF_LIFE};
+use limits::{Algorithm, Rate};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// A reference limiter for one rate (`l` per `w` nanoseconds) and one key.
 #[derive(Clone, Debug)]
@@ -63,6 +65,22 @@ pub enum Model {
         /// When the last admitted unit departs, exactly.
         last_departure: Option<Q>,
     },
+    /// Smoothed rate: the estimate as last written, in units of `2^scale`
+    /// per request, decayed by [`smoothed_decay`] per whole tick since.
+    Smoothed {
+        /// The limit.
+        l: u64,
+        /// The half-life in nanoseconds (the window times ln 2, as the
+        /// core's engine states it).
+        half_life: u64,
+        /// The estimate counts `2^scale` per unit of cost (as the engine
+        /// states it).
+        scale: u32,
+        /// The estimate when last written.
+        estimate: u64,
+        /// When it was last written.
+        at: u64,
+    },
 }
 
 impl Model {
@@ -97,6 +115,17 @@ impl Model {
                 burst: burst.unwrap_or(l),
                 last_departure: None,
             },
+            Algorithm::SmoothedRate => {
+                let rate = Rate::new(l, Duration::from_nanos(w)).expect("a valid rate");
+                let engine = SmoothedRate::new(rate);
+                Model::Smoothed {
+                    l,
+                    half_life: engine.half_life_nanos(),
+                    scale: engine.scale(),
+                    estimate: 0,
+                    at: 0,
+                }
+            }
             Algorithm::None => panic!("no model for none"),
         }
     }
@@ -108,7 +137,8 @@ impl Model {
             Model::Fixed { l, .. }
             | Model::Log { l, .. }
             | Model::Window { l, .. }
-            | Model::Token { l, .. } => *l,
+            | Model::Token { l, .. }
+            | Model::Smoothed { l, .. } => *l,
         }
     }
 
@@ -141,6 +171,10 @@ impl Model {
                 (estimate + Q::int(c)).le(Q::int(*l))
             }
             Model::Token { .. } => Q::int(c).le(self.tokens_at(t)),
+            &Model::Smoothed { l, scale, .. } => {
+                let counted = u128::from(self.smoothed_at(t)) + (u128::from(c) << scale);
+                counted <= u128::from(l) << scale
+            }
             Model::Leaky { burst, w, l, .. } => {
                 let (_, departs) = self.departure(t, c);
                 let most = Q::new(i128::from(*burst) * i128::from(*w), i128::from(*l));
@@ -159,6 +193,52 @@ impl Model {
                 }
             },
             _ => unreachable!(),
+        }
+    }
+
+    /// The smoothed estimate at `t`, as it counts: decayed by every whole
+    /// tick (a 65,536th of the half-life) since it was written, and zero
+    /// below a sixteenth of a request.
+    fn smoothed_at(&self, t: u64) -> u64 {
+        match *self {
+            Model::Smoothed {
+                half_life,
+                scale,
+                estimate,
+                at,
+                ..
+            } => {
+                let elapsed = u128::from(t.saturating_sub(at));
+                let ticks = elapsed * u128::from(TICKS_PER_HALF_LIFE) / u128::from(half_life);
+                let decayed = smoothed_decay(estimate, u64::try_from(ticks).unwrap_or(u64::MAX));
+                if decayed < 1 << scale.saturating_sub(4) {
+                    0
+                } else {
+                    decayed
+                }
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    /// The smoothed estimate set to `to(estimate at t, units per request)`
+    /// at `t`.
+    fn set_smoothed(&mut self, t: u64, to: impl FnOnce(u64, u64) -> u64) {
+        let now = self.smoothed_at(t);
+        if let Model::Smoothed {
+            scale,
+            estimate,
+            at,
+            ..
+        } = self
+        {
+            let kept = to(now, 1 << *scale);
+            *estimate = if kept < 1 << scale.saturating_sub(4) {
+                0
+            } else {
+                kept
+            };
+            *at = t;
         }
     }
 
@@ -203,6 +283,7 @@ impl Model {
                 *last = Some(t);
             }
             Model::Leaky { last_departure, .. } => *last_departure = departs,
+            Model::Smoothed { .. } => self.set_smoothed(t, |e, unit| e + c * unit),
         }
     }
 
@@ -223,7 +304,10 @@ impl Model {
                 let count = counts.entry(t / *w).or_default();
                 *count = count.saturating_add(c).min(*l);
             }
-            Model::Log { .. } | Model::Token { .. } | Model::Leaky { .. } => {}
+            Model::Log { .. }
+            | Model::Token { .. }
+            | Model::Leaky { .. }
+            | Model::Smoothed { .. } => {}
         }
     }
 
@@ -263,6 +347,14 @@ impl Model {
             Model::Leaky { .. } => self.move_queue_end(|end, period| {
                 end.map(|end| (end - period * Q::int(units)).max(Q::int(t)))
             }),
+            &mut Model::Smoothed { half_life, .. } => {
+                let elapsed = u128::from(t.saturating_sub(at));
+                let ticks = elapsed * u128::from(TICKS_PER_HALF_LIFE) / u128::from(half_life);
+                let ticks = u64::try_from(ticks).unwrap_or(u64::MAX);
+                self.set_smoothed(t, |e, unit| {
+                    e.saturating_sub(smoothed_decay(units * unit, ticks))
+                })
+            }
         }
     }
 
@@ -292,6 +384,10 @@ impl Model {
                 let end = end.map_or(Q::int(t), |end| end.max(Q::int(t)));
                 let most = Q::int(t) + Q::int(2) * Q::int(w);
                 Some((end + period * Q::int(units)).min(most))
+            }),
+            &mut Model::Smoothed { l, .. } => self.set_smoothed(t, |e, unit| {
+                let most = u128::from(2 * l) * u128::from(unit);
+                (u128::from(e) + u128::from(units) * u128::from(unit)).min(most) as u64
             }),
         }
     }

@@ -142,7 +142,8 @@ pub(crate) static ALL_OR_NOTHING: LazyLock<Lua> = LazyLock::new(|| {
 });
 
 /// The script of `algorithm` for a rule of `rates` rates; `None` for
-/// `none`, which needs no state.
+/// `none`, which needs no state, and for the smoothed rate, which the
+/// store refuses (`shape.rs`).
 pub(crate) fn script_for(algorithm: Algorithm, rates: usize) -> Option<&'static Lua> {
     if rates == 1 {
         match algorithm {
@@ -155,7 +156,7 @@ pub(crate) fn script_for(algorithm: Algorithm, rates: usize) -> Option<&'static 
         }
     }
     Some(match algorithm {
-        Algorithm::None => return None,
+        Algorithm::None | Algorithm::SmoothedRate => return None,
         Algorithm::FixedWindow => &FIXED_WINDOW,
         Algorithm::SlidingLog => &SLIDING_LOG,
         Algorithm::TokenBucket => &TOKEN_BUCKET,
@@ -191,10 +192,10 @@ pub(crate) fn penalized_script_for(algorithm: Algorithm, rates: usize) -> Option
 }
 
 /// The script that settles a request of `algorithm` (any number of rates);
-/// `None` for `none`, which counts nothing.
+/// `None` for `none`, which counts nothing, and the smoothed rate.
 pub(crate) fn settle_script_for(algorithm: Algorithm) -> Option<&'static Lua> {
     Some(match algorithm {
-        Algorithm::None => return None,
+        Algorithm::None | Algorithm::SmoothedRate => return None,
         Algorithm::FixedWindow => &SETTLE_FIXED_WINDOW,
         Algorithm::SlidingLog => &SETTLE_SLIDING_LOG,
         Algorithm::TokenBucket => &SETTLE_TOKEN_BUCKET,

@@ -35,6 +35,11 @@ impl Shape {
     /// Checks `rule` and lays out its arguments.
     pub fn new(rule: &Rule) -> Result<Shape, UnsupportedRule> {
         let algorithm = rule.algorithm();
+        if algorithm == Algorithm::SmoothedRate {
+            return Err(UnsupportedRule(format!(
+                "the Redis store has no script for {algorithm} (its decay multiplies 64-bit numbers, past the 53 bits of Lua's numbers); decide it in memory or on memcached, or choose another limiter"
+            )));
+        }
         let mut args = vec![rule.rates().len() as u64];
         let mut max_capacity = 0;
         let mut uncharged = None;
@@ -158,6 +163,15 @@ mod tests {
         let err = shape(Algorithm::SlidingLog, "5/1500ns").unwrap_err();
         assert!(err.0.contains("microseconds"), "{err}");
         assert!(shape(Algorithm::FixedWindow, "5/3650d").is_err());
+    }
+
+    #[test]
+    fn the_smoothed_rate_is_refused_with_the_reason() {
+        let err = shape(Algorithm::SmoothedRate, "10/s").unwrap_err();
+        assert!(
+            err.0.contains("no script") && err.0.contains("memcached"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -27,17 +27,20 @@ pub enum Algorithm {
     SlidingWindow,
     /// Leaky bucket as a queue (nginx-style).
     LeakyBucket,
+    /// An exponentially smoothed estimate of the rate (an approximation).
+    SmoothedRate,
 }
 
 impl Algorithm {
     /// Every algorithm, in the simulator's table order.
-    pub const ALL: [Algorithm; 6] = [
+    pub const ALL: [Algorithm; 7] = [
         Algorithm::None,
         Algorithm::FixedWindow,
         Algorithm::SlidingLog,
         Algorithm::TokenBucket,
         Algorithm::SlidingWindow,
         Algorithm::LeakyBucket,
+        Algorithm::SmoothedRate,
     ];
 
     /// The name used on the command line and in tables.
@@ -49,6 +52,7 @@ impl Algorithm {
             Algorithm::TokenBucket => "token-bucket",
             Algorithm::SlidingWindow => "sliding-window",
             Algorithm::LeakyBucket => "leaky-bucket",
+            Algorithm::SmoothedRate => "smoothed-rate",
         }
     }
 
@@ -70,6 +74,9 @@ impl Algorithm {
                 "two counters, weighted; at most 2x the limit in any window"
             }
             Algorithm::LeakyBucket => "a queue draining evenly; admitted requests wait their turn",
+            Algorithm::SmoothedRate => {
+                "one decaying estimate, 16 bytes a key; bursts to the limit, at most 2x it in any window"
+            }
         }
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! - [`Rate`] / [`Rates`]: "10/second; 1000/hour", parsed by one parser.
 //! - [`Algorithm`]: none, fixed-window, sliding-log, token-bucket,
-//!   sliding-window, leaky-bucket.
+//!   sliding-window, leaky-bucket, and one approximation, smoothed-rate.
 //! - [`Rule`]: an algorithm with its rates, the decision function for one key.
 //! - [`KeyedLimiter`]: a rule applied per key, thread-safe and sharded, with
 //!   bounded memory.

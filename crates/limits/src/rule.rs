@@ -8,7 +8,8 @@
 
 use crate::algorithms::rate_decision;
 use crate::algorithms::{
-    FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, TokenBucket,
+    FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, SmoothedRate,
+    TokenBucket,
 };
 pub use crate::state_kinds::KeyState;
 use crate::state_kinds::{with_engines, with_one_engine, Engines};
@@ -107,6 +108,7 @@ impl Rule {
                     .map(|r| LeakyBucket::new(r, self.burst.unwrap_or(r.limit())))
                     .collect(),
             ),
+            Algorithm::SmoothedRate => Engines::Smoothed(rates.map(SmoothedRate::new).collect()),
         }
     }
 

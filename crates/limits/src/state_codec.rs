@@ -5,13 +5,13 @@
 //! Layout: `[tag, rates, ...per rate]` with, per rate, fixed window
 //! `[index, count]`, sliding log `[entries, (time, cost)...]`, sliding
 //! window `[index, previous, current]`, buckets `[high, low]` of the scaled
-//! time. Times are the clock's nanoseconds (Unix epoch for the system
+//! time, smoothed rate `[estimate, time]`. Times are the clock's nanoseconds (Unix epoch for the system
 //! clock). A sliding log's words of the earlier layout, one time per unit
 //! of cost (`[len, times...]` under [`UNIT_LOG`]), are still read.
 
 use crate::algorithms::{
     FixedWindowState, LeakyBucketState, ScaledTime, SlidingLogState, SlidingWindowState,
-    TokenBucketState,
+    SmoothedRate, SmoothedRateState, TokenBucketState,
 };
 use crate::state_kinds::{ManyStates, StateKind, StatesRef};
 use crate::{KeyState, Rule};
@@ -56,6 +56,10 @@ impl Rule {
             StatesRef::Leaky(s) => {
                 out.push(s.len() as u64);
                 s.iter().for_each(|l| out.extend(l.next_slot.0));
+            }
+            StatesRef::Smoothed(s) => {
+                out.push(s.len() as u64);
+                s.iter().for_each(|e| out.extend([e.estimate, e.at]));
             }
         }
         out
@@ -132,6 +136,14 @@ impl Rule {
                 let burst = self.burst().unwrap_or(limit).min(crate::MAX_LIMIT);
                 let next_slot = self.scaled_time(i, words.take(2)?, burst + 1)?;
                 Some(LeakyBucketState { next_slot })
+            })?),
+            StatesRef::Smoothed(_) => ManyStates::Smoothed(self.each_rate(|i, _, _| {
+                let w = words.take(2)?;
+                let engine = SmoothedRate::new(*self.rates().as_slice().get(i)?);
+                engine.holds(w[0]).then_some(SmoothedRateState {
+                    estimate: w[0],
+                    at: w[1],
+                })
             })?),
         };
         let kind = StateKind::from_many(kind);
@@ -233,6 +245,7 @@ impl Rule {
                 });
                 scaled_after(i, l.next_slot, burst.saturating_add(1))
             }),
+            StatesRef::Smoothed(s) => s.iter().any(|e| e.at > latest),
         }
     }
 }
@@ -249,6 +262,7 @@ fn tag(kind: StatesRef<'_>) -> u64 {
         StatesRef::Token(_) => 3,
         StatesRef::Window(_) => 4,
         StatesRef::Leaky(_) => 5,
+        StatesRef::Smoothed(_) => 7,
     }
 }
 
@@ -294,6 +308,7 @@ mod tests {
             Algorithm::SlidingLog,
             Algorithm::TokenBucket,
             Algorithm::LeakyBucket,
+            Algorithm::SmoothedRate,
         ] {
             let (rule, state) = filled(algorithm);
             assert!(rule.is_state_later_than(&state, AT - 1), "{algorithm}");

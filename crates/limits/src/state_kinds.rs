@@ -223,4 +223,5 @@ rule_kinds! {$
     Token(crate::algorithms::TokenBucket),
     Window(crate::algorithms::SlidingWindow),
     Leaky(crate::algorithms::LeakyBucket),
+    Smoothed(crate::algorithms::SmoothedRate),
 }

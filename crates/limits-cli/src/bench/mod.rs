@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// The limiter (fixed-window, sliding-log, sliding-window, token-bucket,
-    /// leaky-bucket, or none for the cost of a call alone), or `all` for the
-    /// five that keep state.
+    /// leaky-bucket, smoothed-rate, or none for the cost of a call alone),
+    /// or `all` for the five exact ones that keep state.
     #[arg(long, default_value = "all", value_parser = parse_limiters)]
     limiter: Limiters,
 
@@ -92,7 +92,8 @@ enum OutcomeArg {
     Denied,
 }
 
-/// The limiters `all` runs: those that keep state, as in the benches.
+/// The limiters `all` runs: the exact ones that keep state, as in the
+/// benches, which every store decides.
 const ALL: [Algorithm; 5] = [
     Algorithm::TokenBucket,
     Algorithm::SlidingLog,

@@ -57,10 +57,12 @@ fn one_off_keys_are_forgotten_and_hot_keys_kept() {
     });
     let (keys, peak, run) = replay(events);
     // A second's worth of requests (the window): 900 one-off keys and 5 hot.
+    // The smoothed rate forgets a one-off key last, after four half-lives
+    // (2.8 windows), and the sweep comes by some time after that.
     let active = 905;
-    assert!(peak <= 3 * active, "{peak} keys held at most");
+    assert!(peak <= 5 * active, "{peak} keys held at most");
     assert!(
-        keys.live() <= 3 * active,
+        keys.live() <= 5 * active,
         "{} keys held at the end",
         keys.live()
     );
@@ -90,11 +92,12 @@ fn one_off_keys_are_forgotten_and_hot_keys_kept() {
 
 #[test]
 fn a_key_back_after_idling_is_held_again_without_growing() {
-    // One key at a time, each coming back every 10 s (idle by then) for
-    // 50 rounds: never more than a handful held.
+    // One key at a time, ten a second, each coming back every 10 s (idle
+    // by then) for 50 rounds: never more than the keys of the last few
+    // seconds held (the smoothed rate's 2.8, and the sweep's lag after).
     let events = (0..50u64).flat_map(|round| {
         (0..100u64).map(move |k| ((round * 100 + k) * 100_000_000, format!("k{k}")))
     });
     let (_, peak, _) = replay(events);
-    assert!(peak <= 50, "{peak} keys held at most");
+    assert!(peak <= 60, "{peak} keys held at most");
 }

@@ -31,7 +31,8 @@ use trace::{LineError, TraceFormat};
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     /// The limiter (none, fixed-window, sliding-log, sliding-window,
-    /// token-bucket, leaky-bucket), or `all` to compare them all.
+    /// token-bucket, leaky-bucket, smoothed-rate), or `all` to compare them
+    /// all.
     #[arg(long, default_value = "sliding-log", value_parser = parse_limiters)]
     limiter: Limiters,
 

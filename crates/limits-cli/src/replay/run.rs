@@ -82,24 +82,30 @@ impl Run {
                 Some(Rc::new(shared))
             }
         };
-        let replayed: Vec<Replayed> = args
-            .limiter
-            .0
-            .iter()
-            .map(|&algorithm| {
-                let limiter = match &shared {
-                    Some(shared) => shared.limiter(rule(algorithm))?,
-                    None => Limiter::Memory(keyed(rule(algorithm))),
-                };
-                Ok(Replayed {
-                    algorithm,
-                    limiter,
-                    tally: Tally::new(window),
-                    rejected: Rejected::default(),
-                    timeline: Timeline::default(),
-                })
-            })
-            .collect::<Result<_, String>>()?;
+        // Comparing them all, a limiter the store refuses is left out (and
+        // said so); asked for alone, its refusal is the error.
+        let comparing = args.limiter.0.len() > 1;
+        let mut replayed = Vec::new();
+        for &algorithm in &args.limiter.0 {
+            let limiter = match &shared {
+                Some(shared) => match shared.limiter(rule(algorithm)) {
+                    Ok(limiter) => limiter,
+                    Err(refused) if comparing => {
+                        eprintln!("left out: {refused}");
+                        continue;
+                    }
+                    Err(refused) => return Err(refused),
+                },
+                None => Limiter::Memory(keyed(rule(algorithm))),
+            };
+            replayed.push(Replayed {
+                algorithm,
+                limiter,
+                tally: Tally::new(window),
+                rejected: Rejected::default(),
+                timeline: Timeline::default(),
+            });
+        }
         let exact = match replayed.iter().position(|r| {
             r.algorithm == Algorithm::SlidingLog && matches!(r.limiter, Limiter::Memory(_))
         }) {

@@ -42,7 +42,8 @@ fn simulate_steady_prints_the_chapter_table() {
             "sliding-log",
             "token-bucket",
             "sliding-window",
-            "leaky-bucket"
+            "leaky-bucket",
+            "smoothed-rate"
         ]
     );
 }

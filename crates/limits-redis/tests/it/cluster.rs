@@ -43,7 +43,7 @@ fn cluster_config() -> Config {
     Config {
         cases: 24,
         time_step: 1000,
-        ..Config::default()
+        ..crate::conformance::config()
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::redis_server;
 
-use limits::{Penalty, Rule};
+use limits::{Algorithm, Penalty, Rule};
 use limits_conformance::Config;
 use limits_redis::{RedisConnection, RedisOptions, RedisStore};
 use redis_server::RedisServer;
@@ -40,8 +40,17 @@ pub(crate) fn config() -> Config {
     Config {
         cases: 100,
         time_step: 1000,
+        refused: vec![Algorithm::SmoothedRate],
         ..Config::default()
     }
+}
+
+/// The limiters the store decides: all the suite's but those it refuses.
+pub(crate) fn decided() -> impl Iterator<Item = Algorithm> {
+    let refused = config().refused;
+    limits_conformance::ALGORITHMS
+        .into_iter()
+        .filter(move |a| !refused.contains(a))
 }
 
 limits_conformance::store_conformance_tests!(redis(), config());

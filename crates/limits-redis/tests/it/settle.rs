@@ -30,7 +30,7 @@ async fn store(server: &RedisServer, algorithm: Algorithm, rates: &str) -> Redis
 #[tokio::test]
 async fn a_refund_forgets_the_denial_this_instance_cached() {
     let server = RedisServer::start();
-    for algorithm in limits_conformance::ALGORITHMS {
+    for algorithm in crate::conformance::decided() {
         let store = store(&server, algorithm, "1/h").await;
         let first = store.decide("k", 1, Mode::Record).await.unwrap();
         let receipt = first.receipt(1).expect("Redis's verdict has a receipt");

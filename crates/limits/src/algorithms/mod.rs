@@ -18,6 +18,7 @@ mod log_state;
 mod none;
 mod sliding_log;
 mod sliding_window;
+mod smoothed_rate;
 mod token_bucket;
 mod whole_period;
 
@@ -26,6 +27,7 @@ pub use leaky_bucket::{LeakyBucket, LeakyBucketState};
 pub use none::NoLimit;
 pub use sliding_log::{SlidingLog, SlidingLogState};
 pub use sliding_window::{SlidingWindow, SlidingWindowState};
+pub use smoothed_rate::{smoothed_decay, SmoothedRate, SmoothedRateState, TICKS_PER_HALF_LIFE};
 pub use token_bucket::{TokenBucket, TokenBucketState};
 
 use crate::{Decision, Mode, Receipt, RetryAfter};

@@ -90,7 +90,8 @@ impl<K: Hash> Tables<K> {
             | Engines::Log(_)
             | Engines::Token(_)
             | Engines::Window(_)
-            | Engines::Leaky(_) => Tables::Many(shards(n, h)),
+            | Engines::Leaky(_)
+            | Engines::Smoothed(_) => Tables::Many(shards(n, h)),
         }
     }
 }

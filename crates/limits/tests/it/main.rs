@@ -31,6 +31,7 @@ mod sliding_log;
 mod sliding_window;
 mod slot_kinds;
 mod slot_layout;
+mod smoothed_rate;
 mod state_size;
 mod sweep_guarantee;
 mod token_bucket;

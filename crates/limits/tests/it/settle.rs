@@ -216,17 +216,18 @@ fn a_charge_on_a_key_no_longer_held_starts_it_in_debt() {
         let limiter = keyed(rule(algorithm, "5/s"));
         let (_, receipt) =
             limiter.decide_with_receipt(&7, Some(0), 1, limits::Mode::Record, |_| {});
-        // Two seconds on, every limiter is back to full and drops the key.
-        limiter.sweep_at(2 * SECOND);
+        // Three seconds on, every limiter is back to full and drops the key
+        // (the smoothed rate forgets a request in four half-lives, 2.8 s).
+        limiter.sweep_at(3 * SECOND);
         assert_eq!(limiter.len(), 0, "{algorithm}");
-        limiter.settle_at(&7, 2 * SECOND, receipt.unwrap(), 4);
+        limiter.settle_at(&7, 3 * SECOND, receipt.unwrap(), 4);
         let want = match algorithm {
             // A window counts the charge in the window it is made in.
             Algorithm::LeakyBucket => 3,
             _ => 2,
         };
         assert_eq!(
-            limiter.peek_at(&7, 2 * SECOND, 1).remaining,
+            limiter.peek_at(&7, 3 * SECOND, 1).remaining,
             want,
             "{algorithm}"
         );
