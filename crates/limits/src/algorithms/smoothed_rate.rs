@@ -18,8 +18,9 @@
 //! request smaller than 1/16 is forgotten when the state is next written,
 //! so that an idle key's state drops without changing a decision.
 
-use super::{CostBound, RateAlgorithm};
-use crate::{Rate, RetryAfter};
+use super::{ceil_div, floor_div, sat64, CostBound, RateAlgorithm};
+use crate::{Decision, Mode, Rate, RetryAfter};
+use std::time::Duration;
 
 mod decay;
 
@@ -95,20 +96,17 @@ impl SmoothedRate {
         estimate <= self.units(2 * self.limit)
     }
 
-    /// Whole ticks of decay in `elapsed` nanoseconds (past every
-    /// half-life that leaves anything, the same as that).
+    /// Whole ticks of decay in `elapsed` nanoseconds.
     #[inline]
     fn ticks(&self, elapsed: u64) -> u64 {
-        let ticks =
-            (u128::from(elapsed) * u128::from(TICKS_PER_HALF_LIFE)) / u128::from(self.half_life);
-        u64::try_from(ticks).unwrap_or(u64::MAX)
+        let scaled = u128::from(elapsed) * u128::from(TICKS_PER_HALF_LIFE);
+        sat64(floor_div(scaled, u128::from(self.half_life)))
     }
 
     /// The fewest nanoseconds in which `ticks` ticks pass.
     fn nanos(&self, ticks: u64) -> u64 {
-        let nanos = (u128::from(ticks) * u128::from(self.half_life))
-            .div_ceil(u128::from(TICKS_PER_HALF_LIFE));
-        u64::try_from(nanos).unwrap_or(u64::MAX)
+        let scaled = u128::from(ticks) * u128::from(self.half_life);
+        sat64(ceil_div(scaled, u128::from(TICKS_PER_HALF_LIFE)))
     }
 
     /// The estimate at `now` (not before the state's time).
@@ -215,5 +213,58 @@ impl RateAlgorithm for SmoothedRate {
     fn is_idle(&self, s: &mut SmoothedRateState, now: u64) -> bool {
         let now = self.advance(s, now);
         self.kept(self.estimate(s, now)) == 0
+    }
+
+    fn derived(&self, s: &SmoothedRateState, now: u64) -> (u64, u64, u64) {
+        self.fields(s, now, self.kept(self.estimate(s, now)))
+    }
+
+    /// The whole decision from one reading of the estimate: `check`,
+    /// `record` and `derived` would each decay it again.
+    #[inline]
+    fn decide_one(&self, s: &mut SmoothedRateState, now: u64, cost: u64, mode: Mode) -> Decision {
+        let now = self.advance(s, now);
+        let mut estimate = self.kept(self.estimate(s, now));
+        let mut decision = Decision::allow(0);
+        match CostBound::of(cost, self.limit) {
+            CostBound::Decided if estimate <= self.units(self.limit - cost) => {
+                if mode.records() {
+                    estimate += self.units(cost);
+                    *s = SmoothedRateState { estimate, at: now };
+                }
+            }
+            CostBound::Decided => {
+                let wait = self.wait_until_below(s, now, self.bound_for(cost));
+                decision.allowed = false;
+                decision.retry_after = RetryAfter::from_nanos(wait);
+            }
+            CostBound::Free => {}
+            CostBound::Never => {
+                decision.allowed = false;
+                decision.retry_after = RetryAfter::Never;
+            }
+        }
+        let (remaining, reset, refill) = self.fields(s, now, estimate);
+        decision.remaining = remaining;
+        decision.reset_after = Duration::from_nanos(reset);
+        decision.refill_after = Duration::from_nanos(refill);
+        decision
+    }
+}
+
+impl SmoothedRate {
+    /// `remaining`, `reset_after` and `refill_after` of `s` at `now`, where
+    /// its estimate counts as `estimate`: `refill_after` is the wait of a
+    /// request of `remaining + 1`, which does not pass.
+    #[inline]
+    fn fields(&self, s: &SmoothedRateState, now: u64, estimate: u64) -> (u64, u64, u64) {
+        if estimate == 0 {
+            return (self.limit, 0, 0);
+        }
+        // At least one unit counted: `remaining + 1` is a cost within L.
+        let remaining = self.limit.saturating_sub(estimate.div_ceil(self.units(1)));
+        let reset = self.wait_until_below(s, now, self.least_kept());
+        let refill = self.wait_until_below(s, now, self.bound_for(remaining + 1));
+        (remaining, reset, refill)
     }
 }

@@ -9,8 +9,8 @@
 //! compile time from repeated integer square roots of one half, so no
 //! floating point is involved anywhere. Their product falls strictly from
 //! one tick to the next (`tests::the_factor_falls_at_every_tick`), which
-//! is what makes the first tick below a bound well defined and found by a
-//! binary search.
+//! is what makes the first tick below a bound well defined: found by bit
+//! lengths for the half-life, then a search of each table.
 
 /// Ticks per half-life.
 pub const TICKS_PER_HALF_LIFE: u64 = 1 << TICK_BITS;
@@ -55,8 +55,13 @@ const fn powers(base: u64) -> [u64; 256] {
 /// The factor of `f` ticks within one half-life (`f < 65536`), in Q63.
 #[inline]
 fn factor(f: u64) -> u64 {
-    let (coarse, fine) = (COARSE[(f >> 8) as usize & 255], FINE[f as usize & 255]);
-    ((u128::from(coarse) * u128::from(fine)) >> 63) as u64
+    times(COARSE[(f >> 8) as usize & 255], FINE[f as usize & 255])
+}
+
+/// The product of two Q63 factors.
+#[inline]
+fn times(a: u64, b: u64) -> u64 {
+    ((u128::from(a) * u128::from(b)) >> 63) as u64
 }
 
 /// `value` after `ticks` ticks of a 65,536th of a half-life each:
@@ -91,20 +96,19 @@ pub(crate) fn ticks_until_below(value: u64, bound: u64) -> u64 {
     while value.checked_shr(k).unwrap_or(0) >= bound {
         k += 1;
     }
-    let k = u64::from(k);
     // The tick sought is in ((k - 1) * 65536, k * 65536]: the value is still
-    // at least the bound at the start of that half-life, and below it at the end.
-    let start = (k - 1) << TICK_BITS;
-    let (mut at_least, mut below) = (0, TICKS_PER_HALF_LIFE);
-    while below - at_least > 1 {
-        let mid = (at_least + below) / 2;
-        if smoothed_decay(value, start + mid) < bound {
-            below = mid;
-        } else {
-            at_least = mid;
-        }
-    }
-    start + below
+    // at least the bound at the start of that half-life, and below it at the
+    // end. There it is `value * factor >> (62 + k)`, at least the bound iff
+    // `value * factor` is at least `bound << (62 + k)`, which fits: the
+    // bound times 2^(k - 1) is at most the value.
+    let start = u64::from(k - 1) << TICK_BITS;
+    let (value, least) = (u128::from(value), u128::from(bound) << (62 + k));
+    let holds = |factor: u64| value * u128::from(factor) >= least;
+    // The last coarse step the value holds at (the first does: it is 1),
+    // then the first fine step below it at which the value falls below.
+    let coarse = COARSE.partition_point(|&c| holds(c)) - 1;
+    let fine = FINE.partition_point(|&f| holds(times(COARSE[coarse], f)));
+    start + ((coarse as u64) << 8) + fine as u64
 }
 
 #[cfg(test)]
