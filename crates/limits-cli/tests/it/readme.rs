@@ -61,8 +61,9 @@ fn readme_outputs_are_what_their_commands_print() {
         );
         checked += 1;
     }
-    // simulate and replay: if a block stops matching the pattern, say so.
-    assert_eq!(checked, 2, "the README's command-and-output pairs");
+    // simulate (edge, then the smoothed rate's steady and burst) and
+    // replay: if a block stops matching the pattern, say so.
+    assert_eq!(checked, 4, "the README's command-and-output pairs");
 }
 
 #[tokio::test]

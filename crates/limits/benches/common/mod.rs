@@ -33,12 +33,13 @@ pub const STEP: u64 = 100;
 pub const BATCH: u64 = 16;
 
 /// The limiters benchmarked (`none` keeps no state and is left out).
-pub const ALGORITHMS: [Algorithm; 5] = [
+pub const ALGORITHMS: [Algorithm; 6] = [
     Algorithm::TokenBucket,
     Algorithm::SlidingLog,
     Algorithm::FixedWindow,
     Algorithm::SlidingWindow,
     Algorithm::LeakyBucket,
+    Algorithm::SmoothedRate,
 ];
 
 /// One rule for both sides: L per W, and the cost each key is first checked

@@ -17,7 +17,8 @@ use super::shard::Shard;
 use super::slot::{Held, Marked};
 use super::Padded;
 use crate::algorithms::{
-    FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, TokenBucket,
+    FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, SmoothedRate,
+    TokenBucket,
 };
 use crate::state_kinds::Engines;
 use crate::{KeyState, Rule};
@@ -51,6 +52,7 @@ pub(crate) enum Tables<K> {
     PackedWindow(PackedTable<K, WindowPacking>),
     Window(Typed<K, SlidingWindow>),
     Leaky(Typed<K, LeakyBucket>),
+    Smoothed(Typed<K, SmoothedRate>),
     /// A rule of several rates: its whole state per key.
     Many(Shards<K, Marked<KeyState>>),
 }
@@ -84,6 +86,7 @@ impl<K: Hash> Tables<K> {
                 Some(compact) => Tables::PackedLeaky((compact, shards(n, h))),
                 None => Tables::Leaky((e[0], shards(n, h))),
             },
+            Engines::Smoothed(e) if e.len() == 1 => Tables::Smoothed((e[0], shards(n, h))),
             // Every kind listed, so that a new one is a compile error here.
             Engines::None(_)
             | Engines::Fixed(_)
@@ -141,6 +144,10 @@ macro_rules! with_table {
                 $body
             }
             Tables::Leaky((engine, $shards)) => {
+                let $kind = engine;
+                $body
+            }
+            Tables::Smoothed((engine, $shards)) => {
                 let $kind = engine;
                 $body
             }
