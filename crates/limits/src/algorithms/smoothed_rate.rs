@@ -45,7 +45,7 @@ const FORGET_BITS: u32 = 4;
 /// let denied = rule.check(&mut state, 0, 1);
 /// assert!(!denied.allowed);
 /// // Two requests decay to one in one half-life: 1 s * ln 2.
-/// let wait = denied.retry_after.as_duration().unwrap();
+/// let wait = denied.retry_after.duration().unwrap();
 /// assert_eq!(wait.as_nanos(), 693_147_180);
 /// ```
 #[derive(Clone, Copy, Debug)]
