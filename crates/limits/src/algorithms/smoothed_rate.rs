@@ -18,7 +18,7 @@
 //! request smaller than 1/16 is forgotten when the state is next written,
 //! so that an idle key's state drops without changing a decision.
 
-use super::{ceil_div, floor_div, sat64, CostBound, RateAlgorithm};
+use super::{floor_div, sat64, CostBound, RateAlgorithm};
 use crate::{Decision, Mode, Rate, RetryAfter};
 use std::time::Duration;
 
@@ -106,7 +106,8 @@ impl SmoothedRate {
     /// The fewest nanoseconds in which `ticks` ticks pass.
     fn nanos(&self, ticks: u64) -> u64 {
         let scaled = u128::from(ticks) * u128::from(self.half_life);
-        sat64(ceil_div(scaled, u128::from(TICKS_PER_HALF_LIFE)))
+        // A constant power of two: the division is a shift.
+        sat64(scaled.div_ceil(u128::from(TICKS_PER_HALF_LIFE)))
     }
 
     /// The estimate at `now` (not before the state's time).
@@ -118,6 +119,12 @@ impl SmoothedRate {
     /// `cost` in the estimate's units.
     fn units(&self, cost: u64) -> u64 {
         cost << self.scale
+    }
+
+    /// `estimate` in whole requests, rounded up.
+    fn requests(&self, estimate: u64) -> u64 {
+        let part = estimate & (self.units(1) - 1);
+        (estimate >> self.scale) + u64::from(part != 0)
     }
 
     /// The least estimate kept: below it, the part of a request that is
@@ -197,7 +204,7 @@ impl RateAlgorithm for SmoothedRate {
 
     /// `L` less the estimate rounded up to whole requests.
     fn remaining(&self, s: &SmoothedRateState, now: u64) -> u64 {
-        let counted = self.kept(self.estimate(s, now)).div_ceil(self.units(1));
+        let counted = self.requests(self.kept(self.estimate(s, now)));
         self.limit.saturating_sub(counted)
     }
 
@@ -262,7 +269,7 @@ impl SmoothedRate {
             return (self.limit, 0, 0);
         }
         // At least one unit counted: `remaining + 1` is a cost within L.
-        let remaining = self.limit.saturating_sub(estimate.div_ceil(self.units(1)));
+        let remaining = self.limit.saturating_sub(self.requests(estimate));
         let reset = self.wait_until_below(s, now, self.least_kept());
         let refill = self.wait_until_below(s, now, self.bound_for(remaining + 1));
         (remaining, reset, refill)

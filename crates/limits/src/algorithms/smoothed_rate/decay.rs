@@ -10,7 +10,9 @@
 //! floating point is involved anywhere. Their product falls strictly from
 //! one tick to the next (`tests::the_factor_falls_at_every_tick`), which
 //! is what makes the first tick below a bound well defined: found by bit
-//! lengths for the half-life, then a search of each table.
+//! lengths for the half-life, then within it from a guess by logarithms
+//! (`log2_q32`, a table of 257 values), stepped to the exact tick by
+//! the decay itself.
 
 /// Ticks per half-life.
 pub const TICKS_PER_HALF_LIFE: u64 = 1 << TICK_BITS;
@@ -28,6 +30,9 @@ static COARSE: [u64; 256] = powers(halving_root(8));
 
 /// `2^(-i/65536)` in Q63, for `i` in `0..256`.
 static FINE: [u64; 256] = powers(halving_root(16));
+
+/// `log2(1 + i/256)` in Q32, for `i` in `0..=256`.
+static LOG2_STEPS: [u64; 257] = log2_steps();
 
 /// `2^(-1 / 2^m)` in Q63: one half, its square root taken `m` times.
 const fn halving_root(m: u32) -> u64 {
@@ -52,16 +57,48 @@ const fn powers(base: u64) -> [u64; 256] {
     out
 }
 
+/// [`LOG2_STEPS`], each by squaring `1 + i/256` 32 times (one bit of the
+/// logarithm per squaring).
+const fn log2_steps() -> [u64; 257] {
+    const Q62: u128 = 1 << 62;
+    let mut out = [0; 257];
+    let mut i = 0;
+    while i <= 256 {
+        let mut y = Q62 + ((i as u128) << 54);
+        let mut bits = 0;
+        let mut bit = 0;
+        while bit < 32 {
+            y = (y * y) >> 62;
+            bits <<= 1;
+            if y >= 2 * Q62 {
+                y >>= 1;
+                bits |= 1;
+            }
+            bit += 1;
+        }
+        out[i] = if i == 256 { 1 << 32 } else { bits };
+        i += 1;
+    }
+    out
+}
+
+/// `log2(x)` in Q32 for `x >= 1`, its fraction interpolated between the
+/// steps of [`LOG2_STEPS`]: within a few millionths, a guess.
+#[inline]
+fn log2_q32(x: u64) -> u64 {
+    let whole = u64::from(63 - x.leading_zeros());
+    let m = x << x.leading_zeros();
+    let step = ((m >> 55) & 255) as usize;
+    let within = (m >> 23) & 0xFFFF_FFFF;
+    let (low, high) = (LOG2_STEPS[step], LOG2_STEPS[step + 1]);
+    (whole << 32) + low + (((high - low) * within) >> 32)
+}
+
 /// The factor of `f` ticks within one half-life (`f < 65536`), in Q63.
 #[inline]
 fn factor(f: u64) -> u64 {
-    times(COARSE[(f >> 8) as usize & 255], FINE[f as usize & 255])
-}
-
-/// The product of two Q63 factors.
-#[inline]
-fn times(a: u64, b: u64) -> u64 {
-    ((u128::from(a) * u128::from(b)) >> 63) as u64
+    let (coarse, fine) = (COARSE[(f >> 8) as usize & 255], FINE[f as usize & 255]);
+    ((u128::from(coarse) * u128::from(fine)) >> 63) as u64
 }
 
 /// `value` after `ticks` ticks of a 65,536th of a half-life each:
@@ -102,13 +139,23 @@ pub(crate) fn ticks_until_below(value: u64, bound: u64) -> u64 {
     // `value * factor` is at least `bound << (62 + k)`, which fits: the
     // bound times 2^(k - 1) is at most the value.
     let start = u64::from(k - 1) << TICK_BITS;
+    let guess = log2_q32(value)
+        .saturating_sub(log2_q32(bound))
+        .saturating_sub(u64::from(k - 1) << 32);
     let (value, least) = (u128::from(value), u128::from(bound) << (62 + k));
-    let holds = |factor: u64| value * u128::from(factor) >= least;
-    // The last coarse step the value holds at (the first does: it is 1),
-    // then the first fine step below it at which the value falls below.
-    let coarse = COARSE.partition_point(|&c| holds(c)) - 1;
-    let fine = FINE.partition_point(|&f| holds(times(COARSE[coarse], f)));
-    start + ((coarse as u64) << 8) + fine as u64
+    // Below the bound after `f` ticks into the half-life (at its end, by
+    // the choice of `k`); never at its start.
+    let below = |f: u64| f >= TICKS_PER_HALF_LIFE || value * u128::from(factor(f)) < least;
+    // The guess is within a tick or two of the first tick below; the
+    // factor's strict fall makes the steps from it exact.
+    let mut f = ((guess >> 16) + 1).clamp(1, TICKS_PER_HALF_LIFE);
+    while f > 1 && below(f - 1) {
+        f -= 1;
+    }
+    while !below(f) {
+        f += 1;
+    }
+    start + f
 }
 
 #[cfg(test)]
@@ -136,6 +183,60 @@ mod tests {
             assert!(
                 (ours - exact).abs() < 1e-15,
                 "tick {f}: {ours} against {exact}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_log_steps_are_the_logarithms() {
+        for (i, &step) in LOG2_STEPS.iter().enumerate() {
+            let exact = (1.0 + i as f64 / 256.0).log2();
+            let ours = step as f64 / (1u64 << 32) as f64;
+            assert!(
+                (ours - exact).abs() < 1e-9,
+                "step {i}: {ours} against {exact}"
+            );
+        }
+        for x in [1, 2, 3, 1000, 123_456_789, u64::MAX] {
+            let ours = log2_q32(x) as f64 / (1u64 << 32) as f64;
+            assert!((ours - (x as f64).log2()).abs() < 1e-5, "{x}: {ours}");
+        }
+    }
+
+    /// The first tick below `bound` by halving the ticks' range: the
+    /// plainest search, for `ticks_until_below` to match.
+    fn first_tick_below(value: u64, bound: u64) -> u64 {
+        let (mut at_least, mut below) = (0, HALF_LIVES_TO_ZERO << TICK_BITS);
+        if value < bound {
+            return 0;
+        }
+        while below - at_least > 1 {
+            let mid = (at_least + below) / 2;
+            if smoothed_decay(value, mid) < bound {
+                below = mid;
+            } else {
+                at_least = mid;
+            }
+        }
+        below
+    }
+
+    #[test]
+    fn ticks_until_below_matches_the_plainest_search() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..20_000 {
+            let value = next() >> (next() % 64);
+            let bound = (next() >> (next() % 64)).max(1);
+            assert_eq!(
+                ticks_until_below(value, bound),
+                first_tick_below(value, bound),
+                "{value} below {bound}"
             );
         }
     }
