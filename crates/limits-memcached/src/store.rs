@@ -7,8 +7,8 @@ use crate::item::{self, Held};
 use crate::meta::{Connection, Item, MetaError, Write, Written};
 use limits::UnsupportedRule;
 use limits::{
-    Algorithm, Clock, KeyedLimiter, Mode, Options, Penalty, Receipt, Rule, Store, StoreError,
-    SystemClock, Verdict,
+    Algorithm, Clock, KeyedLimiter, Mode, Options, Penalty, Receipt, Rule, Settlement, Store,
+    StoreError, SystemClock, Verdict,
 };
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -262,29 +262,29 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
         key: &str,
         now: Option<u64>,
         receipt: Receipt,
-        cost: Option<u64>,
+        settlement: Settlement,
     ) -> Result<Receipt, StoreError> {
         match now {
             Some(now) => {
-                self.settle_on(key, now, receipt, cost, EXPLICIT_MIN_LIFE)
+                self.settle_on(key, now, receipt, settlement, EXPLICIT_MIN_LIFE)
                     .await
             }
             None => {
-                self.settle_on(key, self.clock.now(), receipt, cost, Duration::ZERO)
+                self.settle_on(key, self.clock.now(), receipt, settlement, Duration::ZERO)
                     .await
             }
         }
     }
 
-    /// Settles the request of `receipt` at `now` to `cost`, or renews it
-    /// (`None`), on memcached, or in the local fallback if memcached could
-    /// not answer and there is one: the receipt that settles it from now on.
+    /// Settles the request of `receipt` at `now` as `settlement` says, on
+    /// memcached, or in the local fallback if memcached could not answer
+    /// and there is one: the receipt that settles it from now on.
     async fn settle_on(
         &self,
         key: &str,
         now: u64,
         receipt: Receipt,
-        cost: Option<u64>,
+        settlement: Settlement,
         min_life: Duration,
     ) -> Result<Receipt, StoreError> {
         let shared = match self.rule.algorithm() {
@@ -293,13 +293,9 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
             _ => {
                 self.read_modify_write(key, |found| {
                     let (mut held, before) = self.held_in(key, found)?;
-                    let settled = match cost {
-                        Some(cost) => {
-                            self.rule.settle(&mut held.state, now, receipt, cost);
-                            receipt
-                        }
-                        None => self.rule.renew(&mut held.state, now, receipt),
-                    };
+                    let settled = self
+                        .rule
+                        .settle_as(&mut held.state, now, receipt, settlement);
                     // The state's life from now: what a look at it says.
                     let reset = self.rule.peek(&mut held.state.clone(), now, 1).reset_after;
                     let life = self.life(&held, reset, now).max(min_life);
@@ -310,12 +306,12 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
         };
         match self.fallback(shared)? {
             Ok(answered) => answered,
-            Err(local) => Ok(match cost {
-                Some(cost) => {
+            Err(local) => Ok(match settlement {
+                Settlement::To(cost) => {
                     local.settle_at(key, now, receipt, cost);
                     receipt
                 }
-                None => local.renew_at(key, now, receipt),
+                Settlement::Renew => local.renew_at(key, now, receipt),
             }),
         }
     }
@@ -499,7 +495,7 @@ impl<C: Clock + Clone + 'static> Store for MemcachedStore<C> {
         receipt: Receipt,
         cost: u64,
     ) -> Result<(), StoreError> {
-        self.settle_at_time(key, now, receipt, Some(cost))
+        self.settle_at_time(key, now, receipt, Settlement::To(cost))
             .await
             .map(drop)
     }
@@ -512,6 +508,7 @@ impl<C: Clock + Clone + 'static> Store for MemcachedStore<C> {
         now: Option<u64>,
         receipt: Receipt,
     ) -> Result<Receipt, StoreError> {
-        self.settle_at_time(key, now, receipt, None).await
+        self.settle_at_time(key, now, receipt, Settlement::Renew)
+            .await
     }
 }

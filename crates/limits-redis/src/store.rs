@@ -10,7 +10,7 @@ use crate::slots::key_slot;
 use limits::UnsupportedRule;
 use limits::{
     Algorithm, Asked, Ban, Decision, KeyedLimiter, Mode, Options, Penalty, Receipt, RetryAfter,
-    Rule, Store, StoreError, SystemClock, Until, Verdict, MAX_BAN,
+    Rule, Settlement, Store, StoreError, SystemClock, Until, Verdict, MAX_BAN,
 };
 use redis::aio::ConnectionLike;
 use redis::{Arg, Cmd, ErrorKind, FromRedisValue, ServerErrorKind};
@@ -287,8 +287,8 @@ impl RedisStore {
         }
     }
 
-    /// The script call settling `key`'s request of `receipt` to `cost`, or
-    /// renewing it (`None`), at `now` (microseconds, or Redis's `TIME`):
+    /// The script call settling `key`'s request of `receipt` as
+    /// `settlement` says, at `now` (microseconds, or Redis's `TIME`):
     /// the units refunded, charged or renewed, and the request's time
     /// after the rates. `None` when there is nothing to settle (the cost it
     /// was counted for, or `none`, which counts nothing).
@@ -297,16 +297,18 @@ impl RedisStore {
         key: &str,
         now: Option<u64>,
         receipt: Receipt,
-        cost: Option<u64>,
+        settlement: Settlement,
     ) -> Result<Option<ScriptCall>, StoreError> {
         let Some(script) = settle_script_for(self.rule.algorithm()) else {
             return Ok(None);
         };
-        let (how, units) = match cost.map(|cost| (cost.cmp(&receipt.cost), cost)) {
-            Some((Compared::Equal, _)) => return Ok(None),
-            Some((Compared::Less, cost)) => ("refund", receipt.cost - cost),
-            Some((Compared::Greater, cost)) => ("charge", cost - receipt.cost),
-            None => ("renew", receipt.cost),
+        let (how, units) = match settlement {
+            Settlement::To(cost) => match cost.cmp(&receipt.cost) {
+                Compared::Equal => return Ok(None),
+                Compared::Less => ("refund", receipt.cost - cost),
+                Compared::Greater => ("charge", cost - receipt.cost),
+            },
+            Settlement::Renew => ("renew", receipt.cost),
         };
         if let (Some(why), "charge" | "renew") = (&self.shape.uncharged, how) {
             return Err(StoreError::new(why.clone()));
@@ -316,8 +318,8 @@ impl RedisStore {
         Ok(Some(call))
     }
 
-    /// Settles `key`'s request of `receipt` to `cost`, or renews it
-    /// (`None`), in one script call: the receipt that settles it from now
+    /// Settles `key`'s request of `receipt` as `settlement` says, in one
+    /// script call: the receipt that settles it from now
     /// on. A refund (a renewal's too) then forgets the key's denial in this
     /// instance's deny cache, which it may have made stale (another
     /// instance's cache holds its denial until the retry time Redis
@@ -327,10 +329,10 @@ impl RedisStore {
         key: &str,
         now: Option<u64>,
         receipt: Receipt,
-        cost: Option<u64>,
+        settlement: Settlement,
     ) -> Result<Receipt, StoreError> {
         let now = now.map(micros).transpose()?;
-        let Some(call) = self.settle_call(key, now, receipt, cost)? else {
+        let Some(call) = self.settle_call(key, now, receipt, settlement)? else {
             return Ok(receipt);
         };
         let (script, command) = call.command();
@@ -338,7 +340,11 @@ impl RedisStore {
             .connection
             .run(|conn| query_loaded::<u64>(conn, script, command))
             .await;
-        if cost.is_none_or(|cost| cost < receipt.cost) {
+        let gives_back = match settlement {
+            Settlement::To(cost) => cost < receipt.cost,
+            Settlement::Renew => true,
+        };
+        if gives_back {
             self.denials.forget(key);
         }
         Ok(Receipt {
@@ -823,7 +829,7 @@ impl Store for RedisStore {
         receipt: Receipt,
         cost: u64,
     ) -> Result<(), StoreError> {
-        self.settle_by_script(key, now, receipt, Some(cost))
+        self.settle_by_script(key, now, receipt, Settlement::To(cost))
             .await
             .map(drop)
     }
@@ -837,7 +843,8 @@ impl Store for RedisStore {
         now: Option<u64>,
         receipt: Receipt,
     ) -> Result<Receipt, StoreError> {
-        self.settle_by_script(key, now, receipt, None).await
+        self.settle_by_script(key, now, receipt, Settlement::Renew)
+            .await
     }
 
     /// Stores on one connection share a round trip.

@@ -122,7 +122,48 @@ pub struct Receipt {
     pub cost: u64,
 }
 
+/// What a granted request is settled to ([`Receipt::settle_by`],
+/// [`Rule::settle_as`](crate::Rule::settle_as)): its real cost, or renewed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Settlement {
+    /// To this cost: what the request took beyond it is given back, or the
+    /// rest taken.
+    To(u64),
+    /// Renewed: all it took given back and taken again at the settlement's
+    /// time ([`Receipt::renew_with`]).
+    Renew,
+}
+
 impl Receipt {
+    /// Settles the request as `settlement` says, through `settle` (called
+    /// with a receipt and the cost to settle it to), a renewal at `at`:
+    /// the receipt that settles the request from now on.
+    ///
+    /// ```
+    /// use limits::{Receipt, Settlement};
+    ///
+    /// let receipt = Receipt { at: 10, cost: 2 };
+    /// let mut settled = Vec::new();
+    /// assert_eq!(receipt.settle_by(50, Settlement::To(1), |r, c| settled.push((r, c))), receipt);
+    /// assert_eq!(settled, [(receipt, 1)]);
+    /// let renewed = receipt.settle_by(50, Settlement::Renew, |_, _| {});
+    /// assert_eq!(renewed, Receipt { at: 50, cost: 2 });
+    /// ```
+    pub fn settle_by(
+        self,
+        at: u64,
+        settlement: Settlement,
+        mut settle: impl FnMut(Receipt, u64),
+    ) -> Receipt {
+        match settlement {
+            Settlement::To(cost) => {
+                settle(self, cost);
+                self
+            }
+            Settlement::Renew => self.renew_with(at, settle),
+        }
+    }
+
     /// Renews the request at `at` (a time no earlier than any the key has
     /// seen) through `settle`, called with a receipt and the cost to settle
     /// it to: the request gives back all it took, then takes it again at

@@ -47,7 +47,7 @@ mod store;
 
 pub use algorithm::{Algorithm, UnknownAlgorithm};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use decision::{Decision, Mode, Receipt, RetryAfter};
+pub use decision::{Decision, Mode, Receipt, RetryAfter, Settlement};
 pub use duration::{format_duration, format_seconds, parse_duration, parse_seconds};
 pub use keyed::{KeyedLimiter, MemoryReport, Options};
 pub use local_store::LocalStore;

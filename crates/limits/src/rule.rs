@@ -13,7 +13,7 @@ use crate::algorithms::{
 };
 pub use crate::state_kinds::KeyState;
 use crate::state_kinds::{with_engines, with_one_engine, Engines};
-use crate::{Algorithm, Decision, Mode, Rates, Receipt, RetryAfter};
+use crate::{Algorithm, Decision, Mode, Rates, Receipt, RetryAfter, Settlement};
 use std::time::Duration;
 
 mod decide_any;
@@ -289,6 +289,36 @@ impl Rule {
         }
         let at = self.advance(state, now);
         receipt.renew_with(at, |r, cost| self.settle(state, at, r, cost))
+    }
+
+    /// Settles a request this rule admitted (its `receipt`) as `settlement`
+    /// says: [`settle`](Self::settle) to a cost, or [`renew`](Self::renew).
+    /// Returns the receipt that settles it from now on.
+    ///
+    /// ```
+    /// use limits::{Algorithm, Receipt, Rule, Settlement};
+    ///
+    /// let rule = Rule::new(Algorithm::TokenBucket, "2/s".parse().unwrap());
+    /// let mut state = rule.new_state();
+    /// rule.check(&mut state, 0, 2);
+    /// let receipt = Receipt { at: 0, cost: 2 };
+    /// assert_eq!(rule.settle_as(&mut state, 0, receipt, Settlement::To(1)), receipt);
+    /// assert_eq!(rule.peek(&mut state, 0, 1).remaining, 1);
+    /// ```
+    pub fn settle_as(
+        &self,
+        state: &mut KeyState,
+        now: u64,
+        receipt: Receipt,
+        settlement: Settlement,
+    ) -> Receipt {
+        match settlement {
+            Settlement::To(cost) => {
+                self.settle(state, now, receipt, cost);
+                receipt
+            }
+            Settlement::Renew => self.renew(state, now, receipt),
+        }
     }
 
     /// Decides without recording: `allowed` and `retry_after` say what a check

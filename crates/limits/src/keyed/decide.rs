@@ -8,7 +8,7 @@ use super::shard::Shard;
 use super::slot::{Held, Slot};
 use super::tables::with_table;
 use super::{KeyedLimiter, Padded, SWEEP_PER_OPERATION};
-use crate::{Clock, Decision, Mode, Receipt, RetryAfter};
+use crate::{Clock, Decision, Mode, Receipt, RetryAfter, Settlement};
 use parking_lot::Mutex;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
@@ -248,7 +248,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        self.settle_key(key, now, receipt, Some(cost));
+        self.settle_key(key, now, receipt, Settlement::To(cost));
     }
 
     /// Renews a request admitted for `key` (its `receipt`) now:
@@ -274,7 +274,7 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        self.settle_key(key, None, receipt, None)
+        self.settle_key(key, None, receipt, Settlement::Renew)
     }
 
     /// [`renew`](Self::renew) at `now` (a `now` earlier than the shard's
@@ -284,19 +284,19 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        self.settle_key(key, Some(now), receipt, None)
+        self.settle_key(key, Some(now), receipt, Settlement::Renew)
     }
 
     /// Settles the request of `receipt` for `key` at `now` (or the clock's
-    /// reading) to `cost`, or renews it (`None`): the receipt it is
-    /// settled by from now on. A key no longer held (idle, or evicted)
+    /// reading) as `settlement` says: the receipt it is settled by from now
+    /// on. A key no longer held (idle, or evicted)
     /// holds nothing of the request: a charge then starts it afresh.
     fn settle_key<Q>(
         &self,
         key: &Q,
         now: Option<u64>,
         receipt: Receipt,
-        cost: Option<u64>,
+        settlement: Settlement,
     ) -> Receipt
     where
         K: Borrow<Q>,
@@ -307,12 +307,8 @@ impl<K: Hash + Eq + Send, C: Clock> KeyedLimiter<K, C> {
             let mut guard = self.shard(shards, hash);
             let shard = &mut *guard;
             let now = shard.at_least_latest(now.unwrap_or_else(|| self.clock.now()));
-            let settle = |held: &mut _| match cost {
-                Some(cost) => {
-                    kind.settle(held, now, receipt, cost);
-                    receipt
-                }
-                None => receipt.renew_with(now, |r, cost| kind.settle(held, now, r, cost)),
+            let settle = |held: &mut _| {
+                receipt.settle_by(now, settlement, |r, cost| kind.settle(held, now, r, cost))
             };
             match shard.find(hash, key) {
                 Some(idx) => {
