@@ -8,7 +8,7 @@
 //! markers below.
 
 // README begins
-use axum::{routing::get, Router};
+use axum::{Router, routing::get};
 use limits::{Algorithm, KeyedLimiter, Rule};
 use limits_http::{HttpRule, KeySpec, RateLimitLayer};
 use std::net::SocketAddr;

@@ -12,10 +12,10 @@
 //! users, as nobody, and with a forged token, through a real connection on
 //! 127.0.0.1, prints the statuses and exits. tests/it/examples.rs runs [`run`].
 
-use axum::routing::get;
 use axum::Router;
+use axum::routing::get;
 use http::request::Parts;
-use http::{header::AUTHORIZATION, Request};
+use http::{Request, header::AUTHORIZATION};
 use http_body_util::Empty;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;

@@ -18,10 +18,10 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use limits::{Algorithm, KeyedLimiter, Rule};
 use limits_http::{HttpRule, KeySpec, PeerAddr, RateLimitLayer};
-use tonic::transport::server::{TcpConnectInfo, TcpIncoming};
 use tonic::transport::Server;
-use tonic_health::pb::health_client::HealthClient;
+use tonic::transport::server::{TcpConnectInfo, TcpIncoming};
 use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_client::HealthClient;
 use tower::ServiceBuilder;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -16,8 +16,8 @@ use bytes::Bytes;
 use http_body::Body;
 use http_body_util::BodyExt;
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// The memory all buffered bodies may hold at once, shared by every request

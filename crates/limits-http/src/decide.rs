@@ -15,7 +15,7 @@
 //! `decide_rest` also reads the body first when a key needs it (then
 //! [`decide_now`], the first loop, is never run).
 
-use crate::body::{read_bounded, BodyError, Reservation};
+use crate::body::{BodyError, Reservation, read_bounded};
 use crate::in_flight::Slots;
 use crate::in_force::InForce;
 use crate::members::{Counted, Statuses};
@@ -23,11 +23,11 @@ use crate::method::MethodCase;
 use crate::path::PathError;
 use crate::policy::{FailurePolicy, HttpRule, LayerOptions, Outcome, Policy};
 use crate::prepare::Matched;
-use crate::settle::{settle_by_response, Settlements, Unsettled};
+use crate::settle::{Settlements, Unsettled, settle_by_response};
 use crate::{Key, KeyError, KeyExtractor};
 use bytes::Bytes;
-use http::request::Parts;
 use http::StatusCode;
+use http::request::Parts;
 use http_body::Body;
 use limits::{Asked, Ban, Mode, RetryAfter, Store, StoreError, StoreErrorKind, Until, Verdict};
 use smallvec::SmallVec;

@@ -11,15 +11,15 @@
 use crate::in_flight::Slots;
 use crate::in_force::InForce;
 use crate::members::Statuses;
-use crate::respond::{add_headers, untouched, LimitedBody};
-use crate::settle::{settle_by_response, Settlements};
+use crate::respond::{LimitedBody, add_headers, untouched};
+use crate::settle::{Settlements, settle_by_response};
 use http::Response;
 use limits::Store;
 use pin_project_lite::pin_project;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll, ready};
 
 /// A boxed future, for what must wait.
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;

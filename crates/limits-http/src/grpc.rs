@@ -11,10 +11,10 @@
 //! 502 and 504 from the proxy, the layer's 500 for a missing client
 //! address) go through [`error_answer`] for the same reason.
 
-use base64::engine::general_purpose::STANDARD_NO_PAD;
 use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD_NO_PAD;
 use bytes::Bytes;
-use http::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderMap, HeaderValue};
 use http::{Response, StatusCode};
 use http_body_util::Full;
 use prost::Message as _;

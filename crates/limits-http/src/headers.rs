@@ -8,7 +8,7 @@
 
 use crate::last_value::{self, Source};
 use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
-use limits::{format_duration, Decision, RetryAfter, Rule};
+use limits::{Decision, RetryAfter, Rule, format_duration};
 use smallvec::SmallVec;
 use std::time::Duration;
 

@@ -19,7 +19,7 @@ use limits::{Receipt, Store};
 use pin_project_lite::pin_project;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 /// One slot's giving back.

@@ -93,7 +93,7 @@ mod too_many;
 pub use body::BodyBudget;
 pub use builder::RateLimitLayerBuilder;
 pub use client_ip::{
-    ClientIp, ClientIpHeader, ResolvedClient, TrustedProxies, DEFAULT_IPV6_PREFIX,
+    ClientIp, ClientIpHeader, DEFAULT_IPV6_PREFIX, ResolvedClient, TrustedProxies,
 };
 pub use cost_from::CostFrom;
 pub use future::ResponseFuture;
@@ -101,18 +101,18 @@ pub use grpc::{error_answer, is_grpc};
 pub use in_flight::Holding;
 pub use in_force::PolicyHandle;
 pub use key::{
-    Key, KeyError, KeyErrorReason, KeyExtractor, KeyPart, KeySpec, KeySpecError, Missing,
-    Normalize, NormalizeStep, MAX_KEY_LEN,
+    Key, KeyError, KeyErrorReason, KeyExtractor, KeyPart, KeySpec, KeySpecError, MAX_KEY_LEN,
+    Missing, Normalize, NormalizeStep,
 };
 pub use layer::RateLimitLayer;
 pub use lists::{AccessList, ListEntryError, ListKind, Lists};
-pub use path::{match_path, normalize_path, PathError};
+pub use path::{PathError, match_path, normalize_path};
 pub use policy::{
-    Counts, FailurePolicy, HttpRule, LayerOptions, NoObserver, Observer, Outcome, PathMatch,
-    Policy, RuleObserver, DEFAULT_BODY_BUDGET,
+    Counts, DEFAULT_BODY_BUDGET, FailurePolicy, HttpRule, LayerOptions, NoObserver, Observer,
+    Outcome, PathMatch, Policy, RuleObserver,
 };
 pub use prepare::PeerAddr;
-pub use problem::{problem, problem_with, PROBLEM_JSON};
+pub use problem::{PROBLEM_JSON, problem, problem_with};
 pub use respond::LimitedBody;
 pub use service::RateLimit;
 pub use tiers::{Tier, Tiers};

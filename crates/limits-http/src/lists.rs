@@ -20,7 +20,7 @@ mod entry;
 mod screen;
 
 pub use entry::ListEntryError;
-pub(crate) use screen::{screen, Screened};
+pub(crate) use screen::{Screened, screen};
 
 use entry::{Entry, HeaderEntry};
 use http::HeaderMap;

@@ -13,8 +13,8 @@
 //! counts `POST` with `X-HTTP-Method-Override: delete`.
 
 use crate::key::percent_decode;
-use http::request::Parts;
 use http::Method;
+use http::request::Parts;
 use smallvec::SmallVec;
 use std::fmt;
 

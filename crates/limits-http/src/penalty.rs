@@ -6,7 +6,7 @@ use crate::problem::problem_members;
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use http_body_util::Full;
-use limits::{format_duration, Ban, Penalty, RetryAfter};
+use limits::{Ban, Penalty, RetryAfter, format_duration};
 use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -3,14 +3,14 @@
 //! keys are made for ([`prepare`]). The rules decide next, in
 //! [`decide`](crate::decide).
 
-use crate::lists::{screen, Screened};
+use crate::lists::{Screened, screen};
 use crate::method::{self, MethodCase};
-use crate::path::{match_path, normalize_target, PathError};
+use crate::path::{PathError, match_path, normalize_target};
 use crate::policy::Policy;
 use crate::tiers;
 use crate::{KeyExtractor, ResolvedClient};
-use http::request::Parts;
 use http::Method;
+use http::request::Parts;
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};

@@ -6,11 +6,11 @@
 //! tree of owned keys and values built and then serialized.
 
 use bytes::Bytes;
-use http::header::{HeaderValue, CONTENT_TYPE};
+use http::header::{CONTENT_TYPE, HeaderValue};
 use http::{Response, StatusCode};
 use http_body_util::Full;
-use serde::ser::{SerializeMap, Serializer as _};
 use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer as _};
 use std::fmt;
 
 /// The media type of a problem body.

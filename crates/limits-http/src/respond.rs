@@ -6,7 +6,7 @@
 use crate::headers::{self, MadeOnce};
 use crate::in_flight::{Holding, Slots};
 use crate::in_force::InForce;
-use crate::members::{members, Counted};
+use crate::members::{Counted, members};
 use bytes::Bytes;
 use http::Response;
 use http_body_util::{Either, Full};

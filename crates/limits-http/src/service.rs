@@ -5,14 +5,14 @@
 //! response. It decides in `call` when the stores answer at once, so that
 //! the common request needs no boxed future ([`future`](crate::future)).
 
-use crate::decide::{decide_now, decide_rest, Admitted, Passed, Refusal, Resume, Step};
+use crate::decide::{Admitted, Passed, Refusal, Resume, Step, decide_now, decide_rest};
 use crate::future::{Headers, ResponseFuture};
 use crate::in_force::{InForce, PolicyHandle};
 use crate::key::{KeyExtractor, KeySpec};
 use crate::no_client::no_client_address;
-use crate::prepare::{prepare, Matched, Prepared};
+use crate::prepare::{Matched, Prepared, prepare};
 use crate::refusals;
-use crate::respond::{add_headers, ours, LimitedBody};
+use crate::respond::{LimitedBody, add_headers, ours};
 use crate::settle::settle_by_response;
 use bytes::Bytes;
 use http::request::Parts;
@@ -127,7 +127,7 @@ where
             Prepared::Refuse(e) => return refusal(&in_force, Refusal::Path(e), parts),
             Prepared::RefuseMethod(e) => return refusal(&in_force, Refusal::Method(e), parts),
             Prepared::Unmatched => {
-                return ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), None)
+                return ResponseFuture::inner(inner.call(Request::from_parts(parts, body)), None);
             }
             Prepared::NoClient(rule) => {
                 let name = in_force.policy.rules[rule].name.as_str();

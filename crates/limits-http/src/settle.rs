@@ -12,7 +12,7 @@ use crate::policy::HttpRule;
 use http::{HeaderMap, StatusCode};
 use limits::{Receipt, Store};
 use std::future::Future;
-use std::pin::{pin, Pin};
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Waker};
 

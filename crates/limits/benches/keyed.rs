@@ -14,8 +14,8 @@
 
 mod common;
 
-use common::{Governor, KeyStream, Ours, Outcome, Scenario, ALGORITHMS, BATCH};
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use common::{ALGORITHMS, BATCH, Governor, KeyStream, Ours, Outcome, Scenario};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use governor::clock::{Clock as _, DefaultClock};
 use limits::{Clock as _, SystemClock};
 use std::cell::OnceCell;

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{rss_bytes, Governor, KeyStream, Ours, Outcome, Scenario, ALGORITHMS};
+use common::{ALGORITHMS, Governor, KeyStream, Ours, Outcome, Scenario, rss_bytes};
 use limits::Algorithm;
 use std::process::Command;
 

@@ -20,7 +20,7 @@
 
 mod common;
 
-use common::{Governor, KeyStream, Ours, Scenario, ALGORITHMS};
+use common::{ALGORITHMS, Governor, KeyStream, Ours, Scenario};
 use limits::Algorithm;
 use std::hint::black_box;
 use std::time::Instant;
@@ -51,7 +51,9 @@ fn main() {
     } else {
         vec![1, 10_000, 1_000_000]
     };
-    println!("| case | rounds | limits (ns) | governor (ns) | limits / governor, median | quartiles | load |");
+    println!(
+        "| case | rounds | limits (ns) | governor (ns) | limits / governor, median | quartiles | load |"
+    );
     println!("|---|---:|---:|---:|---:|---|---|");
     for &algorithm in &algorithms {
         for &keys in &key_counts {

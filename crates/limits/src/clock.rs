@@ -12,8 +12,8 @@
 //! once. Tests and the simulator use [`ManualClock`], so that time only
 //! moves when they say so.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A source of time in nanoseconds since the clock's zero.

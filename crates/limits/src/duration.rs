@@ -1,7 +1,7 @@
 //! Durations as text: `1s`, `1.5s`, `500ms`, `2 minutes`, parsed exactly to the
 //! nanosecond (no floating point), and printed back in a form that parses again.
 
-use crate::parse::{tokens, ParseError, Token, TokenKind};
+use crate::parse::{ParseError, Token, TokenKind, tokens};
 use std::time::Duration;
 
 const NS: u64 = 1;
@@ -113,7 +113,7 @@ pub(crate) fn duration_tokens(
             return Err(err(
                 other,
                 "expected a unit (ns, us, ms, s, m, h or d) after the number",
-            ))
+            ));
         }
     };
     let unit = unit_nanos(unit_tok.text).ok_or_else(|| {

@@ -52,8 +52,8 @@ pub use duration::{format_duration, format_seconds, parse_duration, parse_second
 pub use keyed::{KeyedLimiter, MemoryReport, Options};
 pub use local_store::LocalStore;
 pub use parse::ParseError;
-pub use penalty::{Ban, Penalty, PenaltyError, PenaltyState, MAX_AFTER, MAX_BAN};
-pub use rate::{Rate, RateError, Rates, DEFAULT_WINDOW, MAX_LIMIT, MAX_WINDOW};
+pub use penalty::{Ban, MAX_AFTER, MAX_BAN, Penalty, PenaltyError, PenaltyState};
+pub use rate::{DEFAULT_WINDOW, MAX_LIMIT, MAX_WINDOW, Rate, RateError, Rates};
 pub use rule::{KeyState, Rule};
 pub use store::{Asked, Store, StoreError, StoreErrorKind, UnsupportedRule, Until, Verdict};
 

@@ -4,7 +4,7 @@
 //! configuration and the Redis store all go through it.
 
 use crate::duration::{duration_tokens, largest_unit, nanos_of};
-use crate::parse::{tokens, ParseError, Token, TokenKind};
+use crate::parse::{ParseError, Token, TokenKind, tokens};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -151,7 +151,7 @@ fn rate_tokens(toks: &[Token<'_>], input: &str) -> Result<(Rate, usize), ParseEr
         Ok(n) if n > MAX_LIMIT => return Err(err(Some(limit_tok), "the limit is too large")),
         Ok(n) => n,
         Err(_) if limit_tok.text.bytes().all(|b| b.is_ascii_digit()) => {
-            return Err(err(Some(limit_tok), "the limit is too large"))
+            return Err(err(Some(limit_tok), "the limit is too large"));
         }
         Err(_) => return Err(err(Some(limit_tok), "the limit must be a whole number")),
     };
@@ -257,7 +257,7 @@ impl FromStr for Rates {
                         t.at,
                         t.text,
                         "expected ';' or ',' between rates",
-                    ))
+                    ));
                 }
             }
         }

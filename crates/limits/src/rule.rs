@@ -12,7 +12,7 @@ use crate::algorithms::{
     TokenBucket,
 };
 pub use crate::state_kinds::KeyState;
-use crate::state_kinds::{with_engines, with_one_engine, Engines};
+use crate::state_kinds::{Engines, with_engines, with_one_engine};
 use crate::{Algorithm, Decision, Mode, Rates, Receipt, RetryAfter, Settlement};
 use std::time::Duration;
 

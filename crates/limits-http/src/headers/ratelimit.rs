@@ -4,7 +4,7 @@
 //! of one rate), and its numbers mostly repeat, so the value made last is
 //! handed out again while they do ([`last_value`](crate::last_value)).
 
-use super::{ceil_secs, Buf, PolicyMember, RATELIMIT};
+use super::{Buf, PolicyMember, RATELIMIT, ceil_secs};
 use crate::last_value::{self, Source};
 use http::header::{HeaderMap, HeaderValue};
 use limits::Decision;

@@ -11,8 +11,8 @@
 //! it is refused, since upstreams read it as part of the first name.
 
 use super::KeyErrorReason;
-use http::header::{HeaderMap, CONTENT_TYPE};
 use http::HeaderValue;
+use http::header::{CONTENT_TYPE, HeaderMap};
 
 /// The request's one Content-Type: two fields, or one naming two media
 /// types (as a proxy joins two fields), are ambiguous, since upstreams
@@ -63,12 +63,12 @@ pub(super) fn text<'a>(
         [0xFF, 0xFE, 0, 0, ..] | [0, 0, 0xFE, 0xFF, ..] => {
             return Err(charset(
                 "the body starts with a UTF-32 byte order mark".into(),
-            ))
+            ));
         }
         [0xFF, 0xFE, ..] | [0xFE, 0xFF, ..] => {
             return Err(charset(
                 "the body starts with a UTF-16 byte order mark".into(),
-            ))
+            ));
         }
         _ => {}
     }
@@ -86,7 +86,7 @@ pub(super) fn text<'a>(
             return Err(KeyErrorReason::Ambiguous(
                 "the form starts with a UTF-8 byte order mark, read as part of its first name"
                     .into(),
-            ))
+            ));
         }
         None => body,
     };

@@ -9,7 +9,7 @@
 //! cannot spend that address's limit, even in a store two rules share.
 
 use super::text::KeyText;
-use super::{bounded, escape_into, KeyError, KeySpec};
+use super::{KeyError, KeySpec, bounded, escape_into};
 use http::request::Parts;
 use std::fmt;
 use std::hash::{Hash, Hasher};

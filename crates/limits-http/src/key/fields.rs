@@ -28,7 +28,7 @@
 //! Python's `http.cookies`, a character to the rest).
 
 use super::KeyErrorReason;
-use http::header::{HeaderMap, HeaderName, COOKIE};
+use http::header::{COOKIE, HeaderMap, HeaderName};
 
 /// What a request says about one key field.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,7 +117,7 @@ fn cookie_value(v: &str) -> Lookup {
         Some(inner) if inner.contains('\\') => {
             return Lookup::ambiguous(
                 "a quoted cookie value has a '\\' (an escape to Python's http.cookies)",
-            )
+            );
         }
         Some(inner) => inner,
         None => v,

@@ -46,8 +46,8 @@ mod text;
 pub(crate) use body::content_type;
 pub use error::{KeyError, KeyErrorReason};
 pub use extractor::{Key, KeyExtractor};
-pub(crate) use fields::decode_plus as percent_decode;
 use fields::Lookup;
+pub(crate) use fields::decode_plus as percent_decode;
 pub use normalize::{Normalize, NormalizeStep};
 pub use spec::{KeySpecError, Missing};
 use text::KeyText;
@@ -280,13 +280,13 @@ impl KeySpec {
                     return Err(KeyError {
                         field: part.to_string(),
                         reason,
-                    })
+                    });
                 }
                 Lookup::Repeated => {
                     return Err(KeyError {
                         field: part.to_string(),
                         reason: KeyErrorReason::Repeated,
-                    })
+                    });
                 }
             };
             failed.get_or_insert((part, reason));

@@ -2,8 +2,8 @@
 //! `header:NAME=VALUE`; and how a header entry meets a request.
 
 use super::ListKind;
-use http::header::HeaderName;
 use http::HeaderMap;
+use http::header::HeaderName;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use std::fmt;
 use std::net::IpAddr;

@@ -4,7 +4,7 @@
 
 mod repeated;
 
-use super::{detail_before, TooManyBody, DETAIL_AFTER};
+use super::{DETAIL_AFTER, TooManyBody, detail_before};
 use crate::problem::problem_members;
 use http::StatusCode;
 use http_body_util::BodyExt;

@@ -6,10 +6,10 @@
 //! maximum; the estimate kept when the header is missing or unreadable;
 //! the header never reaching the client.
 
-use crate::common::{request, rule, send, store, Memory};
+use crate::common::{Memory, request, rule, send, store};
+use axum::Router;
 use axum::http::HeaderMap;
 use axum::routing::get;
-use axum::Router;
 use http::StatusCode;
 use limits::{Algorithm, ManualClock};
 use limits_http::{CostFrom, Counts, Policy, RateLimitLayer};

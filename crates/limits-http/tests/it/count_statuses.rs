@@ -6,10 +6,10 @@
 //! request whose response never comes (the client went away) stays
 //! counted.
 
-use crate::common::{request, rule, send, store, Memory};
+use crate::common::{Memory, request, rule, send, store};
+use axum::Router;
 use axum::body::Body;
 use axum::routing::{get, post};
-use axum::Router;
 use http::{Request, StatusCode};
 use limits::{Algorithm, ManualClock};
 use limits_http::{Counts, PeerAddr, Policy, RateLimitLayer};
@@ -89,13 +89,9 @@ async fn unless_status_counts_everything_but_the_statuses_named() {
         status: vec![],
         unless_status: vec![200],
     };
-    let app = app(Policy::new(vec![rule(
-        "login",
-        "/login",
-        "ip",
-        attempts.clone(),
-    )
-    .count(counts)]));
+    let app = app(Policy::new(vec![
+        rule("login", "/login", "ip", attempts.clone()).count(counts),
+    ]));
     for _ in 0..5 {
         assert_eq!(send(&app, login("right")).await.status(), 200);
     }
@@ -111,13 +107,9 @@ async fn a_request_whose_response_never_comes_stays_counted() {
         status: vec![500],
         unless_status: vec![],
     };
-    let app = app(Policy::new(vec![rule(
-        "hang",
-        "/hang",
-        "ip",
-        hangs.clone(),
-    )
-    .count(counts)]));
+    let app = app(Policy::new(vec![
+        rule("hang", "/hang", "ip", hangs.clone()).count(counts),
+    ]));
     // Polled once (decided, the inner service waiting), then dropped: the
     // client went away before any response head.
     {

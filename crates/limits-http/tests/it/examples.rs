@@ -105,7 +105,9 @@ async fn the_bare_layer_answers_the_demo_bytes_and_its_deny_rule_limits() {
         server.abort();
         assert_eq!(statuses, expected, "{which}");
     }
-    assert!(bare_layer::rule("maybe")
-        .unwrap_err()
-        .contains("allow or deny"));
+    assert!(
+        bare_layer::rule("maybe")
+            .unwrap_err()
+            .contains("allow or deny")
+    );
 }

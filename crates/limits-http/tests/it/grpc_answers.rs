@@ -13,10 +13,10 @@ use limits::{Algorithm, ManualClock, Rule, Store};
 use limits_http::{AccessList, FailurePolicy, Policy, RateLimitLayer};
 use std::net::SocketAddr;
 use std::time::Duration;
-use tonic::transport::server::TcpIncoming;
 use tonic::Code;
-use tonic_health::pb::health_client::HealthClient;
+use tonic::transport::server::TcpIncoming;
 use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_client::HealthClient;
 use tonic_types::StatusExt;
 
 /// A tonic request as the layer reads it.

@@ -3,9 +3,9 @@
 
 use crate::common;
 
+use axum::Router;
 use axum::body::Body;
 use axum::routing::get;
-use axum::Router;
 use common::*;
 use http::{Request, StatusCode};
 use limits::{Algorithm, KeyedLimiter, ManualClock, Mode, Rule, Store, StoreError, Verdict};

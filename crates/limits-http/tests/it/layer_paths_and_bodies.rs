@@ -3,8 +3,8 @@
 
 use crate::common;
 
-use axum::body::Body;
 use axum::Router;
+use axum::body::Body;
 use common::*;
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;

@@ -5,9 +5,9 @@
 
 use crate::common;
 
+use axum::Router;
 use axum::body::Body;
 use axum::routing::{get, post};
-use axum::Router;
 use common::*;
 use http::{Request, StatusCode};
 use limits::{Algorithm, ManualClock, Store};

@@ -5,14 +5,14 @@
 
 use crate::common;
 
-use axum::body::Body;
 use axum::Router;
+use axum::body::Body;
 use common::*;
 use http::{Method, Request, Response, StatusCode};
 use limits::{Algorithm, ManualClock, Store};
 use limits_http::{HttpRule, PathMatch, PeerAddr, Policy, RateLimitLayer};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The layer around a service that counts what reaches it.
 fn counted<S: Store>(policy: Policy<S>) -> (Router, Arc<AtomicUsize>) {
@@ -65,10 +65,12 @@ async fn a_raw_backslash_in_the_path_is_400_like_an_encoded_one() {
         let r = send(&app, sent("POST", &path)).await;
         assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{path}");
         assert_eq!(header(&r, "content-type"), "application/problem+json");
-        assert!(json(r).await["detail"]
-            .as_str()
-            .unwrap()
-            .contains("backslash"));
+        assert!(
+            json(r).await["detail"]
+                .as_str()
+                .unwrap()
+                .contains("backslash")
+        );
     }
     assert_eq!(reached.load(Ordering::Relaxed), 0);
 }

@@ -62,16 +62,20 @@ async fn a_rules_allow_list_skips_that_rule_and_is_counted() {
     assert_eq!(office, [200, 429, 429]);
     let exempt = heard.listed.lock().unwrap().clone();
     assert_eq!(exempt.len(), 3);
-    assert!(exempt
-        .iter()
-        .all(|e| *e == (ListKind::Allow, Some("per-ip".into()))));
+    assert!(
+        exempt
+            .iter()
+            .all(|e| *e == (ListKind::Allow, Some("per-ip".into())))
+    );
     // The exempt rule decided nothing for them: only "other" did.
-    assert!(heard
-        .decided
-        .lock()
-        .unwrap()
-        .iter()
-        .all(|(rule, _)| rule == "other"));
+    assert!(
+        heard
+            .decided
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|(rule, _)| rule == "other")
+    );
     // The 200 carries the headers of the rule that decided only.
     let r = send(&app, request("/", "10.9.9.9:1")).await;
     assert_eq!(r.status(), 200);
@@ -176,7 +180,7 @@ async fn a_header_allow_entry_exempts_only_its_exact_value_sent_alone() {
         ..Lists::default()
     };
     let app = app(Policy::new(vec![
-        one_a_minute("api", &clock).lists(internal)
+        one_a_minute("api", &clock).lists(internal),
     ]));
     let with_keys = |keys: &[&str]| {
         let mut r = request("/", "192.0.2.1:1");

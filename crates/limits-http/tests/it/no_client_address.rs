@@ -3,8 +3,8 @@
 //! (`ip=unknown`) without a word. The layer now answers 500 naming the fix
 //! and logs it once; served with `connect_info`, it limits each client.
 
-use axum::routing::get;
 use axum::Router;
+use axum::routing::get;
 use http::StatusCode;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;

@@ -2,9 +2,9 @@
 //! the banned request's 429 says until when and why, its headers carry the
 //! ban's end, its outcome is counted apart, and the ban ends on time.
 
-use crate::common::{header, json, request, rule, send, Memory};
-use axum::routing::get;
+use crate::common::{Memory, header, json, request, rule, send};
 use axum::Router;
+use axum::routing::get;
 use limits::{Algorithm, KeyedLimiter, ManualClock, Penalty, Rule};
 use limits_http::{Outcome, Policy, RateLimitLayer};
 use std::sync::{Arc, Mutex};

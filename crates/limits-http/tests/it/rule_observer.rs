@@ -5,8 +5,8 @@
 
 use crate::common;
 
-use axum::body::Body;
 use axum::Router;
+use axum::body::Body;
 use common::{request, rule, send, store};
 use http::Request;
 use limits::{Algorithm, KeyedLimiter, ManualClock, Mode, Rule, Store, StoreError, Verdict};

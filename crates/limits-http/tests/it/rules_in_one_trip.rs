@@ -8,8 +8,8 @@
 
 use crate::common::*;
 
-use axum::body::Body;
 use axum::Router;
+use axum::body::Body;
 use http::{Request, Response};
 use limits::{
     Algorithm, Asked, KeyedLimiter, ManualClock, Mode, Rule, Store, StoreError, Until, Verdict,

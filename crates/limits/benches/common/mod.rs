@@ -25,7 +25,7 @@ use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
 mod scenario;
-pub use scenario::{sizing, Outcome, XorShift};
+pub use scenario::{Outcome, XorShift, sizing};
 
 /// Virtual nanoseconds per check.
 pub const STEP: u64 = 100;

@@ -4,7 +4,7 @@
 //! Cheap (two numbers per key) but leaky at the edges: up to 2L requests can
 //! pass within one window length that straddles a boundary.
 
-use super::{sat64, wait, CostBound, RateAlgorithm};
+use super::{CostBound, RateAlgorithm, sat64, wait};
 use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;

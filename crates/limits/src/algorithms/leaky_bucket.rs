@@ -9,7 +9,7 @@
 //! are exact rationals; delays and waits are rounded up to the nanosecond.
 
 use super::gcra::{admit, charged, refunded};
-use super::{ceil_div, decide_by_steps, sat64, wait, CostBound, RateAlgorithm, ScaledTime};
+use super::{CostBound, RateAlgorithm, ScaledTime, ceil_div, decide_by_steps, sat64, wait};
 use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
 

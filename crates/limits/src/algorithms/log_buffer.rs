@@ -128,11 +128,7 @@ impl Ring {
     fn slot(&self, i: usize) -> usize {
         let at = (self.head & !WEIGHTED) as usize + i;
         let capacity = self.capacity();
-        if at >= capacity {
-            at - capacity
-        } else {
-            at
-        }
+        if at >= capacity { at - capacity } else { at }
     }
 
     /// The time of the `i`-th oldest entry (`i < len`).

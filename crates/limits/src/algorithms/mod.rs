@@ -27,7 +27,7 @@ pub use leaky_bucket::{LeakyBucket, LeakyBucketState};
 pub use none::NoLimit;
 pub use sliding_log::{SlidingLog, SlidingLogState};
 pub use sliding_window::{SlidingWindow, SlidingWindowState};
-pub use smoothed_rate::{smoothed_decay, SmoothedRate, SmoothedRateState, TICKS_PER_HALF_LIFE};
+pub use smoothed_rate::{SmoothedRate, SmoothedRateState, TICKS_PER_HALF_LIFE, smoothed_decay};
 pub use token_bucket::{TokenBucket, TokenBucketState};
 
 use crate::{Decision, Mode, Receipt, RetryAfter};

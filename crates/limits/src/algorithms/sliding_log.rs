@@ -9,7 +9,7 @@
 
 use super::log_buffer::Log;
 pub use super::log_state::SlidingLogState;
-use super::{sat64, CostBound, RateAlgorithm};
+use super::{CostBound, RateAlgorithm, sat64};
 use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! current window. Decided exactly, multiplied through by W; unlike PyPI
 //! `limits`, the estimate is not floored before comparing (stricter, exact).
 
-use super::{sat64, CostBound, RateAlgorithm};
+use super::{CostBound, RateAlgorithm, sat64};
 use crate::{Decision, Mode, Rate, RetryAfter};
 
 mod decide;

@@ -18,14 +18,14 @@
 //! request smaller than 1/16 is forgotten when the state is next written,
 //! so that an idle key's state drops without changing a decision.
 
-use super::{floor_div, sat64, CostBound, RateAlgorithm};
+use super::{CostBound, RateAlgorithm, floor_div, sat64};
 use crate::{Decision, Mode, Rate, RetryAfter};
 use std::time::Duration;
 
 mod decay;
 
 use decay::ticks_until_below;
-pub use decay::{smoothed_decay, TICKS_PER_HALF_LIFE};
+pub use decay::{TICKS_PER_HALF_LIFE, smoothed_decay};
 
 /// ln 2 in Q64.
 const LN_2: u128 = 0xB172_17F7_D1CF_79AB;

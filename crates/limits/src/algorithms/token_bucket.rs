@@ -7,7 +7,7 @@
 
 use super::gcra::{admit, charged, refunded};
 use super::whole_period::WholePeriod;
-use super::{ceil_div, decide_by_steps, sat64, wait, CostBound, RateAlgorithm, ScaledTime};
+use super::{CostBound, RateAlgorithm, ScaledTime, ceil_div, decide_by_steps, sat64, wait};
 use crate::Mode;
 use crate::{Decision, Rate, RetryAfter};
 use std::time::Duration;

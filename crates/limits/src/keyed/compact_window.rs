@@ -17,9 +17,9 @@
 //! or more, no branch).
 
 use super::compact::{PackedState, Packing};
+use crate::Rule;
 use crate::algorithms::RateAlgorithm;
 use crate::algorithms::{SlidingWindow, SlidingWindowState};
-use crate::Rule;
 
 /// The bits of `x`: 0 for 0.
 fn bits(x: u64) -> u32 {

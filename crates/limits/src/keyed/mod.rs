@@ -40,7 +40,7 @@ use shard::Shard;
 use slot::{Held, Slot};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
-use tables::{with_table, Tables};
+use tables::{Tables, with_table};
 
 /// The most slots one operation's amortized sweep looks at.
 ///

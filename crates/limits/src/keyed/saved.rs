@@ -5,7 +5,7 @@
 use super::kind::Kind;
 use super::slot::Slot;
 use super::tables::with_table;
-use super::{lock, KeyedLimiter};
+use super::{KeyedLimiter, lock};
 use crate::Clock;
 use std::hash::{BuildHasher, Hash};
 

@@ -11,11 +11,11 @@
 //! `keyed/compact_window.rs`: a 24-byte slot for a `u64` key); any other
 //! its whole state's (a sliding log's: one entry inline, or a ring).
 
+use super::Padded;
 use super::compact::{Compact, FixedPacking, LeakyPacking, PackedState, TokenPacking};
 use super::compact_window::WindowPacking;
 use super::shard::Shard;
 use super::slot::{Held, Marked};
-use super::Padded;
 use crate::algorithms::{
     FixedWindow, LeakyBucket, NoLimit, RateAlgorithm, SlidingLog, SlidingWindow, SmoothedRate,
     TokenBucket,

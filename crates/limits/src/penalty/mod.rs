@@ -30,7 +30,7 @@ mod state;
 pub(crate) use book::PenaltyBook;
 pub use state::PenaltyState;
 
-use crate::{format_duration, Decision, Mode, RetryAfter, MAX_WINDOW};
+use crate::{Decision, MAX_WINDOW, Mode, RetryAfter, format_duration};
 use std::fmt;
 use std::time::Duration;
 

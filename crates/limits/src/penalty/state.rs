@@ -51,11 +51,7 @@ impl PenaltyState {
     /// a clean period as long as the last ban has followed it.
     pub(super) fn streak_at(&self, now: u64) -> u32 {
         let clean_from = self.until.saturating_add(self.length);
-        if now >= clean_from {
-            0
-        } else {
-            self.offences
-        }
+        if now >= clean_from { 0 } else { self.offences }
     }
 
     /// Starts a ban of `length` at `now`, the `offences`-th of its streak

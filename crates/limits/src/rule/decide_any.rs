@@ -4,7 +4,7 @@
 //! several rates; the usual case calls the algorithm's
 //! [`decide_one`](crate::algorithms::RateAlgorithm::decide_one) directly.
 
-use super::{decide_rates, Rule};
+use super::{Rule, decide_rates};
 use crate::state_kinds::with_engines;
 use crate::{Decision, KeyState, Mode};
 

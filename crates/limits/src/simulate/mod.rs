@@ -19,7 +19,7 @@ mod tally;
 mod worst_window;
 
 pub use pattern::{Arrival, Arrivals, Pattern};
-pub use run::{run, Judged, Keep, RunResult, Runner};
+pub use run::{Judged, Keep, RunResult, Runner, run};
 pub use simulation::Simulation;
 pub use tally::Tally;
 pub use worst_window::WorstWindow;

@@ -131,7 +131,7 @@ impl FromStr for Pattern {
                 return Err(format!(
                     "unknown pattern {s:?} (expected one of: {})",
                     Pattern::NAMES.join(", ")
-                ))
+                ));
             }
         })
     }

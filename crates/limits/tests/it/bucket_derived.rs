@@ -4,10 +4,10 @@
 //! three separate functions, for any state and time, the time before the
 //! state's (a clock read out of order) included.
 
+use limits::Rate;
 use limits::algorithms::{
     LeakyBucket, LeakyBucketState, RateAlgorithm, ScaledTime, TokenBucket, TokenBucketState,
 };
-use limits::Rate;
 use limits_conformance::config;
 use proptest::prelude::*;
 use std::time::Duration;

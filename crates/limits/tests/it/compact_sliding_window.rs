@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::keyed_trace;
-use keyed_trace::{expected_export, limiter, ops, run, start, Op};
+use keyed_trace::{Op, expected_export, limiter, ops, run, start};
 
 /// The bits of `x`.
 fn bits(x: u64) -> u32 {

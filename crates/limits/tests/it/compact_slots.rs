@@ -9,13 +9,13 @@
 //! just past it, the longest window, bursts likewise, times up to the end
 //! of `u64` nanoseconds), and from loaded states at the decoder's bound.
 
-use limits::{Algorithm, Rate, Rule, MAX_WINDOW};
+use limits::{Algorithm, MAX_WINDOW, Rate, Rule};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::keyed_trace;
-use keyed_trace::{expected_export, limiter, ops, run, start, Op};
+use keyed_trace::{Op, expected_export, limiter, ops, run, start};
 
 /// The largest window whose full times fit in 96 bits at `limit` (0 if
 /// none does): `(u64::MAX + 2W) x L <= 2^96 - 1`.

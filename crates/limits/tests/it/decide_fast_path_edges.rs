@@ -18,7 +18,7 @@ use limits::algorithms::{
     LeakyBucket, LeakyBucketState, RateAlgorithm, ScaledTime, SlidingWindow, SlidingWindowState,
     TokenBucket, TokenBucketState,
 };
-use limits::{Algorithm, Rate, Rule, MAX_LIMIT, MAX_WINDOW};
+use limits::{Algorithm, MAX_LIMIT, MAX_WINDOW, Rate, Rule};
 use proptest::prelude::*;
 use std::time::Duration;
 

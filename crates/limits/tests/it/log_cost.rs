@@ -12,7 +12,7 @@
 use limits::{
     Algorithm, Decision, KeyedLimiter, ManualClock, Options, Rate, Rates, RetryAfter, Rule,
 };
-use limits_conformance::{first_after, RuleModel};
+use limits_conformance::{RuleModel, first_after};
 use proptest::prelude::*;
 use std::time::{Duration, Instant};
 

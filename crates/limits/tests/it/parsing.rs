@@ -1,6 +1,6 @@
 //! Parsers fed arbitrary text never panic, and valid rates round-trip.
 
-use limits::{parse_duration, Algorithm, Rate, Rates, MAX_LIMIT, MAX_WINDOW};
+use limits::{Algorithm, MAX_LIMIT, MAX_WINDOW, Rate, Rates, parse_duration};
 use proptest::prelude::*;
 use std::time::Duration;
 

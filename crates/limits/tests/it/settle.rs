@@ -13,7 +13,7 @@ use crate::counting::counted;
 use limits::{
     Algorithm, KeyedLimiter, ManualClock, Options, Rate, Rates, Receipt, RetryAfter, Rule,
 };
-use limits_conformance::{check_rate, settle_case, RuleModel, SettleCase, SettleTo, ALGORITHMS};
+use limits_conformance::{ALGORITHMS, RuleModel, SettleCase, SettleTo, check_rate, settle_case};
 use proptest::prelude::*;
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The simulation engine: its worst-window measure, and the seed chapter's
 //! two "more to try" items as properties.
 
-use limits::simulate::{run, Arrival, Pattern, WorstWindow};
+use limits::simulate::{Arrival, Pattern, WorstWindow, run};
 use limits::{Algorithm, KeyState, Rate, Rule};
 use proptest::prelude::*;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! its own sliding log) and the old pattern generator are kept here as
 //! reference models, and every table figure and every kept verdict must match.
 
-use limits::simulate::{run, Arrival, Judged, Keep, Pattern, RunResult, Simulation, Tally};
+use limits::simulate::{Arrival, Judged, Keep, Pattern, RunResult, Simulation, Tally, run};
 use limits::{Algorithm, KeyState, Rate, Rates, Rule};
 use proptest::prelude::*;
 use std::time::Duration;
@@ -203,7 +203,7 @@ proptest! {
         prop_assert_eq!(&one.arrivals, &kept);
         for (got, want) in one.results.iter().zip(&want) {
             let judged: Vec<Judged> = (want.judged.iter().zip(&mine))
-                .filter(|(_, &m)| m)
+                .filter(|&(_, &m)| m)
                 .map(|(j, _)| *j)
                 .collect();
             prop_assert_eq!(got, &RunResult { judged, ..want.clone() });

@@ -12,8 +12,8 @@
 //! rate's own decision, as `decide` reports it to `each`, is computed by
 //! the step-by-step functions, and its state is the first rate's.
 
-use limits::algorithms::{RateAlgorithm, ScaledTime, TokenBucket, TokenBucketState};
 use limits::MAX_LIMIT;
+use limits::algorithms::{RateAlgorithm, ScaledTime, TokenBucket, TokenBucketState};
 use limits::{Algorithm, Decision, Mode, Rate, Rates, Rule};
 use proptest::prelude::*;
 use std::time::Duration;

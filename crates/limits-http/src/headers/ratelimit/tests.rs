@@ -4,7 +4,7 @@
 //! around every power of ten, repeated and alternating, and for rules whose
 //! values share their numbers but not their names.
 
-use super::super::{write, MemberName, PolicyMember, RuleStatus, RATELIMIT};
+use super::super::{MemberName, PolicyMember, RATELIMIT, RuleStatus, write};
 use super::RateLimitValue;
 use http::header::{HeaderMap, HeaderValue};
 use limits::{Algorithm, Decision, RetryAfter, Rule};

@@ -4,7 +4,7 @@
 mod ipv4;
 mod ipv4_room;
 
-use super::{KeyText, INLINE};
+use super::{INLINE, KeyText};
 use crate::{Key, KeySpec};
 use std::hash::{BuildHasher, RandomState};
 use std::net::IpAddr;

@@ -3,9 +3,9 @@
 
 #![allow(dead_code)]
 
+use axum::Router;
 use axum::body::Body;
 use axum::routing::{get, post};
-use axum::Router;
 use http::{Request, Response};
 use http_body_util::BodyExt;
 use limits::{Algorithm, KeyedLimiter, ManualClock, Mode, Rule, Store, StoreError, Verdict};

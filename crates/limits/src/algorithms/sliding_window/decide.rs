@@ -20,7 +20,7 @@
 //! Products are taken in `u64` when they fit, in `u128` otherwise
 //! (`tests/it/other_limiters_decide.rs`).
 
-use super::super::{sat64, CostBound};
+use super::super::{CostBound, sat64};
 use super::{SlidingWindow, SlidingWindowState};
 use crate::duration::of_nanos;
 use crate::{Decision, Mode, RetryAfter};

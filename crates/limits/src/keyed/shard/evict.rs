@@ -29,10 +29,10 @@
 //! usually [`CANDIDATES`]), and the memory per key does not grow: the
 //! flags live in the state's padding (see the slot module).
 
-use super::{next, Shard};
+use super::{Shard, next};
+use crate::Rule;
 use crate::keyed::kind::Kind;
 use crate::keyed::slot::{Held, Slot};
-use crate::Rule;
 use std::hash::Hash;
 
 /// Keys a full shard weighs before it evicts one.

@@ -18,9 +18,9 @@
 
 mod evict;
 
-use super::kind::Kind;
-use super::slot::{Held, Slot, HINT_BITS};
 use super::SWEEP_EVERY;
+use super::kind::Kind;
+use super::slot::{HINT_BITS, Held, Slot};
 use crate::Rule;
 pub(crate) use evict::Room;
 use foldhash::fast::RandomState;
@@ -284,19 +284,15 @@ fn hint_table_hash(low: u32) -> u64 {
 
 /// The slot after `at` of `len`, wrapping: no division on the hot path.
 pub(super) fn next(at: usize, len: usize) -> usize {
-    if at + 1 >= len {
-        0
-    } else {
-        at + 1
-    }
+    if at + 1 >= len { 0 } else { at + 1 }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::algorithms::TokenBucketState;
-    use crate::keyed::slot::Marked;
     use crate::keyed::Padded;
+    use crate::keyed::slot::Marked;
     use parking_lot::Mutex;
 
     /// What every operation writes (the lock byte, `latest`, `quiet`, and

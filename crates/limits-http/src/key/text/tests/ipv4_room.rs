@@ -2,7 +2,7 @@
 //! room for the longest one, and through a text of its own otherwise: both
 //! ways write what `Display` writes after what was there, inline or spilled.
 
-use super::super::{KeyText, INLINE};
+use super::super::{INLINE, KeyText};
 use std::net::Ipv4Addr;
 
 #[test]
