@@ -208,14 +208,8 @@ impl Model {
                 at,
                 ..
             } => {
-                let elapsed = u128::from(t.saturating_sub(at));
-                let ticks = elapsed * u128::from(TICKS_PER_HALF_LIFE) / u128::from(half_life);
-                let decayed = smoothed_decay(estimate, u64::try_from(ticks).unwrap_or(u64::MAX));
-                if decayed < 1 << scale.saturating_sub(4) {
-                    0
-                } else {
-                    decayed
-                }
+                let decayed = smoothed_decay(estimate, ticks_in(t.saturating_sub(at), half_life));
+                counted(decayed, scale)
             }
             _ => unreachable!(),
         }
@@ -232,12 +226,7 @@ impl Model {
             ..
         } = self
         {
-            let kept = to(now, 1 << *scale);
-            *estimate = if kept < 1 << scale.saturating_sub(4) {
-                0
-            } else {
-                kept
-            };
+            *estimate = counted(to(now, 1 << *scale), *scale);
             *at = t;
         }
     }
@@ -348,9 +337,7 @@ impl Model {
                 end.map(|end| (end - period * Q::int(units)).max(Q::int(t)))
             }),
             &mut Model::Smoothed { half_life, .. } => {
-                let elapsed = u128::from(t.saturating_sub(at));
-                let ticks = elapsed * u128::from(TICKS_PER_HALF_LIFE) / u128::from(half_life);
-                let ticks = u64::try_from(ticks).unwrap_or(u64::MAX);
+                let ticks = ticks_in(t.saturating_sub(at), half_life);
                 self.set_smoothed(t, |e, unit| {
                     e.saturating_sub(smoothed_decay(units * unit, ticks))
                 })
@@ -426,6 +413,23 @@ impl Model {
             Model::Leaky { .. } => (self.departure(t, c).1 - Q::int(t)).ceil() as u64,
             _ => 0,
         }
+    }
+}
+
+/// Whole ticks of the smoothed rate's decay (a 65,536th of `half_life`)
+/// in `elapsed` nanoseconds.
+fn ticks_in(elapsed: u64, half_life: u64) -> u64 {
+    let ticks = u128::from(elapsed) * u128::from(TICKS_PER_HALF_LIFE) / u128::from(half_life);
+    u64::try_from(ticks).unwrap_or(u64::MAX)
+}
+
+/// A smoothed estimate as it counts, in units of `2^scale` a request:
+/// nothing below a sixteenth of one.
+fn counted(estimate: u64, scale: u32) -> u64 {
+    if estimate < 1 << scale.saturating_sub(4) {
+        0
+    } else {
+        estimate
     }
 }
 
