@@ -234,7 +234,9 @@ impl RateAlgorithm for SmoothedRate {
         let mut estimate = self.kept(self.estimate(s, now));
         let mut decision = Decision::allow(0);
         match CostBound::of(cost, self.limit) {
-            CostBound::Decided if estimate <= self.units(self.limit - cost) => {
+            // The estimate as it counts is below the bound exactly when the
+            // raw one is: `check`'s test.
+            CostBound::Decided if estimate < self.bound_for(cost) => {
                 if mode.records() {
                     estimate += self.units(cost);
                     *s = SmoothedRateState { estimate, at: now };
