@@ -41,6 +41,7 @@ mod penalty;
 mod rate;
 mod rule;
 pub mod simulate;
+mod sketch;
 mod state_codec;
 mod state_kinds;
 mod store;
@@ -55,6 +56,7 @@ pub use parse::ParseError;
 pub use penalty::{Ban, MAX_AFTER, MAX_BAN, Penalty, PenaltyError, PenaltyState};
 pub use rate::{DEFAULT_WINDOW, MAX_LIMIT, MAX_WINDOW, Rate, RateError, Rates};
 pub use rule::{KeyState, Rule};
+pub use sketch::{Sketch, SketchOptions};
 pub use store::{Asked, Store, StoreError, StoreErrorKind, UnsupportedRule, Until, Verdict};
 
 /// The README's examples, run as doctests so that they cannot go stale.

@@ -27,6 +27,7 @@ mod parsing;
 mod settle;
 mod simulate;
 mod simulate_stream;
+mod sketch;
 mod sliding_log;
 mod sliding_window;
 mod slot_kinds;
