@@ -8,7 +8,7 @@ use std::time::Duration;
 /// One limiter's line.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
-    pub limiter: &'static str,
+    pub limiter: String,
     pub allowed: u64,
     pub rejected: u64,
     pub worst_window: u64,
@@ -16,6 +16,15 @@ pub struct Row {
     pub false_denies: u64,
     #[serde(rename = "peak_bytes_per_key", skip_serializing_if = "Option::is_none")]
     pub bytes_per_key: Option<usize>,
+}
+
+/// A limiter's row name: its algorithm's, or `sketch SIZE` for the
+/// sliding-window counter in a sketch of SIZE bytes.
+pub fn limiter_name(algorithm: limits::Algorithm, sketch: Option<usize>) -> String {
+    match sketch {
+        Some(memory) => format!("sketch {}", limits_server::format_memory(memory)),
+        None => algorithm.name().to_string(),
+    }
 }
 
 /// "second" for one second, else "1.5s", "5s", "0.25s".
@@ -92,7 +101,7 @@ mod tests {
     #[test]
     fn columns_line_up_with_the_chapter() {
         let row = Row {
-            limiter: "none",
+            limiter: "none".into(),
             allowed: 60,
             rejected: 0,
             worst_window: 20,

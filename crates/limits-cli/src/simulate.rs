@@ -7,8 +7,8 @@ use crate::args::{parse_limiters, Limiters, RateArgs};
 use crate::report::{self, limits_phrase, Row};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use limits::simulate::{Keep, Pattern, Simulation};
-use limits::{format_seconds, Algorithm, Rule};
+use limits::simulate::{Keep, Pattern, Runner, Simulation};
+use limits::{format_seconds, Algorithm, Rule, SketchOptions};
 use serde::Serialize;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -50,6 +50,12 @@ pub struct SimulateArgs {
     /// Also draw the run as an SVG picture to this file.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+
+    /// Also run the sliding-window counter in a sketch of SIZE bytes
+    /// (`16MB`, `64KiB`) for all the clients: a row `sketch SIZE`, last,
+    /// whose false denials are what the fixed memory costs.
+    #[arg(long, value_name = "SIZE", value_parser = limits_server::parse_memory)]
+    sketch: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -122,8 +128,22 @@ fn build(args: &SimulateArgs) -> Result<Simulation, String> {
     } else {
         Keep::Nothing
     };
+    let mut runner = Runner::new(&rules, args.keys, first.window_nanos(), keep);
+    if let Some(memory) = args.sketch {
+        // One shard and a fixed seed: the same cells, and so the same
+        // table, on every machine and every run.
+        let options = SketchOptions {
+            shards: 1,
+            seed: Some(0),
+            ..SketchOptions::new(memory)
+        };
+        let rule = Rule::build(Algorithm::SlidingWindow, rates.clone(), args.rate.burst);
+        runner
+            .add_sketch(&rule, options)
+            .map_err(|e| format!("--sketch: {e}"))?;
+    }
     let bar = progress_bar(requests);
-    let sim = Simulation::streamed(pattern, rates, args.keys, &rules, keep, |done| {
+    let sim = Simulation::with_runner(pattern, rates, args.keys, runner, |done| {
         if let Some(bar) = &bar {
             bar.set_position(done);
         }
@@ -166,7 +186,7 @@ fn rows(sim: &Simulation) -> Vec<Row> {
     sim.results
         .iter()
         .map(|o| Row {
-            limiter: o.algorithm.name(),
+            limiter: report::limiter_name(o.algorithm, o.sketch),
             allowed: o.allowed,
             rejected: o.rejected,
             worst_window: o.worst_window,

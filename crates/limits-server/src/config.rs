@@ -42,6 +42,7 @@ mod in_flight;
 mod lists;
 mod penalty;
 mod raw;
+mod sketch;
 #[cfg(test)]
 mod tests;
 mod tiers;
@@ -228,6 +229,16 @@ fn rule_config(
         },
     };
 
+    let beside_memory = [
+        ("store", raw.store.as_ref().map(Spanned::span)),
+        ("count", raw.count.as_ref().map(Spanned::span)),
+        ("cost_from", raw.cost_from.as_ref().map(Spanned::span)),
+        ("concurrency", raw.concurrency.as_ref().map(Spanned::span)),
+    ];
+    let memory = raw
+        .memory
+        .and_then(|m| sketch::memory(m, &beside_memory, p));
+
     let raw_tiers = RawTiers {
         tiers: raw.tiers,
         tier_from: raw.tier_from,
@@ -311,7 +322,10 @@ fn rule_config(
         if tier.is_some() {
             derived_name(&variant, "tier's", &label, &table, p, names);
         }
-        let store = fields::rule_store(raw.store.clone(), &table, stores, (&variant, rule), p);
+        let store = match &memory {
+            Some(memory) => sketch::store(memory, &label, rule, p),
+            None => fields::rule_store(raw.store.clone(), &table, stores, (&variant, rule), p),
+        };
         let store = match (store, penalty, &penalty_span) {
             (Some(store), Some(penalty), Some(span)) => {
                 penalty::with_penalty(store, penalty, span, p)

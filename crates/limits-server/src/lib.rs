@@ -62,5 +62,5 @@ pub use rules::{check_cost, describe, fingerprint, keep_state, same_shape, CostE
 pub use server::{Backend, Server};
 pub use server_config::{LayerOptions, RulesSource, ServerConfig};
 pub use state::CLOCK_TOLERANCE;
-pub use store::{RuleStore, StoreKind, StoreOptions};
+pub use store::{format_memory, parse_memory, RuleStore, StoreKind, StoreOptions};
 pub use tasks::shutdown_signal;

@@ -114,7 +114,7 @@ pub fn describe(rule: &ServerRule) -> String {
         rule.name,
         rule.path_prefix,
         rule.key,
-        rule.store.kind(),
+        rule.store.place(),
     )
 }
 

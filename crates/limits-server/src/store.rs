@@ -9,8 +9,8 @@
 //! [`Store::local`], never assumed.
 
 use limits::{
-    Asked, KeyedLimiter, LocalStore, Mode, Penalty, Receipt, Rule, Store, StoreError, SystemClock,
-    Until, Verdict,
+    Asked, KeyedLimiter, LocalStore, Mode, Penalty, Receipt, Rule, Sketch, SketchOptions, Store,
+    StoreError, SystemClock, Until, Verdict,
 };
 use limits_memcached::{MemcachedClient, MemcachedStore};
 use limits_redis::{RedisConnection, RedisStore};
@@ -37,6 +37,9 @@ pub enum RuleStore {
     /// Keys and their state in memcached, shared with every instance using
     /// it; decided here, at this process's clock.
     Memcached(MemcachedStore),
+    /// Sliding-window counters in a fixed amount of this process's memory,
+    /// however many keys (`memory = "16MB"`): false denials only.
+    Sketch(Sketch),
 }
 
 impl RuleStore {
@@ -52,6 +55,34 @@ impl RuleStore {
             SystemClock::new(),
             options,
         ))
+    }
+
+    /// A sketch of `memory` bytes deciding `rule` (a sliding-window
+    /// counter), or why it cannot.
+    ///
+    /// ```
+    /// use limits::{Algorithm, Rule};
+    /// use limits_server::RuleStore;
+    ///
+    /// let rule = Rule::new(Algorithm::SlidingWindow, "10/s".parse().unwrap());
+    /// let store = RuleStore::sketch(rule, 1 << 20).unwrap();
+    /// assert_eq!((store.kind(), store.place()), ("sketch", "a sketch of 1 MiB".to_string()));
+    /// let log = Rule::new(Algorithm::SlidingLog, "10/s".parse().unwrap());
+    /// assert!(RuleStore::sketch(log, 1 << 20).is_err());
+    /// ```
+    pub fn sketch(rule: Rule, memory: usize) -> Result<RuleStore, String> {
+        Sketch::new(rule, SketchOptions::new(memory))
+            .map(RuleStore::Sketch)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Where the rule's state lives, in words: the [`kind`](RuleStore::kind),
+    /// with a sketch's size.
+    pub fn place(&self) -> String {
+        match self {
+            RuleStore::Sketch(s) => format!("a sketch of {}", format_memory(s.memory())),
+            other => other.kind().to_string(),
+        }
     }
 
     /// The store without a memory of denials, where it keeps one (Redis):
@@ -72,24 +103,26 @@ impl RuleStore {
             RuleStore::Memory(s) => s.bans(),
             RuleStore::Redis(s) => s.bans(),
             RuleStore::Memcached(s) => s.bans(),
+            RuleStore::Sketch(_) => 0,
         })
     }
 
     /// The kind of store, as the configuration names it: `"memory"`,
-    /// `"redis"` or `"memcached"`.
+    /// `"redis"` or `"memcached"`; `"sketch"` for a rule with `memory`.
     pub fn kind(&self) -> &'static str {
         match self {
             RuleStore::Memory(_) => "memory",
             RuleStore::Redis(_) => "redis",
             RuleStore::Memcached(_) => "memcached",
+            RuleStore::Sketch(_) => "sketch",
         }
     }
 
     /// Whether a key's state in `self` means the same in `other`: the same
-    /// kind of store deciding the same rule, with the same penalty. A
-    /// reloaded rule keeps its store only then.
+    /// kind of store (a sketch of the same size) deciding the same rule,
+    /// with the same penalty. A reloaded rule keeps its store only then.
     pub fn same_kind(&self, other: &RuleStore) -> bool {
-        self.kind() == other.kind()
+        self.place() == other.place()
             && self.rule() == other.rule()
             && self.penalty() == other.penalty()
     }
@@ -101,6 +134,7 @@ impl Store for RuleStore {
             RuleStore::Memory(s) => Store::rule(s),
             RuleStore::Redis(s) => Store::rule(s),
             RuleStore::Memcached(s) => Store::rule(s),
+            RuleStore::Sketch(s) => Store::rule(s),
         }
     }
 
@@ -109,6 +143,7 @@ impl Store for RuleStore {
             RuleStore::Memory(s) => Store::penalty(s),
             RuleStore::Redis(s) => Store::penalty(s),
             RuleStore::Memcached(s) => Store::penalty(s),
+            RuleStore::Sketch(s) => Store::penalty(s),
         }
     }
 
@@ -119,6 +154,7 @@ impl Store for RuleStore {
             // otherwise make every request's future (in memory too) as large.
             RuleStore::Redis(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
             RuleStore::Memcached(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
+            RuleStore::Sketch(s) => Store::decide(s, key, cost, mode).await,
         }
     }
 
@@ -142,6 +178,7 @@ impl Store for RuleStore {
             RuleStore::Memory(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Redis(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Memcached(s) => Store::decide_now(s, key, cost, mode),
+            RuleStore::Sketch(s) => Store::decide_now(s, key, cost, mode),
         }
     }
 
@@ -160,6 +197,7 @@ impl Store for RuleStore {
             // Boxed, as in `decide`.
             RuleStore::Redis(s) => Box::pin(Store::decide_from(s, client, key, cost, mode)).await,
             RuleStore::Memcached(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
+            RuleStore::Sketch(s) => Store::decide(s, key, cost, mode).await,
         }
     }
 
@@ -174,6 +212,7 @@ impl Store for RuleStore {
             RuleStore::Memory(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Redis(s) => Store::decide_now_from(s, client, key, cost, mode),
             RuleStore::Memcached(s) => Store::decide_now(s, key, cost, mode),
+            RuleStore::Sketch(s) => Store::decide_now(s, key, cost, mode),
         }
     }
 
@@ -188,6 +227,7 @@ impl Store for RuleStore {
             RuleStore::Memory(s) => Store::decide_at(s, key, now, cost, mode).await,
             RuleStore::Redis(s) => Store::decide_at(s, key, now, cost, mode).await,
             RuleStore::Memcached(s) => Box::pin(Store::decide_at(s, key, now, cost, mode)).await,
+            RuleStore::Sketch(s) => Store::decide_at(s, key, now, cost, mode).await,
         }
     }
 
@@ -202,6 +242,7 @@ impl Store for RuleStore {
             RuleStore::Memory(s) => Store::settle(s, key, now, receipt, cost).await,
             RuleStore::Redis(s) => Store::settle(s, key, now, receipt, cost).await,
             RuleStore::Memcached(s) => Store::settle(s, key, now, receipt, cost).await,
+            RuleStore::Sketch(s) => Store::settle(s, key, now, receipt, cost).await,
         }
     }
 
@@ -215,6 +256,7 @@ impl Store for RuleStore {
             RuleStore::Memory(s) => Store::renew(s, key, now, receipt).await,
             RuleStore::Redis(s) => Store::renew(s, key, now, receipt).await,
             RuleStore::Memcached(s) => Store::renew(s, key, now, receipt).await,
+            RuleStore::Sketch(s) => Store::renew(s, key, now, receipt).await,
         }
     }
 
@@ -223,6 +265,7 @@ impl Store for RuleStore {
             RuleStore::Memory(s) => Store::local(s),
             RuleStore::Redis(s) => Store::local(s),
             RuleStore::Memcached(s) => Store::local(s),
+            RuleStore::Sketch(s) => Store::local(s),
         }
     }
 
@@ -253,7 +296,7 @@ impl Store for RuleStore {
                     cost: a.cost,
                     mode: a.mode,
                 }),
-                RuleStore::Memory(_) | RuleStore::Memcached(_) => None,
+                RuleStore::Memory(_) | RuleStore::Memcached(_) | RuleStore::Sketch(_) => None,
             })
             .collect();
         if in_redis.is_empty() {
@@ -340,6 +383,51 @@ impl StoreOptions {
                 ),
             },
         }
+    }
+}
+
+/// A size as people write it (`16MB`, `16 MiB`, `1048576`), in bytes.
+///
+/// ```
+/// use limits_server::parse_memory;
+///
+/// assert_eq!(parse_memory("16MB"), Ok(16_000_000));
+/// assert_eq!(parse_memory("16 MiB"), Ok(16 << 20));
+/// assert!(parse_memory("lots").unwrap_err().contains("16MB"));
+/// ```
+pub fn parse_memory(text: &str) -> Result<usize, String> {
+    let size: bytesize::ByteSize = text.trim().parse().map_err(|e| {
+        format!("memory {text:?} is not a size such as \"16MB\" or \"64 MiB\" ({e})")
+    })?;
+    usize::try_from(size.as_u64())
+        .map_err(|_| format!("memory {text:?} is larger than this machine can address"))
+}
+
+/// `bytes` as the largest unit that writes it whole: `16 MiB`, `16 MB`,
+/// or bytes.
+///
+/// ```
+/// use limits_server::format_memory;
+///
+/// assert_eq!(format_memory(16 << 20), "16 MiB");
+/// assert_eq!(format_memory(16_000_000), "16 MB");
+/// assert_eq!(format_memory(1000 * 1024 + 1), "1024001 bytes");
+/// ```
+pub fn format_memory(bytes: usize) -> String {
+    let units = [
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+        (1_000_000_000, "GB"),
+        (1_000_000, "MB"),
+        (1_000, "kB"),
+    ];
+    match units
+        .iter()
+        .find(|(unit, _)| bytes >= *unit && bytes % unit == 0)
+    {
+        Some((unit, name)) => format!("{} {name}", bytes / unit),
+        None => format!("{bytes} bytes"),
     }
 }
 

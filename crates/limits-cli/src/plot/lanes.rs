@@ -146,7 +146,7 @@ pub fn limiter(sim: &Simulation, result: &RunResult, end: u64) -> Lane {
     Lane {
         caption: format!(
             "{}: {} allowed, {} rejected, {} = {worst}",
-            result.algorithm,
+            crate::report::limiter_name(result.algorithm, result.sketch),
             admitted.len(),
             refused.len(),
             worst_label(sim.window())

@@ -82,6 +82,13 @@ pub struct ReplayArgs {
 
     #[command(flatten)]
     redis_tls: crate::args::RedisTlsArgs,
+
+    /// Also replay the sliding-window counter in a sketch of SIZE bytes
+    /// (`16MB`, `64KiB`), in memory whatever `--store` says: a row
+    /// `sketch SIZE`, whose false denials are what the fixed memory
+    /// costs.
+    #[arg(long, value_name = "SIZE", value_parser = limits_server::parse_memory)]
+    sketch: Option<usize>,
 }
 
 /// A duration, or zero ("0", "0s") for no reordering at all.

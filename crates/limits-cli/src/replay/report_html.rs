@@ -65,7 +65,7 @@ fn page(summary: &Summary<'_>, top: usize) -> String {
         .max()
         .unwrap_or(0);
     for (r, (width, bins)) in summary.replayed.iter().zip(&bars) {
-        let name = r.algorithm.name();
+        let name = &r.name;
         let _ = write!(html, "<h2 id=\"{name}\">{name}</h2>\n<p>");
         let worst = r.tally.worst_window();
         let _ = write!(
@@ -216,7 +216,7 @@ fn fates(summary: &Summary<'_>, top: usize) -> String {
     }
     html += "<table id=\"fates-table\"><thead><tr><th>key</th>";
     for r in summary.replayed {
-        let _ = write!(html, "<th>{}</th>", r.algorithm.name());
+        let _ = write!(html, "<th>{}</th>", r.name);
     }
     html += "<th>spread</th></tr></thead><tbody>\n";
     for (key, c) in &keys {

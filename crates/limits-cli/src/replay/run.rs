@@ -13,7 +13,7 @@ use super::trace::Event;
 use super::ReplayArgs;
 use indicatif::{ProgressBar, ProgressStyle};
 use limits::simulate::Tally;
-use limits::{Algorithm, KeyedLimiter, ManualClock, Rule};
+use limits::{Algorithm, KeyedLimiter, ManualClock, Rule, Sketch, SketchOptions};
 use std::io::IsTerminal;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,12 +22,27 @@ use std::sync::Arc;
 /// One limiter being replayed, and the tally of its decisions.
 pub(super) struct Replayed {
     pub(super) algorithm: Algorithm,
+    /// Its row's name: the algorithm's, or `sketch SIZE`.
+    pub(super) name: String,
     limiter: Limiter,
     pub(super) tally: Tally<KeyId>,
     /// Rejections per key.
     pub(super) rejected: Rejected,
     /// Its decisions over the trace's time.
     pub(super) timeline: Timeline,
+}
+
+impl Replayed {
+    fn new(algorithm: Algorithm, name: String, limiter: Limiter, window: u64) -> Replayed {
+        Replayed {
+            algorithm,
+            name,
+            limiter,
+            tally: Tally::new(window),
+            rejected: Rejected::default(),
+            timeline: Timeline::default(),
+        }
+    }
 }
 
 /// One replay in progress: every limiter asked, with a sliding log alongside
@@ -98,13 +113,32 @@ impl Run {
                 },
                 None => Limiter::Memory(keyed(rule(algorithm))),
             };
-            replayed.push(Replayed {
+            replayed.push(Replayed::new(
                 algorithm,
+                algorithm.name().into(),
                 limiter,
-                tally: Tally::new(window),
-                rejected: Rejected::default(),
-                timeline: Timeline::default(),
-            });
+                window,
+            ));
+        }
+        if let Some(memory) = args.sketch {
+            // One shard and a fixed seed: the same cells, and so the same
+            // decisions, on every machine and every run.
+            let options = SketchOptions {
+                shards: 1,
+                seed: Some(0),
+                ..SketchOptions::new(memory)
+            };
+            let sketch =
+                Sketch::with_clock(rule(Algorithm::SlidingWindow), options, ManualClock::new(0))
+                    .map_err(|e| format!("--sketch: {e}"))?;
+            let name = crate::report::limiter_name(Algorithm::SlidingWindow, Some(sketch.memory()));
+            let limiter = Limiter::Sketch(sketch);
+            replayed.push(Replayed::new(
+                Algorithm::SlidingWindow,
+                name,
+                limiter,
+                window,
+            ));
         }
         let exact = match replayed.iter().position(|r| {
             r.algorithm == Algorithm::SlidingLog && matches!(r.limiter, Limiter::Memory(_))

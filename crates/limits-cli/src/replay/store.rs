@@ -18,7 +18,7 @@
 //! (memcached's: a day after their last write).
 
 use super::keys::{KeyId, Keys};
-use limits::{Decision, KeyedLimiter, ManualClock, Mode, Rule, Store};
+use limits::{Decision, KeyedLimiter, ManualClock, Mode, Rule, Sketch, Store};
 use limits_memcached::{MemcachedClient, MemcachedOptions, MemcachedStore};
 use limits_redis::{RedisConnection, RedisOptions, RedisStore};
 use std::rc::Rc;
@@ -35,6 +35,9 @@ pub enum Limiter {
     Memory(KeyedLimiter<KeyId, ManualClock>),
     Redis(RedisStore, Rc<Shared>),
     Memcached(MemcachedStore<ManualClock>, Rc<Shared>),
+    /// A sliding-window counter in a sketch's fixed memory, keyed by the
+    /// interned numbers too.
+    Sketch(Sketch<ManualClock>),
 }
 
 impl Limiter {
@@ -44,6 +47,7 @@ impl Limiter {
     pub fn decide(&self, id: KeyId, keys: &Keys, now: u64, cost: u64) -> Result<Decision, String> {
         let decided = match self {
             Limiter::Memory(keyed) => return Ok(keyed.check_at(&id, now, cost)),
+            Limiter::Sketch(sketch) => return Ok(sketch.check_at(&id, now, cost)),
             Limiter::Redis(store, shared) => {
                 shared
                     .runtime

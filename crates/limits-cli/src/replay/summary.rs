@@ -31,7 +31,7 @@ impl Summary<'_> {
         self.replayed
             .iter()
             .map(|r| Row {
-                limiter: r.algorithm.name(),
+                limiter: r.name.clone(),
                 allowed: r.tally.allowed,
                 rejected: r.tally.rejected,
                 worst_window: r.tally.worst_window(),
@@ -56,14 +56,14 @@ impl Summary<'_> {
             for r in replayed {
                 let most = r.rejected.most(keys, top);
                 if most.is_empty() {
-                    println!("limited most ({}): nobody", r.algorithm);
+                    println!("limited most ({}): nobody", r.name);
                     continue;
                 }
                 let names: Vec<String> = most
                     .iter()
                     .map(|(k, r)| format!("{k} ({} rejected)", r.count))
                     .collect();
-                println!("limited most ({}): {}", r.algorithm, names.join(", "));
+                println!("limited most ({}): {}", r.name, names.join(", "));
             }
         }
         print_bad(name, bad);

@@ -20,6 +20,7 @@ mod replay;
 mod replay_idle_keys;
 mod replay_large;
 mod replay_redis;
+mod replay_sketch;
 mod rls;
 mod rls_check_config;
 mod rls_envoy;

@@ -163,3 +163,46 @@ fn simulate_bad_flags_exit_non_zero_with_a_message() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn simulate_sketch_is_the_sliding_window_while_roomy_and_denies_more_when_crowded() {
+    let table = |size: &str| {
+        let (out, err, code) = limits(&[
+            "simulate",
+            "--pattern",
+            "random",
+            "--keys",
+            "500",
+            "--limiter",
+            "sliding-window",
+            "--sketch",
+            size,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    // The last six columns: the sketch's name has a number in it.
+    let numbers = |line: &str| -> Vec<u64> {
+        let columns: Vec<&str> = line.split_whitespace().collect();
+        columns[columns.len() - 6..]
+            .iter()
+            .map(|n| n.parse().unwrap())
+            .collect()
+    };
+    let roomy = table("1MiB");
+    let lines: Vec<&str> = roomy.lines().collect();
+    assert!(lines[4].starts_with("sketch 1 MiB"), "{roomy}");
+    let (window, sketch) = (numbers(lines[3]), numbers(lines[4]));
+    assert_eq!(window[..5], sketch[..5], "{roomy}");
+    assert_eq!(
+        sketch[5],
+        (1 << 20) / 500 + 1,
+        "its memory over the clients: {roomy}"
+    );
+
+    let crowded = table("2KiB");
+    let sketch = numbers(crowded.lines().nth(4).unwrap());
+    assert!(sketch[1] > window[1] * 3 / 2, "{crowded}");
+    assert!(sketch[4] > window[4], "{crowded}");
+    assert_eq!(sketch[5], 2048 / 500 + 1, "{crowded}");
+}

@@ -109,5 +109,9 @@ pub(super) fn with_penalty(
             .map(RuleStore::Memcached)
             .map_err(|e| p.add(span, e.to_string()))
             .ok(),
+        RuleStore::Sketch(_) => {
+            p.add(span, "a penalty bans keys one by one, and a sketch (memory) keeps no key: leave one of them out");
+            None
+        }
     }
 }

@@ -40,6 +40,7 @@ pub(super) struct RawRule {
     pub cost: Option<Spanned<Whole>>,
     pub burst: Option<Spanned<Whole>>,
     pub store: Option<Spanned<String>>,
+    pub memory: Option<Spanned<String>>,
     pub count: Option<Spanned<RawCount>>,
     pub cost_from: Option<Spanned<String>>,
     pub max_cost: Option<Spanned<Whole>>,

@@ -9,6 +9,7 @@ mod in_flight;
 mod lists;
 mod never_panics;
 mod penalty;
+mod sketch;
 mod tiers;
 
 fn rule(algorithm: Algorithm, rates: &str) -> Rule {

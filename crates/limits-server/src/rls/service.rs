@@ -33,7 +33,7 @@ use super::{OnStoreError, RlsOptions};
 use crate::RuleStore;
 use arc_swap::ArcSwap;
 use limits::Store;
-use limits::{KeyedLimiter, Mode, RetryAfter, StoreError, StoreErrorKind, SystemClock, Verdict};
+use limits::{Mode, RetryAfter, StoreError, StoreErrorKind, Verdict};
 use limits_memcached::MemcachedStore;
 use limits_redis::{BatchDecision, RedisStore};
 use std::collections::HashSet;
@@ -247,7 +247,8 @@ fn deciding_store<'a>(
 /// request, and what the limiter is asked.
 struct InMemory<'a> {
     index: usize,
-    store: &'a KeyedLimiter<String, SystemClock>,
+    /// A store in this process, which decides at once.
+    store: &'a RuleStore,
     key: &'a str,
     cost: u64,
     mode: Mode,
@@ -257,8 +258,10 @@ impl InMemory<'_> {
     /// Decided at once, in `mode`, with how long it took.
     fn decide(&self, mode: Mode) -> (Result<Verdict, StoreError>, Duration) {
         let started = Instant::now();
-        let verdict = self.store.verdict(self.key, None, self.cost, mode);
-        (Ok(verdict), started.elapsed())
+        let verdict = self.store.decide_now(self.key, self.cost, mode);
+        let verdict =
+            verdict.unwrap_or_else(|| Err(StoreError::new("a local store did not decide at once")));
+        (verdict, started.elapsed())
     }
 }
 
@@ -351,7 +354,7 @@ impl RlsService {
                     cost,
                     mode,
                 }),
-                RuleStore::Memory(store) => in_memory.push(InMemory {
+                RuleStore::Memory(_) | RuleStore::Sketch(_) => in_memory.push(InMemory {
                     index,
                     store,
                     key,

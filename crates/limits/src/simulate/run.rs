@@ -8,7 +8,7 @@
 //! length.
 
 use super::{Arrival, Tally};
-use crate::{Algorithm, KeyState, Rule};
+use crate::{Algorithm, KeyState, ManualClock, Rule, Sketch, SketchOptions, UnsupportedRule};
 
 /// What one arrival got from one limiter in a simulation (not to be
 /// confused with [`crate::Verdict`], a store's answer).
@@ -25,6 +25,9 @@ pub struct Judged {
 pub struct RunResult {
     /// The limiter.
     pub algorithm: Algorithm,
+    /// The bytes of the sketch it decided in ([`Runner::add_sketch`]), or
+    /// `None` for a state per key.
+    pub sketch: Option<usize>,
     /// Requests allowed.
     pub allowed: u64,
     /// Requests rejected.
@@ -36,7 +39,8 @@ pub struct RunResult {
     pub false_allows: u64,
     /// Denied here but allowed by the sliding log run alongside.
     pub false_denies: u64,
-    /// The most bytes one key's state held at any moment (inline + heap).
+    /// The most bytes one key's state held at any moment (inline + heap);
+    /// for a sketch, its memory over the keys seen.
     pub peak_bytes_per_key: usize,
     /// What every kept arrival got (see [`Keep`]; all of them from [`run`]),
     /// in the trace's order.
@@ -127,12 +131,21 @@ const BLOCK: usize = 1 << 16;
 #[derive(Debug)]
 struct Lane {
     rule: Rule,
-    states: Vec<KeyState>,
+    states: States,
     tally: Tally<u32>,
     peak_bytes_per_key: usize,
     /// Which of the runner's references it is compared with.
     reference: usize,
     judged: Vec<Judged>,
+}
+
+/// Where a lane keeps its keys' states.
+#[derive(Debug)]
+enum States {
+    /// One per key, by key number.
+    PerKey(Vec<KeyState>),
+    /// All of them in a sketch's fixed memory.
+    Sketch(Box<Sketch<ManualClock>>),
 }
 
 /// An exact sliding log for one set of rates, shared by every rule with
@@ -149,42 +162,80 @@ impl Runner {
     /// A runner of `rules` for keys below `keys` (a larger key grows the
     /// states), with worst windows of `window` ns, keeping `keep`.
     pub fn new(rules: &[Rule], keys: u32, window: u64, keep: Keep) -> Runner {
-        let mut references: Vec<Reference> = Vec::new();
-        let lanes = (rules.iter())
-            .map(|rule| {
-                let reference = match references
-                    .iter()
-                    .position(|r| r.log.rates() == rule.rates())
-                {
-                    Some(i) => i,
-                    None => {
-                        let log = Rule::new(Algorithm::SlidingLog, rule.rates().clone());
-                        let states = (0..keys).map(|_| log.new_state()).collect();
-                        references.push(Reference {
-                            log,
-                            states,
-                            allowed: Vec::with_capacity(BLOCK),
-                        });
-                        references.len() - 1
-                    }
-                };
-                Lane {
-                    rule: rule.clone(),
-                    states: (0..keys).map(|_| rule.new_state()).collect(),
-                    tally: Tally::new(window),
-                    peak_bytes_per_key: 0,
-                    reference,
-                    judged: Vec::new(),
-                }
-            })
-            .collect();
-        Runner {
-            lanes,
-            references,
+        let mut runner = Runner {
+            lanes: Vec::new(),
+            references: Vec::new(),
             keep,
             kept: Vec::new(),
             block: Vec::with_capacity(BLOCK),
+        };
+        for rule in rules {
+            let states = States::PerKey((0..keys).map(|_| rule.new_state()).collect());
+            runner.add_lane(rule, states, keys, window);
         }
+        runner
+    }
+
+    /// Also runs `rule` (a sliding-window counter) in a sketch of `options`
+    /// ([`Sketch`]), after the rules given to [`new`](Runner::new): its
+    /// result comes last. Fails as [`Sketch::with_clock`] does.
+    ///
+    /// ```
+    /// use limits::simulate::{Keep, Pattern, Runner};
+    /// use limits::{Algorithm, Rule, SketchOptions};
+    ///
+    /// let second = 1_000_000_000;
+    /// let rule = Rule::new(Algorithm::SlidingWindow, "10/s".parse().unwrap());
+    /// let mut runner = Runner::new(&[rule.clone()], 1_000, second, Keep::Nothing);
+    /// let tiny = SketchOptions { seed: Some(1), ..SketchOptions::new(1024) };
+    /// runner.add_sketch(&rule, tiny).unwrap();
+    /// for a in Pattern::Steady.stream(10, second, 1_000) {
+    ///     runner.feed(a);
+    /// }
+    /// let (_, results) = runner.finish();
+    /// assert_eq!(results[1].sketch, Some(1024));
+    /// assert!(results[1].false_denies > results[0].false_denies, "1,000 clients in 64 cells");
+    /// ```
+    pub fn add_sketch(
+        &mut self,
+        rule: &Rule,
+        options: SketchOptions,
+    ) -> Result<(), UnsupportedRule> {
+        let sketch = Sketch::with_clock(rule.clone(), options, ManualClock::new(0))?;
+        let keys = self.references.first().map_or(0, |r| r.states.len() as u32);
+        let window = rule.rates().as_slice()[0].window_nanos();
+        self.add_lane(rule, States::Sketch(Box::new(sketch)), keys, window);
+        Ok(())
+    }
+
+    /// A lane for `rule` keeping `states`, compared with the sliding log of
+    /// its rates (made for `keys` keys if no lane has its rates yet).
+    fn add_lane(&mut self, rule: &Rule, states: States, keys: u32, window: u64) {
+        let references = &mut self.references;
+        let reference = match references
+            .iter()
+            .position(|r| r.log.rates() == rule.rates())
+        {
+            Some(i) => i,
+            None => {
+                let log = Rule::new(Algorithm::SlidingLog, rule.rates().clone());
+                let states = (0..keys).map(|_| log.new_state()).collect();
+                references.push(Reference {
+                    log,
+                    states,
+                    allowed: Vec::with_capacity(BLOCK),
+                });
+                references.len() - 1
+            }
+        };
+        self.lanes.push(Lane {
+            rule: rule.clone(),
+            states,
+            tally: Tally::new(window),
+            peak_bytes_per_key: 0,
+            reference,
+            judged: Vec::new(),
+        });
     }
 
     /// Runs every rule, and the sliding logs they are compared with, on `a`
@@ -218,12 +269,23 @@ impl Runner {
             let exact = &self.references[lane.reference].allowed;
             for (a, &exact) in self.block.iter().zip(exact) {
                 let k = a.key as usize;
-                if k >= lane.states.len() {
-                    lane.states.resize_with(k + 1, || lane.rule.new_state());
-                }
-                let d = lane.rule.check(&mut lane.states[k], a.t, a.cost);
+                let (d, bytes) = match &mut lane.states {
+                    States::PerKey(states) => {
+                        if k >= states.len() {
+                            states.resize_with(k + 1, || lane.rule.new_state());
+                        }
+                        let d = lane.rule.check(&mut states[k], a.t, a.cost);
+                        (d, inline + lane.rule.heap_bytes(&states[k]))
+                    }
+                    States::Sketch(sketch) => {
+                        let keys = self.references[lane.reference].states.len().max(1);
+                        (
+                            sketch.check_at(&a.key, a.t, a.cost),
+                            sketch.memory().div_ceil(keys),
+                        )
+                    }
+                };
                 let release = lane.tally.count(&a.key, a.t, a.cost, &d, exact);
-                let bytes = inline + lane.rule.heap_bytes(&lane.states[k]);
                 lane.peak_bytes_per_key = lane.peak_bytes_per_key.max(bytes);
                 if keep.keeps(a.key) {
                     lane.judged.push(Judged {
@@ -242,6 +304,10 @@ impl Runner {
         let results = (self.lanes.into_iter())
             .map(|lane| RunResult {
                 algorithm: lane.rule.algorithm(),
+                sketch: match &lane.states {
+                    States::PerKey(_) => None,
+                    States::Sketch(sketch) => Some(sketch.memory()),
+                },
                 allowed: lane.tally.allowed,
                 rejected: lane.tally.rejected,
                 worst_window: lane.tally.worst_window(),

@@ -71,11 +71,36 @@ impl Simulation {
         keys: u32,
         rules: &[Rule],
         keep: Keep,
+        progress: impl FnMut(u64),
+    ) -> Simulation {
+        let window = rates.as_slice()[0].window_nanos();
+        let runner = Runner::new(rules, keys, window, keep);
+        Simulation::with_runner(pattern, rates, keys, runner, progress)
+    }
+
+    /// Like [`streamed`](Simulation::streamed), through a runner made for
+    /// `keys` keys and worst windows of the first rate's window (one with
+    /// a sketch added, [`Runner::add_sketch`]).
+    ///
+    /// ```
+    /// use limits::simulate::{Keep, Pattern, Runner, Simulation};
+    /// use limits::{Algorithm, Rule, SketchOptions};
+    /// let rates: limits::Rates = "10/s".parse().unwrap();
+    /// let rule = Rule::new(Algorithm::SlidingWindow, rates.clone());
+    /// let mut runner = Runner::new(&[], 2, 1_000_000_000, Keep::Nothing);
+    /// runner.add_sketch(&rule, SketchOptions::new(1 << 20)).unwrap();
+    /// let sim = Simulation::with_runner(Pattern::Steady, rates, 2, runner, |_| {});
+    /// assert_eq!(sim.results[0].sketch, Some(1 << 20));
+    /// ```
+    pub fn with_runner(
+        pattern: Pattern,
+        rates: Rates,
+        keys: u32,
+        mut runner: Runner,
         mut progress: impl FnMut(u64),
     ) -> Simulation {
         let first = rates.as_slice()[0];
         let (limit, window) = (first.limit(), first.window_nanos());
-        let mut runner = Runner::new(rules, keys, window, keep);
         let mut requests = 0u64;
         for a in pattern.stream(limit, window, keys) {
             runner.feed(a);

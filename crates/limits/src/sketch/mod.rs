@@ -175,6 +175,17 @@ pub struct Sketch<C = SystemClock> {
     columns: usize,
 }
 
+impl<C> std::fmt::Debug for Sketch<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sketch")
+            .field("rule", &self.rule)
+            .field("shards", &self.shards.len())
+            .field("rows", &self.rows)
+            .field("columns", &self.columns)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Sketch {
     /// A sketch for `rule` on the system clock.
     pub fn new(rule: Rule, options: SketchOptions) -> Result<Sketch, UnsupportedRule> {
@@ -201,7 +212,7 @@ impl<C: Clock> Sketch<C> {
     ) -> Result<Self, UnsupportedRule> {
         if rule.algorithm() != Algorithm::SlidingWindow {
             return Err(UnsupportedRule(format!(
-                "a sketch keeps sliding-window counters; {} is not one (use algorithm sliding-window)",
+                "a sketch keeps sliding-window counters, not the {} limiter's state",
                 rule.algorithm()
             )));
         }

@@ -34,6 +34,7 @@ fn reference_run_one(rule: &Rule, arrivals: &[Arrival], keys: u32, window: u64) 
     }
     RunResult {
         algorithm: rule.algorithm(),
+        sketch: None,
         allowed: tally.allowed,
         rejected: tally.rejected,
         worst_window: tally.worst_window(),
