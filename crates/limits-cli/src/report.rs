@@ -118,8 +118,8 @@ mod tests {
 
     #[test]
     fn columns_past_seven_digits_still_line_up() {
-        let row = |limiter, n: u64| Row {
-            limiter,
+        let row = |limiter: &str, n: u64| Row {
+            limiter: limiter.into(),
             allowed: n,
             rejected: n,
             worst_window: n,
