@@ -403,7 +403,7 @@ pub fn parse_memory(text: &str) -> Result<usize, String> {
         .map_err(|_| format!("memory {text:?} is larger than this machine can address"))
 }
 
-/// `bytes` as the largest unit that writes it whole: `16 MiB`, `16 MB`,
+/// `bytes` in the largest unit that writes it whole: `16 MiB`, `16 MB`,
 /// or bytes.
 ///
 /// ```
@@ -416,10 +416,10 @@ pub fn parse_memory(text: &str) -> Result<usize, String> {
 pub fn format_memory(bytes: usize) -> String {
     let units = [
         (1 << 30, "GiB"),
-        (1 << 20, "MiB"),
-        (1 << 10, "KiB"),
         (1_000_000_000, "GB"),
+        (1 << 20, "MiB"),
         (1_000_000, "MB"),
+        (1 << 10, "KiB"),
         (1_000, "kB"),
     ];
     match units

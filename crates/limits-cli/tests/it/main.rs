@@ -51,6 +51,7 @@ mod serve_redis_at_start;
 mod serve_redis_clock;
 mod serve_redis_counts;
 mod serve_redis_flood;
+mod serve_sketch;
 mod serve_tiers;
 mod serve_workers;
 mod simulate;
