@@ -13,7 +13,13 @@ fn check_config_describes_each_rule_of_the_example_file() {
     let (stdout, stderr, code) = common::limits(&["serve", "--check-config", example]);
     assert_eq!(code, 0, "{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 8, "{stdout}");
+    assert_eq!(lines.len(), 9, "{stdout}");
+    assert!(
+        lines.contains(
+            &"catalogue: sliding-window 600/m, any method /products/, by ip, in a sketch of 16 MB"
+        ),
+        "{stdout}"
+    );
     assert!(
         lines.contains(
             &"api-per-key.pro: token-bucket 100/s; 1000000/d, any method /api/, by header:x-api-key, in memory, tier pro of free|pro"
@@ -21,8 +27,8 @@ fn check_config_describes_each_rule_of_the_example_file() {
         "{stdout}"
     );
     assert!(
-        lines[7]
-            .ends_with("limits.example.toml: ok (7 rules; 0 allowed and 0 denied before any rule)"),
+        lines[8]
+            .ends_with("limits.example.toml: ok (8 rules; 0 allowed and 0 denied before any rule)"),
         "{stdout}"
     );
 }

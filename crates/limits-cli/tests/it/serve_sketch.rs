@@ -63,16 +63,3 @@ async fn a_sketch_rule_keeps_its_memory_and_its_limited_clients_under_a_flood_of
     eprintln!("RSS growth over 48,000 distinct keys: {growth_mib:.1} MiB");
     assert!(growth_mib < 8.0, "RSS grew {growth_mib:.1} MiB");
 }
-
-#[test]
-fn check_config_describes_a_sketch_rule_with_its_size() {
-    let dir = tempfile::tempdir().unwrap();
-    let rules = "[[rule]]\nname = \"scrape\"\nlimiter = \"sliding-window\"\nrates = \"10/h\"\nmemory = \"16MB\"\n";
-    let config = common::write(dir.path(), "rules.toml", rules);
-    let (out, err, code) = common::limits(&["serve", "--check-config", config.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    assert!(
-        out.contains("scrape: sliding-window 10/h, any method /, by ip, in a sketch of 16 MB"),
-        "{out}"
-    );
-}

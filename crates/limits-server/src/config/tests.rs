@@ -145,6 +145,7 @@ fn the_example_file_loads() {
         names,
         [
             "per-ip",
+            "catalogue",
             "api-per-key.free",
             "api-per-key.pro",
             "api-export",

@@ -30,6 +30,36 @@ pub struct SlidingWindowState {
 }
 
 impl SlidingWindow {
+    /// Moves a state on to window `index` (a later one; an earlier or the
+    /// same leaves it as it is): the current count becomes the previous
+    /// one if `index` is the next window, and both are gone if it is later.
+    ///
+    /// ```
+    /// use limits::algorithms::{SlidingWindow, SlidingWindowState};
+    ///
+    /// let counter = SlidingWindow::new("10/s".parse().unwrap());
+    /// let mut s = SlidingWindowState { index: 4, previous: 2, current: 3 };
+    /// counter.roll_to(&mut s, 5);
+    /// assert_eq!((s.previous, s.current), (3, 0));
+    /// counter.roll_to(&mut s, 7);
+    /// assert_eq!(s, SlidingWindowState { index: 7, previous: 0, current: 0 });
+    /// ```
+    pub fn roll_to(&self, s: &mut SlidingWindowState, index: u64) {
+        if s.index.checked_add(1) == Some(index) {
+            *s = SlidingWindowState {
+                index,
+                previous: s.current,
+                current: 0,
+            };
+        } else if index > s.index {
+            *s = SlidingWindowState {
+                index,
+                previous: 0,
+                current: 0,
+            };
+        }
+    }
+
     /// A sliding window counter for `rate`.
     pub fn new(rate: Rate) -> SlidingWindow {
         SlidingWindow {
@@ -70,21 +100,10 @@ impl RateAlgorithm for SlidingWindow {
 
     fn advance(&self, s: &mut SlidingWindowState, now: u64) -> u64 {
         let index = now / self.window;
-        if s.index.checked_add(1) == Some(index) {
-            *s = SlidingWindowState {
-                index,
-                previous: s.current,
-                current: 0,
-            };
-        } else if index > s.index {
-            *s = SlidingWindowState {
-                index,
-                previous: 0,
-                current: 0,
-            };
-        } else if index < s.index {
+        if index < s.index {
             return s.index * self.window;
         }
+        self.roll_to(s, index);
         now
     }
 

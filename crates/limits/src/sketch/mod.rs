@@ -42,7 +42,7 @@
 
 mod store;
 
-use crate::algorithms::{RateAlgorithm, SlidingWindow, SlidingWindowState};
+use crate::algorithms::{SlidingWindow, SlidingWindowState};
 use crate::state_kinds::{ManyStates, StateKind};
 use crate::{Algorithm, Clock, Decision, KeyState, Mode, Rule, SystemClock, UnsupportedRule};
 use foldhash::fast::{FixedState, RandomState};
@@ -369,8 +369,9 @@ impl<C: Clock> Sketch<C> {
     }
 }
 
-/// The least of the cells' states, each brought up to `now` and to the
-/// latest window any of them is in (a cell a later decision rolled on).
+/// The least of the cells' states, each rolled on to the window of `now`
+/// and to the latest window any of them is in (a cell a later decision
+/// rolled on).
 fn least_state(
     window: &SlidingWindow,
     window_nanos: u64,
@@ -378,14 +379,10 @@ fn least_state(
     cells: impl Iterator<Item = usize> + Clone,
     now: u64,
 ) -> SlidingWindowState {
-    let mut latest = 0;
-    for c in cells.clone() {
-        let mut s = all[c].state();
-        window.advance(&mut s, now);
-        latest = latest.max(s.index);
-        all[c].set(s);
-    }
-    let start = latest.saturating_mul(window_nanos);
+    let latest = cells
+        .clone()
+        .map(|c| all[c].index)
+        .fold(now / window_nanos, u64::max);
     let mut least = SlidingWindowState {
         index: latest,
         previous: u64::MAX,
@@ -393,7 +390,7 @@ fn least_state(
     };
     for c in cells {
         let mut s = all[c].state();
-        window.advance(&mut s, start);
+        window.roll_to(&mut s, latest);
         all[c].set(s);
         least.previous = least.previous.min(s.previous);
         least.current = least.current.min(s.current);
