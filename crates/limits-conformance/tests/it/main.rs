@@ -4,4 +4,5 @@
 
 mod memory;
 mod reference_counter;
+mod sketch;
 mod wrong_stores;
