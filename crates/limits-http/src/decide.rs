@@ -403,14 +403,17 @@ fn fold<S: Store, K>(
     }
     if options.dry_run {
         tell(Outcome::WouldLimit);
+        observer.refused(name, key.as_str(), Outcome::WouldLimit, d.retry_after);
         tracing::info!(rule = %name, key = %key, retry_after = %d.retry_after, "dry run: would limit");
         passed.statuses.push(counted);
         return Ok(());
     }
-    tell(match verdict.ban {
+    let outcome = match verdict.ban {
         Some(_) => Outcome::Banned,
         None => Outcome::Limited,
-    });
+    };
+    tell(outcome);
+    observer.refused(name, key.as_str(), outcome, d.retry_after);
     tracing::debug!(rule = %name, key = %key, retry_after = %d.retry_after, banned = verdict.ban.is_some(), "limited");
     settle_refused(in_force, passed, StatusCode::TOO_MANY_REQUESTS);
     let before = std::mem::take(&mut passed.statuses);

@@ -401,6 +401,33 @@ pub trait Observer: Send + Sync + 'static {
         let _ = (list, rule);
     }
 
+    /// `rule` refused `key` (`outcome` is [`Limited`](Outcome::Limited) or
+    /// [`Banned`](Outcome::Banned); [`WouldLimit`](Outcome::WouldLimit) in
+    /// a dry run), which may pass again after `retry_after`: what a view
+    /// of the most-limited keys reads. Called once per refusal, after the
+    /// decision is counted; by default nothing.
+    ///
+    /// ```
+    /// use limits::RetryAfter;
+    /// use limits_http::{Observer, Outcome};
+    /// use std::sync::Mutex;
+    /// use std::time::Duration;
+    ///
+    /// struct Last(Mutex<Option<String>>);
+    /// impl Observer for Last {
+    ///     fn decided(&self, _: &str, _: Outcome, _: Duration) {}
+    ///     fn refused(&self, rule: &str, key: &str, _: Outcome, _: RetryAfter) {
+    ///         *self.0.lock().unwrap() = Some(format!("{rule}: {key}"));
+    ///     }
+    /// }
+    /// let last = Last(Mutex::new(None));
+    /// last.refused("login", "ip=203.0.113.7", Outcome::Limited, RetryAfter::Never);
+    /// assert_eq!(last.0.lock().unwrap().as_deref(), Some("login: ip=203.0.113.7"));
+    /// ```
+    fn refused(&self, rule: &str, key: &str, outcome: Outcome, retry_after: limits::RetryAfter) {
+        let _ = (rule, key, outcome, retry_after);
+    }
+
     /// The observer of the decisions of the rule named `rule`, asked once
     /// per rule each time a policy is put in force
     /// ([`RateLimitLayer::new`](crate::RateLimitLayer::new),

@@ -6,6 +6,7 @@
 //! connections open and refused per listener. The admin endpoint that
 //! serves them is `admin.rs`.
 
+use crate::admin::{PageRecords, Second};
 use crate::counts::set_count;
 use crate::label_value::LabelValue;
 use crate::listener::connection_caps::ConnectionMetrics;
@@ -21,7 +22,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-use std::sync::{OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 // A rule's name is the operator's, but any text a rules file allows: it
@@ -64,6 +65,8 @@ pub struct Metrics {
     memcached: MemcachedCounts,
     /// Connections open and refused, per listener.
     pub(crate) connections: ConnectionMetrics,
+    /// What the admin listener's live page keeps of the decisions.
+    pub(crate) dashboard: Arc<PageRecords>,
 }
 
 impl Metrics {
@@ -152,6 +155,23 @@ impl Metrics {
             redis,
             memcached,
             connections,
+            dashboard: Arc::new(PageRecords::new()),
+        }
+    }
+
+    /// The decisions of the rule named `rule` so far: allowed, and refused
+    /// (limited or banned); the page's seconds are their changes.
+    pub(crate) fn totals(&self, rule: &str) -> Second {
+        let count = |outcome| {
+            let labels = DecisionLabels {
+                rule: LabelValue::new(rule),
+                outcome: outcome_slot(outcome).1.to_string(),
+            };
+            self.decisions.get(&labels).map_or(0, |c| c.get())
+        };
+        Second {
+            allowed: count(Outcome::Allowed),
+            limited: count(Outcome::Limited) + count(Outcome::Banned),
         }
     }
 
@@ -248,12 +268,14 @@ struct RuleSeries {
     series: [OnceLock<Counter>; OUTCOMES],
     store_errors: Family<RuleLabel, Counter>,
     latency: Histogram,
+    dashboard: Arc<PageRecords>,
 }
 
 impl RuleObserver for RuleSeries {
     fn decided(&self, outcome: Outcome, latency: Duration) {
         self.decided_at_once(outcome);
         self.latency.observe(latency.as_secs_f64());
+        self.dashboard.latency.record(latency);
     }
 
     /// Counted, not timed (see `decision_seconds`).
@@ -304,12 +326,19 @@ impl Observer for Metrics {
             series: Default::default(),
             store_errors: self.store_errors.clone(),
             latency: self.latency.clone(),
+            dashboard: self.dashboard.clone(),
         }))
     }
 
     fn decided(&self, rule: &str, outcome: Outcome, latency: Duration) {
         self.decided_at_once(rule, outcome);
         self.latency.observe(latency.as_secs_f64());
+        self.dashboard.latency.record(latency);
+    }
+
+    /// Kept for the live page's most-limited keys.
+    fn refused(&self, rule: &str, key: &str, _: Outcome, retry_after: limits::RetryAfter) {
+        (self.dashboard.top).refused(rule, key, retry_after, std::time::Instant::now());
     }
 
     /// Counted, not timed (see `decision_seconds`).

@@ -1,7 +1,7 @@
 //! What runs beside the listener: the admin endpoint, the sweeper, the
 //! reload on SIGHUP; and the signals that end a server owning its process.
 
-use crate::admin::{self, RulesError};
+use crate::admin::{self, PageData, RulesError};
 use crate::events::{Events, ServerEvent};
 use crate::listener::connection_caps::{
     ConnectionMetrics, ADMIN_MAX_CONNECTIONS, ADMIN_MAX_CONNECTIONS_PER_CLIENT,
@@ -33,6 +33,29 @@ pub(crate) async fn start_admin(
     let events = shared.clone();
     let rules = shared.clone();
     let rules_error: RulesError = Arc::new(move || rules.rules_error());
+    let page = {
+        let read = shared.clone();
+        let data: PageData = Arc::new(move || {
+            let policy = read.handle.current();
+            let (config, metrics) = (&read.config, &read.metrics);
+            let now = std::time::Instant::now();
+            let snapshot =
+                admin::snapshot(&policy.rules, metrics, &config.stores, &config.layer, now);
+            serde_json::to_string(&snapshot)
+                .unwrap_or_else(|e| format!("{{\"error\":{:?}}}", e.to_string()))
+        });
+        let sampled = shared.clone();
+        let sample: Sample = Arc::new(move || {
+            let policy = sampled.handle.current();
+            let metrics = &sampled.metrics;
+            let totals = policy
+                .rules
+                .iter()
+                .map(|r| (r.name.clone(), metrics.totals(&r.name)));
+            metrics.dashboard.history.sample(totals);
+        });
+        (data, sample)
+    };
     let render = Arc::new(move || {
         let upstream = proxy.as_ref().map(Proxy::errors);
         let policy = shared.handle.current();
@@ -40,7 +63,16 @@ pub(crate) async fn start_admin(
             .metrics
             .render(&policy.rules, upstream, &shared.config.stores)
     });
-    let (task, local) = bind_admin(addr, render, stores, rules_error, bounds, &connections).await?;
+    let (task, local) = bind_admin(
+        addr,
+        render,
+        stores,
+        rules_error,
+        bounds,
+        &connections,
+        Some(page),
+    )
+    .await?;
     events.events.emit(ServerEvent::Admin { local });
     Ok(task)
 }
@@ -58,14 +90,20 @@ pub(crate) async fn serve_admin(
     // Its rules are reloaded by its own watcher, which keeps the last good
     // ones: readiness follows its store.
     let rules_error: RulesError = Arc::new(|| None);
-    let (task, local) = bind_admin(addr, render, stores, rules_error, bounds, connections).await?;
+    let (task, local) =
+        bind_admin(addr, render, stores, rules_error, bounds, connections, None).await?;
     events.emit(ServerEvent::Admin { local });
     Ok(task)
 }
 
+/// Called once a second while the admin endpoint serves: the live page's
+/// per-second records.
+type Sample = Arc<dyn Fn() + Send + Sync>;
+
 /// Binds an admin endpoint on `addr` and serves `render` on `/metrics`
-/// (with `/healthz`, and `/readyz` from `stores` and `rules_error`) until
-/// the task is aborted; its connections are capped
+/// (with `/healthz`, and `/readyz` from `stores` and `rules_error`; with
+/// `page`, the live page and its data, sampled every second) until the task
+/// is aborted; its connections are capped
 /// by the admin listener's own caps (counted in `connections` as
 /// `listener="admin"`), whatever the main listener holds. The task and the
 /// address bound.
@@ -76,12 +114,14 @@ async fn bind_admin(
     rules_error: RulesError,
     bounds: Bounds,
     connections: &ConnectionMetrics,
+    page: Option<(PageData, Sample)>,
 ) -> Result<(JoinHandle<()>, SocketAddr), String> {
     let admin = TcpListener::bind(addr)
         .await
         .map_err(|e| format!("--admin {addr}: {e}"))?;
     let local = admin.local_addr().map_err(|e| e.to_string())?;
-    let router = admin::admin_router(render, stores, rules_error);
+    let (data, sample) = page.unzip();
+    let router = admin::admin_router(render, stores, rules_error, data);
     // Per address, not per forwarded client: a proxy in front of the admin
     // port is not expected, and its peers are capped by the total anyway.
     let caps = connections.caps(
@@ -91,13 +131,30 @@ async fn bind_admin(
         limits_http::ClientIp::default(),
     );
     // No admin endpoint reads the client's address.
-    let task = tokio::spawn(listener::serve(
+    let serve = listener::serve(
         admin,
         move |_peer| router.clone(),
         bounds,
         caps,
         std::future::pending(),
-    ));
+    );
+    // In the same task, so that aborting it stops both.
+    let sampler = async move {
+        let Some(sample) = sample else {
+            return std::future::pending().await;
+        };
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            sample();
+        }
+    };
+    let task = tokio::spawn(async move {
+        tokio::select! {
+            () = serve => {}
+            () = sampler => {}
+        }
+    });
     Ok((task, local))
 }
 

@@ -32,6 +32,7 @@ mod rls_watch;
 mod security_nginx;
 mod security_recipes;
 mod serve;
+mod serve_admin_page;
 mod serve_check_config;
 mod serve_client;
 mod serve_connections;

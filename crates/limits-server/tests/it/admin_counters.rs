@@ -19,8 +19,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 /// A server of `config` around `backend`, its main and admin addresses, and
-/// the sender that stops it.
-async fn start(
+/// the sender that stops it (the live page's tests start theirs so too).
+pub(crate) async fn start(
     mut config: ServerConfig,
     backend: Backend,
 ) -> (SocketAddr, SocketAddr, oneshot::Sender<()>) {

@@ -9,6 +9,7 @@ mod rls_common;
 mod server_port;
 
 mod admin_counters;
+mod admin_page;
 mod allocations_per_request;
 mod backend_service;
 mod connection_caps;

@@ -12,8 +12,16 @@
 //! still serves the previous rules, and every instance given the same bad
 //! file would otherwise leave the service at once.
 
+mod dashboard;
+mod history;
+mod latency;
+mod top_limited;
+
+pub(crate) use dashboard::snapshot;
+pub(crate) use history::Second;
+
 use crate::store::StoreOptions;
-use axum::http::header::CONTENT_TYPE;
+use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
@@ -21,19 +29,83 @@ use axum::Router;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What the live page keeps of its own, in fixed memory, fed by the
+/// layer's observer ([`Metrics`](crate::Metrics)) and a sampler: the keys
+/// refused most, the awaited decisions' latencies, each rule's seconds.
+pub(crate) struct PageRecords {
+    pub(crate) top: top_limited::TopLimited,
+    pub(crate) latency: latency::LatencyLog,
+    pub(crate) history: history::History,
+}
+
+impl PageRecords {
+    pub(crate) fn new() -> PageRecords {
+        PageRecords {
+            top: top_limited::TopLimited::new(std::time::Instant::now()),
+            latency: latency::LatencyLog::new(),
+            history: history::History::default(),
+        }
+    }
+}
+
 /// Why an instance is not ready, if it is not (the rules' side; the
 /// store's is read from the connection).
 pub(crate) type RulesError = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
+/// The live page's data, as JSON text ([`snapshot`]).
+pub(crate) type PageData = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// The live page and its script, built into the binary: nothing fetched
+/// from elsewhere, so it works offline.
+const PAGE: &str = include_str!("page.html");
+const SCRIPT: &str = include_str!("page.js");
+
+/// What the page may load and run: its own script and data, nothing else
+/// (no other origin, no form, no frame).
+const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; connect-src 'self'; \
+     style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
+     frame-ancestors 'none'";
+
 /// `/metrics` from `render`, `/healthz` (and the reference's
 /// `/healthcheck`), and `/readyz` from the shared stores' health (Redis,
-/// memcached) and `rules_error`.
+/// memcached) and `rules_error`; with `page`, the live page on `/` (and
+/// `/page.js`) and its data on `/dashboard.json`, all read-only (GET).
 pub(crate) fn admin_router(
     render: Arc<dyn Fn() -> String + Send + Sync>,
     stores: StoreOptions,
     rules_error: RulesError,
+    page: Option<PageData>,
 ) -> Router {
-    Router::new()
+    let router = Router::new();
+    let router = match page {
+        None => router,
+        Some(data) => router
+            .route(
+                "/",
+                get(|| async { page_asset("text/html; charset=utf-8", PAGE) }),
+            )
+            .route(
+                "/page.js",
+                get(|| async { page_asset("text/javascript; charset=utf-8", SCRIPT) }),
+            )
+            .route(
+                "/dashboard.json",
+                get(move || {
+                    let json = data();
+                    async move {
+                        (
+                            [
+                                (CONTENT_TYPE, "application/json"),
+                                (CACHE_CONTROL, "no-store"),
+                            ],
+                            json,
+                        )
+                            .into_response()
+                    }
+                }),
+            ),
+    };
+    router
         .route(
             "/metrics",
             get(move || {
@@ -67,6 +139,16 @@ pub(crate) fn admin_router(
                 async move { answer }
             }),
         )
+}
+
+/// One of the page's files, with the policy that keeps it to itself.
+fn page_asset(content_type: &'static str, body: &'static str) -> axum::response::Response {
+    let headers = [
+        (CONTENT_TYPE, content_type),
+        (CONTENT_SECURITY_POLICY, PAGE_POLICY),
+        (CACHE_CONTROL, "no-cache"),
+    ];
+    (headers, body).into_response()
 }
 
 /// How far apart the instances' clocks on memcached may be before

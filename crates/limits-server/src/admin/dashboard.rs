@@ -1,0 +1,164 @@
+//! `/dashboard.json`: what the live page shows, read from what the server
+//! already keeps (the rules in force, their counts and sizes, the store's
+//! health) and from the page's own bounded records (the most-limited keys,
+//! the seconds of each rule, the latencies). Nothing in it changes state,
+//! and it is bounded: at most [`MAX_RULES`] rules of five minutes of seconds
+//! each, and [`MAX_KEYS`] keys.
+
+use super::history::{Second, SECONDS};
+use super::top_limited::LimitedKey;
+use crate::metrics::Metrics;
+use crate::rules::{self, ServerRule};
+use crate::store::StoreOptions;
+use limits_http::{FailurePolicy, LayerOptions};
+use limits_redis::Fallback;
+use serde::Serialize;
+use std::time::Instant;
+
+/// The most rules the page gets (a file of many tiers can have hundreds).
+pub(crate) const MAX_RULES: usize = 100;
+/// The most-limited keys the page gets.
+pub(crate) const MAX_KEYS: usize = 10;
+
+/// The whole page's data at one moment.
+#[derive(Serialize)]
+pub(crate) struct Snapshot {
+    /// How many seconds a rule's `per_second` holds at most (the chart's
+    /// width), the last one the last whole second.
+    pub seconds: usize,
+    pub rules: Vec<RuleView>,
+    /// Rules in force beyond [`MAX_RULES`], not shown.
+    pub more_rules: usize,
+    pub limited_keys: Vec<LimitedKey>,
+    pub store: StoreView,
+    /// The decisions awaited from a network store; `None` before any (in
+    /// memory, decisions are made at once and not timed).
+    pub latency: Option<LatencyView>,
+    pub dry_run: bool,
+}
+
+/// One rule: as written, its totals, its size and its last seconds.
+#[derive(Serialize)]
+pub(crate) struct RuleView {
+    pub name: String,
+    /// The rule in words, as `--check-config` prints it.
+    pub description: String,
+    pub allowed_total: u64,
+    /// Limited and banned.
+    pub limited_total: u64,
+    /// Keys held and evictions, for a store in this process.
+    pub keys: Option<usize>,
+    pub evictions: Option<u64>,
+    pub per_second: Vec<Second>,
+}
+
+/// The shared store's health and what answers while it is out.
+#[derive(Serialize)]
+pub(crate) struct StoreView {
+    /// `memory`, `redis` or `memcached`: where rules go unless they say.
+    pub kind: &'static str,
+    /// Whether the shared store answers (always, in memory).
+    pub healthy: bool,
+    /// Memcached servers that do not answer.
+    pub unreachable: Vec<String>,
+    /// This host's clock against the store's (Redis's `TIME`, or the other
+    /// instances' on memcached), in milliseconds, if measured.
+    pub clock_offset_ms: Option<f64>,
+    /// What answers a request while the shared store is out: `local`,
+    /// `allow` or `deny`; `None` in memory, which is never out.
+    pub on_store_error: Option<&'static str>,
+    /// Whether Redis may evict keys (its `maxmemory-policy`).
+    pub evictable: bool,
+}
+
+/// Decision latency quantiles, in milliseconds.
+#[derive(Serialize)]
+pub(crate) struct LatencyView {
+    pub timed: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// The page's data now.
+pub(crate) fn snapshot(
+    rules: &[ServerRule],
+    metrics: &Metrics,
+    stores: &StoreOptions,
+    layer: &LayerOptions,
+    now: Instant,
+) -> Snapshot {
+    let sizes = rules::sizes(rules);
+    let views = (rules.iter().take(MAX_RULES))
+        .map(|rule| {
+            let totals = metrics.totals(&rule.name);
+            let size = sizes.iter().find(|s| s.0 == rule.name);
+            RuleView {
+                name: rule.name.clone(),
+                description: rules::describe(rule),
+                allowed_total: totals.allowed,
+                limited_total: totals.limited,
+                keys: size.map(|s| s.1),
+                evictions: size.map(|s| s.2),
+                per_second: metrics.dashboard.history.of(&rule.name),
+            }
+        })
+        .collect();
+    let latency = |q| metrics.dashboard.latency.quantile(q);
+    let latency = latency(0.5)
+        .zip(latency(0.99))
+        .map(|((timed, p50), (_, p99))| LatencyView {
+            timed,
+            p50_ms: p50.as_secs_f64() * 1e3,
+            p99_ms: p99.as_secs_f64() * 1e3,
+        });
+    Snapshot {
+        seconds: SECONDS,
+        rules: views,
+        more_rules: rules.len().saturating_sub(MAX_RULES),
+        limited_keys: metrics.dashboard.top.most(MAX_KEYS, now),
+        store: store_view(stores, layer),
+        latency,
+        dry_run: layer.dry_run,
+    }
+}
+
+fn store_view(stores: &StoreOptions, layer: &LayerOptions) -> StoreView {
+    let answer = |local: bool| match (local, layer.on_store_error) {
+        (true, _) => "local",
+        (false, FailurePolicy::Allow) => "allow",
+        (false, FailurePolicy::Deny) => "deny",
+    };
+    if let Some(redis) = &stores.redis {
+        return StoreView {
+            kind: "redis",
+            healthy: redis.is_healthy(),
+            unreachable: Vec::new(),
+            clock_offset_ms: redis.clock_offset_micros().map(|us| us as f64 / 1e3),
+            on_store_error: Some(answer(redis.options().on_error == Fallback::Local)),
+            evictable: redis.evictable(),
+        };
+    }
+    if let Some(memcached) = &stores.memcached {
+        let unreachable: Vec<String> = memcached
+            .unreachable()
+            .into_iter()
+            .map(String::from)
+            .collect();
+        return StoreView {
+            kind: "memcached",
+            healthy: unreachable.len() < memcached.servers().len(),
+            unreachable,
+            clock_offset_ms: memcached.clock_offset().map(|o| o.from_others as f64 / 1e6),
+            on_store_error: Some(answer(memcached.options().local_fallback.is_some())),
+            evictable: false,
+        };
+    }
+    StoreView {
+        kind: "memory",
+        healthy: true,
+        unreachable: Vec::new(),
+        clock_offset_ms: None,
+        on_store_error: None,
+        evictable: false,
+    }
+}
