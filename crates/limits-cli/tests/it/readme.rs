@@ -7,6 +7,8 @@ use crate::common;
 
 use common::docs::{arguments, fenced_blocks, read, root};
 use common::server::Server;
+use std::path::Path;
+use std::time::Duration;
 
 /// The first line of each `sh` block that runs the `limits` command.
 fn commands(blocks: &[(String, String)]) -> Vec<String> {
@@ -202,6 +204,19 @@ fn readme_report_command_writes_the_page() {
     assert!(
         html.contains("<svg") && html.ends_with("</html>\n"),
         "{html}"
+    );
+    // The README's picture of it, as Chromium shows the page (kept in
+    // target/tmp; docs/replay-report.png is a copy).
+    let url = format!("file://{}", page.display());
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("replay-report.png");
+    let (_, console) =
+        crate::common::browser::browse(&url, Duration::from_millis(500), Some(&shot));
+    assert!(console.is_empty(), "{console:?}");
+    let png = std::fs::read(&shot).expect("the screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
     );
     assert!(root().join("docs/replay-report.png").exists());
 }

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod docs;
 pub mod envoy;
 pub mod replay;
