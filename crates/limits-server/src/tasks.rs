@@ -38,11 +38,12 @@ pub(crate) async fn start_admin(
         let data: PageData = Arc::new(move || {
             let policy = read.handle.current();
             let (config, metrics) = (&read.config, &read.metrics);
-            let now = std::time::Instant::now();
-            let snapshot =
-                admin::snapshot(&policy.rules, metrics, &config.stores, &config.layer, now);
-            serde_json::to_string(&snapshot)
-                .unwrap_or_else(|e| format!("{{\"error\":{:?}}}", e.to_string()))
+            let rows = admin::serve_rows(&policy.rules, metrics);
+            let store = admin::store_view(&config.stores, admin::layer_answer(&config.layer));
+            let (records, now) = (&metrics.dashboard, std::time::Instant::now());
+            let count = policy.rules.len();
+            let snapshot = admin::snapshot(rows, count, records, store, config.layer.dry_run, now);
+            admin::to_json(&snapshot)
         });
         let sampled = shared.clone();
         let sample: Sample = Arc::new(move || {
@@ -77,8 +78,9 @@ pub(crate) async fn start_admin(
     Ok(task)
 }
 
-/// Binds an admin endpoint for `limits rls` on `addr` and serves it as
-/// [`bind_admin`] does; the address bound is reported as an event.
+/// Binds an admin endpoint for `limits rls` on `addr`, with its live page
+/// (`page`), and serves it as [`bind_admin`] does; the address bound is
+/// reported as an event.
 pub(crate) async fn serve_admin(
     addr: SocketAddr,
     render: Arc<dyn Fn() -> String + Send + Sync>,
@@ -86,19 +88,28 @@ pub(crate) async fn serve_admin(
     bounds: Bounds,
     connections: &ConnectionMetrics,
     events: &Events,
+    page: (PageData, Sample),
 ) -> Result<JoinHandle<()>, String> {
     // Its rules are reloaded by its own watcher, which keeps the last good
     // ones: readiness follows its store.
     let rules_error: RulesError = Arc::new(|| None);
-    let (task, local) =
-        bind_admin(addr, render, stores, rules_error, bounds, connections, None).await?;
+    let (task, local) = bind_admin(
+        addr,
+        render,
+        stores,
+        rules_error,
+        bounds,
+        connections,
+        Some(page),
+    )
+    .await?;
     events.emit(ServerEvent::Admin { local });
     Ok(task)
 }
 
 /// Called once a second while the admin endpoint serves: the live page's
 /// per-second records.
-type Sample = Arc<dyn Fn() + Send + Sync>;
+pub(crate) type Sample = Arc<dyn Fn() + Send + Sync>;
 
 /// Binds an admin endpoint on `addr` and serves `render` on `/metrics`
 /// (with `/healthz`, and `/readyz` from `stores` and `rules_error`; with

@@ -7,6 +7,7 @@
 
 use super::history::{Second, SECONDS};
 use super::top_limited::LimitedKey;
+use super::PageRecords;
 use crate::metrics::Metrics;
 use crate::rules::{self, ServerRule};
 use crate::store::StoreOptions;
@@ -79,31 +80,38 @@ pub(crate) struct LatencyView {
     pub p99_ms: f64,
 }
 
-/// The page's data now.
+/// One rule (a limit, for `rls`) as the page shows it, before its seconds.
+pub(crate) struct RuleRow {
+    pub name: String,
+    pub description: String,
+    /// Its running totals (the seconds are their changes).
+    pub totals: Second,
+    /// Keys held and evictions, for a store in this process.
+    pub size: Option<(usize, u64)>,
+}
+
+/// The page's data now: `rows` (the first [`MAX_RULES`] of `count`), the
+/// page's own records, and the store.
 pub(crate) fn snapshot(
-    rules: &[ServerRule],
-    metrics: &Metrics,
-    stores: &StoreOptions,
-    layer: &LayerOptions,
+    rows: impl Iterator<Item = RuleRow>,
+    count: usize,
+    records: &PageRecords,
+    store: StoreView,
+    dry_run: bool,
     now: Instant,
 ) -> Snapshot {
-    let sizes = rules::sizes(rules);
-    let views = (rules.iter().take(MAX_RULES))
-        .map(|rule| {
-            let totals = metrics.totals(&rule.name);
-            let size = sizes.iter().find(|s| s.0 == rule.name);
-            RuleView {
-                name: rule.name.clone(),
-                description: rules::describe(rule),
-                allowed_total: totals.allowed,
-                limited_total: totals.limited,
-                keys: size.map(|s| s.1),
-                evictions: size.map(|s| s.2),
-                per_second: metrics.dashboard.history.of(&rule.name),
-            }
+    let views = (rows.take(MAX_RULES))
+        .map(|row| RuleView {
+            per_second: records.history.of(&row.name),
+            name: row.name,
+            description: row.description,
+            allowed_total: row.totals.allowed,
+            limited_total: row.totals.limited,
+            keys: row.size.map(|s| s.0),
+            evictions: row.size.map(|s| s.1),
         })
         .collect();
-    let latency = |q| metrics.dashboard.latency.quantile(q);
+    let latency = |q| records.latency.quantile(q);
     let latency = latency(0.5)
         .zip(latency(0.99))
         .map(|((timed, p50), (_, p99))| LatencyView {
@@ -114,27 +122,42 @@ pub(crate) fn snapshot(
     Snapshot {
         seconds: SECONDS,
         rules: views,
-        more_rules: rules.len().saturating_sub(MAX_RULES),
-        limited_keys: metrics.dashboard.top.most(MAX_KEYS, now),
-        store: store_view(stores, layer),
+        more_rules: count.saturating_sub(MAX_RULES),
+        limited_keys: records.top.most(MAX_KEYS, now),
+        store,
         latency,
-        dry_run: layer.dry_run,
+        dry_run,
     }
 }
 
-fn store_view(stores: &StoreOptions, layer: &LayerOptions) -> StoreView {
-    let answer = |local: bool| match (local, layer.on_store_error) {
-        (true, _) => "local",
-        (false, FailurePolicy::Allow) => "allow",
-        (false, FailurePolicy::Deny) => "deny",
-    };
+/// `serve`'s rules as the page shows them.
+pub(crate) fn serve_rows<'a>(
+    rules: &'a [ServerRule],
+    metrics: &'a Metrics,
+) -> impl Iterator<Item = RuleRow> + 'a {
+    let sizes = rules::sizes(rules);
+    rules.iter().map(move |rule| RuleRow {
+        name: rule.name.clone(),
+        description: rules::describe(rule),
+        totals: metrics.totals(&rule.name),
+        size: (sizes.iter())
+            .find(|s| s.0 == rule.name)
+            .map(|s| (s.1, s.2)),
+    })
+}
+
+/// The shared store's health, and what answers while it is out: `local`
+/// when its stores fall back to this process, else `otherwise` (the
+/// caller's policy: `allow`, `deny`, `unavailable`).
+pub(crate) fn store_view(stores: &StoreOptions, otherwise: &'static str) -> StoreView {
+    let answer = |local: bool| Some(if local { "local" } else { otherwise });
     if let Some(redis) = &stores.redis {
         return StoreView {
             kind: "redis",
             healthy: redis.is_healthy(),
             unreachable: Vec::new(),
             clock_offset_ms: redis.clock_offset_micros().map(|us| us as f64 / 1e3),
-            on_store_error: Some(answer(redis.options().on_error == Fallback::Local)),
+            on_store_error: answer(redis.options().on_error == Fallback::Local),
             evictable: redis.evictable(),
         };
     }
@@ -149,7 +172,7 @@ fn store_view(stores: &StoreOptions, layer: &LayerOptions) -> StoreView {
             healthy: unreachable.len() < memcached.servers().len(),
             unreachable,
             clock_offset_ms: memcached.clock_offset().map(|o| o.from_others as f64 / 1e6),
-            on_store_error: Some(answer(memcached.options().local_fallback.is_some())),
+            on_store_error: answer(memcached.options().local_fallback.is_some()),
             evictable: false,
         };
     }
@@ -160,5 +183,13 @@ fn store_view(stores: &StoreOptions, layer: &LayerOptions) -> StoreView {
         clock_offset_ms: None,
         on_store_error: None,
         evictable: false,
+    }
+}
+
+/// `serve`'s answer while its store is out, from the layer's policy.
+pub(crate) fn layer_answer(layer: &LayerOptions) -> &'static str {
+    match layer.on_store_error {
+        FailurePolicy::Allow => "allow",
+        FailurePolicy::Deny => "deny",
     }
 }

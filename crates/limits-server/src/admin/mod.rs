@@ -17,7 +17,7 @@ mod history;
 mod latency;
 mod top_limited;
 
-pub(crate) use dashboard::snapshot;
+pub(crate) use dashboard::{layer_answer, serve_rows, snapshot, store_view, RuleRow};
 pub(crate) use history::Second;
 
 use crate::store::StoreOptions;
@@ -46,6 +46,12 @@ impl PageRecords {
             history: history::History::default(),
         }
     }
+}
+
+/// The page's data as JSON text (an error named in JSON, should encoding
+/// ever fail).
+pub(crate) fn to_json(snapshot: &dashboard::Snapshot) -> String {
+    serde_json::to_string(snapshot).unwrap_or_else(|e| format!("{{\"error\":{:?}}}", e.to_string()))
 }
 
 /// Why an instance is not ready, if it is not (the rules' side; the

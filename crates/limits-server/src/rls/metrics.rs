@@ -21,6 +21,7 @@ use super::config::Matched;
 use super::limits::RlsLimits;
 use super::metric_series::{DescriptorLabel, SeriesCap};
 use super::DEFAULT_MAX_METRIC_SERIES;
+use crate::admin::{PageRecords, Second};
 use crate::label_value::LabelValue;
 use crate::listener::connection_caps::ConnectionMetrics;
 use crate::memcached_metrics::MemcachedCounts;
@@ -69,6 +70,8 @@ pub struct RlsMetrics {
     series: SeriesCap,
     /// Connections open and refused, per listener.
     pub(crate) connections: ConnectionMetrics,
+    /// What the admin listener's live page keeps of the decisions.
+    pub(crate) page: std::sync::Arc<PageRecords>,
 }
 
 impl Default for RlsMetrics {
@@ -152,7 +155,26 @@ impl RlsMetrics {
             memcached,
             series,
             connections,
+            page: std::sync::Arc::new(PageRecords::new()),
         }
+    }
+
+    /// The hits of the limit `id` so far: admitted, and over its limit.
+    pub(crate) fn totals(&self, id: &str) -> Second {
+        let label = DescriptorLabel {
+            descriptor: LabelValue::new(id),
+        };
+        let count =
+            |family: &Family<DescriptorLabel, Counter>| family.get(&label).map_or(0, |c| c.get());
+        Second {
+            allowed: count(&self.within),
+            limited: count(&self.over),
+        }
+    }
+
+    /// Keeps a refusal of `key` by the limit `id` for the live page.
+    pub(crate) fn refused(&self, id: &str, key: &str, retry_after: limits::RetryAfter) {
+        (self.page.top).refused(id, key, retry_after, std::time::Instant::now());
     }
 
     /// The label the decisions of `matched` are counted under (its limit's
@@ -176,6 +198,7 @@ impl RlsMetrics {
             family.get_or_create(label).inc_by(n);
         }
         self.latency.observe(latency.as_secs_f64());
+        self.page.latency.record(latency);
     }
 
     /// Counts a request over a limit that the global shadow mode let pass.

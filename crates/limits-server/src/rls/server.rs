@@ -20,15 +20,18 @@ use super::reloader::RlsReloader;
 use super::service::RlsService;
 use super::watch::watch_changes;
 use super::RlsServerConfig;
+use crate::admin::{self, PageData, RuleRow};
 use crate::events::{Events, ServerEvent};
 use crate::listener::Bounds;
+use crate::rules::limiter_shape;
 use crate::state;
-use crate::tasks;
+use crate::tasks::{self, Sample};
 use arc_swap::ArcSwap;
+use limits::Store;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -264,8 +267,47 @@ impl RlsServer {
             Bounds::default(),
             connections,
             &self.events,
+            self.page(),
         )
         .await
+    }
+
+    /// The live page's data and its sampler: each limit with a store, as
+    /// `--check-config` would name it, its hits admitted and over.
+    fn page(&self) -> (PageData, Sample) {
+        let (limits, metrics, stores) = (
+            self.limits.clone(),
+            self.metrics.clone(),
+            self.config.stores.clone(),
+        );
+        let answer = self.config.on_store_error.name();
+        let data: PageData = Arc::new(move || {
+            let limits = limits.load();
+            let rows = limits.stores().map(|(id, store)| RuleRow {
+                name: id.to_string(),
+                description: format!(
+                    "{id}: {}, in {}",
+                    limiter_shape(store.rule()),
+                    store.place()
+                ),
+                totals: metrics.totals(id),
+                size: store.local().map(|l| (l.len(), l.evictions())),
+            });
+            let count = limits.stores().count();
+            let store = admin::store_view(&stores, answer);
+            let snapshot =
+                admin::snapshot(rows, count, &metrics.page, store, false, Instant::now());
+            admin::to_json(&snapshot)
+        });
+        let (limits, metrics) = (self.limits.clone(), self.metrics.clone());
+        let sample: Sample = Arc::new(move || {
+            let limits = limits.load();
+            let totals = limits
+                .stores()
+                .map(|(id, _)| (id.to_string(), metrics.totals(id)));
+            metrics.page.history.sample(totals);
+        });
+        (data, sample)
     }
 }
 

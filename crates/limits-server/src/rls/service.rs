@@ -479,6 +479,8 @@ impl RlsService {
                         .push(decide::over_without_time(&reported(limit)));
                     response.overall_code = Code::OverLimit as i32;
                     denied = Some(RetryAfter::Never);
+                    self.metrics
+                        .refused(&limit.id, &found.key, RetryAfter::Never);
                 }
                 continue;
             }
@@ -556,6 +558,7 @@ impl RlsService {
             if over {
                 response.overall_code = Code::OverLimit as i32;
                 let wait = verdict.decision.retry_after;
+                self.metrics.refused(&limit.id, &found.key, wait);
                 denied = Some(denied.map_or(wait, |d| d.max(wait)));
             }
         }

@@ -177,3 +177,53 @@ async fn the_page_is_read_only_and_loads_nothing_from_elsewhere() {
     }
     let _ = stop.send(());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rls_serves_the_page_with_its_limits_and_the_keys_over_them() {
+    use crate::rls_common::{Rls, OK, OVER};
+    let yaml = "domain: api\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 2}\n";
+    let rls = Rls::start_with(yaml, |c| c.admin = Some("127.0.0.1:0".parse().unwrap())).await;
+    let admin: SocketAddr = rls
+        .admin
+        .as_ref()
+        .unwrap()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    while dashboard(admin).await["rules"][0]["per_second"]
+        .as_array()
+        .unwrap()
+        .is_empty()
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        rls.codes("api", &[("user", "mallory")], 5).await,
+        [OK, OK, OVER, OVER, OVER]
+    );
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    let d = dashboard(admin).await;
+    let rule = &d["rules"][0];
+    assert_eq!(rule["name"], "api.user");
+    assert_eq!(rule["description"], "api.user: fixed-window 2/h, in memory");
+    assert_eq!(
+        (
+            rule["allowed_total"].as_u64(),
+            rule["limited_total"].as_u64()
+        ),
+        (Some(2), Some(3))
+    );
+    let seconds = rule["per_second"].as_array().unwrap();
+    let limited: u64 = seconds.iter().map(|s| s["limited"].as_u64().unwrap()).sum();
+    assert_eq!(limited, 3, "{seconds:?}");
+    let key = &d["limited_keys"][0];
+    assert_eq!(
+        (key["rule"].as_str(), key["refusals"].as_u64()),
+        (Some("api.user"), Some(3))
+    );
+    assert!(key["key"].as_str().unwrap().contains("mallory"), "{key}");
+    assert_eq!(d["store"]["kind"], "memory");
+    let page = reqwest::get(format!("http://{admin}/")).await.unwrap();
+    assert_eq!(page.status(), 200);
+    rls.stop().await.unwrap();
+}
