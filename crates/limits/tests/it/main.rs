@@ -11,6 +11,7 @@ mod clock_order;
 mod compact_sliding_window;
 mod compact_slots;
 mod decide_fast_path_edges;
+mod distinct;
 mod fixed_window;
 mod idle_from_decision;
 mod keyed;
