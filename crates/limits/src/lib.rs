@@ -50,7 +50,7 @@ mod store;
 pub use algorithm::{Algorithm, UnknownAlgorithm};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::{Decision, Mode, Receipt, RetryAfter, Settlement};
-pub use distinct::{Distinct, DistinctLimiter, Seen};
+pub use distinct::{Distinct, DistinctLimiter, DistinctSketch, Seen};
 pub use duration::{format_duration, format_seconds, parse_duration, parse_seconds};
 pub use keyed::{KeyedLimiter, MemoryReport, Options};
 pub use local_store::LocalStore;

@@ -5,6 +5,7 @@
 use super::{Distinct, Seen};
 use crate::{Clock, Decision, Mode, SystemClock};
 use foldhash::fast::RandomState;
+use foldhash::quality::RandomState as MixedState;
 use hashbrown::HashMap;
 use parking_lot::Mutex;
 use std::borrow::Borrow;
@@ -39,8 +40,10 @@ pub struct DistinctLimiter<K, C = SystemClock> {
     clock: C,
     /// Keys to shards, and each shard's map.
     keys: RandomState,
-    /// Values to the hashes kept: seeded apart from the keys'.
-    values: RandomState,
+    /// Values to the hashes kept: seeded apart from the keys', and mixed
+    /// so that every bit counts (a sketch reads the top bits and the run
+    /// of zeros after them).
+    values: MixedState,
     shards: Box<[Shard<K>]>,
 }
 
@@ -62,7 +65,7 @@ impl<K: Hash + Eq, C: Clock> DistinctLimiter<K, C> {
             clock,
             shards: (0..cores * 4).map(|_| shard()).collect(),
             keys,
-            values: RandomState::default(),
+            values: MixedState::default(),
         }
     }
 
@@ -118,15 +121,11 @@ impl<K: Hash + Eq, C: Clock> DistinctLimiter<K, C> {
     /// Forgets the keys that hold no value in the window at `now`; how
     /// many were forgotten. Lossless: such a key decides as one never seen.
     pub fn sweep_at(&self, now: u64) -> usize {
-        let window = self.rule.window_nanos();
         let mut forgotten = 0;
         for shard in self.shards.iter() {
             let mut map = shard.0.lock();
             let before = map.len();
-            map.retain(|_, seen| {
-                seen.forget_before(now, window);
-                !seen.is_empty()
-            });
+            map.retain(|_, seen| !self.rule.forget_at(seen, now));
             forgotten += before - map.len();
         }
         forgotten

@@ -12,6 +12,21 @@
 //! fewer than N are held, and is refused otherwise, until the value asked
 //! for longest ago leaves the window: the exact wait.
 //!
+//! Approximate past a threshold ([`Distinct::with_sketch`]), for an N too
+//! large to keep every value: a key that comes to hold `from` values turns
+//! them into HyperLogLogs of m registers, one per sub-window (the window
+//! cut into k), merged when read: a count within 1.04 / sqrt(m) of the
+//! true one (standard error), in k * m bytes whatever N, beside the last
+//! `from` values exactly. A repeat of one of those is free; any other
+//! value passes only while the count has room for one more, whether or
+//! not it moves a register: a sketch cannot tell a repeat from a new value
+//! whose registers happen to be set, and passing those for free would let
+//! a flood of new values through past the limit. So its error is the
+//! sketch's on the count, plus denials of repeats older than the last
+//! `from` values at the limit; the window is whole sub-windows (between
+//! W - W/k and W), and a refused value waits until the oldest sub-window
+//! leaves.
+//!
 //! ```
 //! use limits::{Distinct, DistinctLimiter, ManualClock};
 //! use std::time::Duration;
@@ -28,6 +43,7 @@
 //! assert!(logins.check("198.51.100.1", "carol").allowed, "another key");
 //! ```
 
+mod hll;
 mod keyed;
 mod seen;
 
@@ -35,6 +51,8 @@ pub use keyed::DistinctLimiter;
 pub use seen::Seen;
 
 use crate::{Decision, Mode, Rate, RateError, RetryAfter};
+use hll::Hll;
+use seen::Held;
 use std::time::Duration;
 
 /// At most `at_most` distinct values per key in any window of `window`.
@@ -42,6 +60,19 @@ use std::time::Duration;
 pub struct Distinct {
     at_most: u64,
     window: u64,
+    sketch: Option<DistinctSketch>,
+}
+
+/// When and how a key's values turn into sketches ([`Distinct::with_sketch`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DistinctSketch {
+    /// Values a key holds exactly before it turns to sketches.
+    pub from: usize,
+    /// Registers per sketch, m: a power of two from 16 to 65,536; the
+    /// standard error is 1.04 / sqrt(m) (3.25% at 1,024).
+    pub registers: usize,
+    /// Sketches per window, k, from 2 to 64: each a k-th of the window.
+    pub sub_windows: usize,
 }
 
 impl Distinct {
@@ -57,6 +88,50 @@ impl Distinct {
     /// ```
     pub fn new(at_most: u64, window: Duration) -> Result<Distinct, RateError> {
         Rate::new(at_most, window).map(Distinct::from)
+    }
+
+    /// The same limit, with a key's values kept as sketches once it holds
+    /// `sketch.from` of them; or why the sketch cannot be.
+    ///
+    /// ```
+    /// use limits::{Distinct, DistinctSketch};
+    /// use std::time::Duration;
+    ///
+    /// let pages = Distinct::new(10_000, Duration::from_secs(3600)).unwrap();
+    /// let sketch = DistinctSketch { from: 256, registers: 1024, sub_windows: 8 };
+    /// assert!(pages.with_sketch(sketch).is_ok());
+    /// let odd = DistinctSketch { registers: 1000, ..sketch };
+    /// assert!(pages.with_sketch(odd).unwrap_err().contains("power of two"));
+    /// ```
+    pub fn with_sketch(self, sketch: DistinctSketch) -> Result<Distinct, String> {
+        let DistinctSketch {
+            from,
+            registers,
+            sub_windows,
+        } = sketch;
+        if !registers.is_power_of_two() || !(16..=65_536).contains(&registers) {
+            return Err(format!(
+                "registers must be a power of two from 16 to 65536, not {registers}"
+            ));
+        }
+        if !(2..=64).contains(&sub_windows) {
+            return Err(format!(
+                "sub_windows must be from 2 to 64, not {sub_windows}"
+            ));
+        }
+        if self.window < sub_windows as u64 {
+            return Err(format!(
+                "a window of {} ns cannot be cut into {sub_windows}",
+                self.window
+            ));
+        }
+        if from == 0 {
+            return Err("from must be at least 1 value".into());
+        }
+        Ok(Distinct {
+            sketch: Some(sketch),
+            ..self
+        })
     }
 
     /// The most distinct values in a window.
@@ -86,50 +161,184 @@ impl Distinct {
     /// assert!(rule.decide(&mut seen, 8, 100, Mode::Record).allowed, "7 left at 100");
     /// ```
     pub fn decide(&self, seen: &mut Seen, value: u64, now: u64, mode: Mode) -> Decision {
-        let now = seen.forget_before(now, self.window);
+        let now = seen.advance(now);
+        self.forget(seen.held(), now);
         let record = mode != Mode::Peek;
-        let allowed = match seen.find(value) {
+        if let (Held::Exact(values), Some(sketch)) = (seen.held(), self.sketch) {
+            let new = !values.iter().any(|&(v, _)| v == value);
+            if record && new && values.len() >= sketch.from {
+                *seen.held() = self.sketched(values, sketch, now);
+            }
+        }
+        match seen.held() {
+            Held::Exact(values) => self.decide_exact(values, value, now, record),
+            Held::Sketched { slots, recent } => {
+                self.decide_sketched(slots, recent, value, now, record)
+            }
+        }
+    }
+
+    /// Forgets the values (or sub-windows) that left the window at `now`;
+    /// whether nothing is left.
+    pub(crate) fn forget_at(&self, seen: &mut Seen, now: u64) -> bool {
+        let now = seen.advance(now);
+        self.forget(seen.held(), now);
+        seen.is_empty()
+    }
+
+    fn forget(&self, held: &mut Held, now: u64) {
+        match held {
+            Held::Exact(values) => {
+                let gone = values.partition_point(|&(_, at)| at.saturating_add(self.window) <= now);
+                values.drain(..gone);
+            }
+            Held::Sketched { slots, recent } => {
+                let (sub, k) = self.sub_window();
+                let current = now / sub;
+                slots.retain(|(index, _)| index + k > current);
+                let gone = recent.partition_point(|&(_, at)| at.saturating_add(self.window) <= now);
+                recent.drain(..gone);
+            }
+        }
+    }
+
+    fn decide_exact(
+        &self,
+        values: &mut Vec<(u64, u64)>,
+        value: u64,
+        now: u64,
+        record: bool,
+    ) -> Decision {
+        let allowed = match values.iter().position(|&(v, _)| v == value) {
             Some(i) => {
                 if record {
-                    seen.refresh(i, now);
+                    values.remove(i);
+                    values.push((value, now));
                 }
                 true
             }
-            None if (seen.len() as u64) < self.at_most => {
+            None if (values.len() as u64) < self.at_most => {
                 if record {
-                    seen.hold(value, now);
+                    values.push((value, now));
                 }
                 true
             }
             None => false,
         };
-        let held = seen.len() as u64;
-        // How long until `at` leaves the window (`at + W`), from now.
-        let until =
-            |at: u64| Duration::from_nanos(at.saturating_add(self.window).saturating_sub(now));
-        let oldest = seen.oldest().map_or(Duration::ZERO, until);
-        // A peek of a new value held nothing, so the room it saw is still there.
-        let remaining = self.at_most - held.min(self.at_most);
+        let left = |at: u64| at.saturating_add(self.window);
+        let oldest = values.first().map(|&(_, at)| left(at));
+        let newest = values.last().map(|&(_, at)| left(at));
+        self.answer(allowed, values.len() as u64, oldest, newest, now)
+    }
+
+    fn decide_sketched(
+        &self,
+        slots: &mut Vec<(u64, Hll)>,
+        recent: &mut Vec<(u64, u64)>,
+        value: u64,
+        now: u64,
+        record: bool,
+    ) -> Decision {
+        let Some(sketch) = self.sketch else {
+            return self.answer(false, self.at_most, None, None, now);
+        };
+        let (sub, k) = self.sub_window();
+        let count = hll::estimate(sketch.registers, slots.iter().map(|(_, s)| s));
+        let repeat = recent.iter().position(|&(v, _)| v == value);
+        let allowed = repeat.is_some() || count + 1.0 <= self.at_most as f64;
+        if allowed && record {
+            match repeat {
+                Some(i) => {
+                    recent.remove(i);
+                }
+                None if recent.len() >= sketch.from => {
+                    recent.remove(0);
+                }
+                None => {}
+            }
+            recent.push((value, now));
+            let current = now / sub;
+            if slots.last().is_none_or(|(i, _)| *i != current) {
+                slots.push((current, Hll::new(sketch.registers)));
+            }
+            if let Some((_, s)) = slots.last_mut() {
+                let (index, rank) = Hll::place(sketch.registers, value);
+                s.raise(index, rank);
+            }
+        }
+        let added = u64::from(allowed && repeat.is_none() && record);
+        let leaves = |i: u64| i.saturating_add(k).saturating_mul(sub);
+        let oldest = slots.first().map(|&(i, _)| leaves(i));
+        let newest = slots.last().map(|&(i, _)| leaves(i));
+        let counted = (count.ceil() as u64).saturating_add(added);
+        self.answer(allowed, counted, oldest, newest, now)
+    }
+
+    /// A decision from whether it passed, the values counted after it, and
+    /// when the oldest and newest of them leave the window.
+    fn answer(
+        &self,
+        allowed: bool,
+        counted: u64,
+        oldest: Option<u64>,
+        newest: Option<u64>,
+        now: u64,
+    ) -> Decision {
+        let until = |at: Option<u64>| {
+            at.map_or(Duration::ZERO, |at| {
+                Duration::from_nanos(at.saturating_sub(now))
+            })
+        };
         Decision {
             allowed,
-            remaining,
+            remaining: self.at_most.saturating_sub(counted),
             retry_after: match allowed {
                 true => RetryAfter::ZERO,
-                false => RetryAfter::After(oldest),
+                false => RetryAfter::After(until(oldest)),
             },
-            reset_after: seen.newest().map_or(Duration::ZERO, until),
+            reset_after: until(newest),
             delay: Duration::ZERO,
-            refill_after: oldest,
+            refill_after: until(oldest),
+        }
+    }
+
+    /// A sub-window's length in ns, and how many make the window.
+    fn sub_window(&self) -> (u64, u64) {
+        let k = self.sketch.map_or(1, |s| s.sub_windows as u64);
+        (self.window / k, k)
+    }
+
+    /// `values` as sketches, each in the sub-window of its last use.
+    fn sketched(&self, values: &[(u64, u64)], sketch: DistinctSketch, now: u64) -> Held {
+        let (sub, k) = self.sub_window();
+        let mut slots: Vec<(u64, Hll)> = Vec::new();
+        for &(value, at) in values {
+            let index = at / sub;
+            if index + k <= now / sub {
+                continue;
+            }
+            if slots.last().is_none_or(|(i, _)| *i != index) {
+                slots.push((index, Hll::new(sketch.registers)));
+            }
+            let (register, rank) = Hll::place(sketch.registers, value);
+            if let Some((_, s)) = slots.last_mut() {
+                s.raise(register, rank);
+            }
+        }
+        Held::Sketched {
+            slots,
+            recent: values.to_vec(),
         }
     }
 }
 
 impl From<Rate> for Distinct {
-    /// `L` per `W` as at most L distinct values in any W.
+    /// `L` per `W` as at most L distinct values in any W, kept exactly.
     fn from(rate: Rate) -> Distinct {
         Distinct {
             at_most: rate.limit(),
             window: rate.window_nanos(),
+            sketch: None,
         }
     }
 }

@@ -1,64 +1,70 @@
-//! The values a key holds: each value's hash and the last time it was
-//! asked for, oldest first, at most the rule's N of them.
+//! The values a key holds: exactly (each value's hash and the last time it
+//! was asked for, oldest first, at most the rule's N), or, past the rule's
+//! threshold, as HyperLogLogs of the sub-windows the window is cut into,
+//! beside the last values exactly.
+
+use super::hll::Hll;
 
 /// The values one key holds (see [`Distinct`](super::Distinct)).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Seen {
-    /// (value hash, last asked for), by that time, oldest first.
-    values: Vec<(u64, u64)>,
+    held: Held,
     /// The latest time decided at: a key's time never runs backwards.
     latest: u64,
 }
 
-impl Seen {
-    /// Values held.
-    pub fn len(&self) -> usize {
-        self.values.len()
-    }
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Held {
+    /// (value hash, last asked for), by that time, oldest first.
+    Exact(Vec<(u64, u64)>),
+    /// One sketch per sub-window still in the window, oldest first, each
+    /// with its sub-window's number (time / sub-window); and the values
+    /// admitted last, exactly, as `Exact` holds them (at most the rule's
+    /// `from`): the repeats known to be free.
+    Sketched {
+        slots: Vec<(u64, Hll)>,
+        recent: Vec<(u64, u64)>,
+    },
+}
 
+impl Default for Held {
+    fn default() -> Held {
+        Held::Exact(Vec::new())
+    }
+}
+
+impl Seen {
     /// Whether no value is held.
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        match &self.held {
+            Held::Exact(values) => values.is_empty(),
+            Held::Sketched { slots, .. } => slots.iter().all(|(_, s)| s.is_empty()),
+        }
     }
 
-    /// Forgets the values last asked for at or before `now - window`, and
-    /// returns the time to decide at: `now`, or the key's latest if later.
-    pub(super) fn forget_before(&mut self, now: u64, window: u64) -> u64 {
-        let now = now.max(self.latest);
-        self.latest = now;
-        let gone = self
-            .values
-            .partition_point(|&(_, at)| at.saturating_add(window) <= now);
-        self.values.drain(..gone);
-        now
+    /// Whether the values are kept as sketches.
+    pub fn is_sketched(&self) -> bool {
+        matches!(self.held, Held::Sketched { .. })
     }
 
-    pub(super) fn find(&self, value: u64) -> Option<usize> {
-        self.values.iter().position(|&(v, _)| v == value)
+    /// The time to decide at: `now`, or the key's latest if later.
+    pub(super) fn advance(&mut self, now: u64) -> u64 {
+        self.latest = self.latest.max(now);
+        self.latest
     }
 
-    /// Asked for again at `now`: the newest.
-    pub(super) fn refresh(&mut self, i: usize, now: u64) {
-        let (value, _) = self.values.remove(i);
-        self.values.push((value, now));
-    }
-
-    pub(super) fn hold(&mut self, value: u64, now: u64) {
-        self.values.push((value, now));
-    }
-
-    /// When the value asked for longest ago was last asked for.
-    pub(super) fn oldest(&self) -> Option<u64> {
-        self.values.first().map(|&(_, at)| at)
-    }
-
-    /// When the latest value was asked for.
-    pub(super) fn newest(&self) -> Option<u64> {
-        self.values.last().map(|&(_, at)| at)
+    pub(super) fn held(&mut self) -> &mut Held {
+        &mut self.held
     }
 
     /// Bytes held on the heap.
     pub(super) fn heap_bytes(&self) -> usize {
-        self.values.capacity() * size_of::<(u64, u64)>()
+        match &self.held {
+            Held::Exact(values) => values.capacity() * size_of::<(u64, u64)>(),
+            Held::Sketched { slots, recent } => {
+                let exact = recent.capacity() * size_of::<(u64, u64)>();
+                exact + slots.iter().map(|(_, s)| s.bytes()).sum::<usize>()
+            }
+        }
     }
 }
