@@ -71,7 +71,7 @@ pub(crate) async fn start_admin(
         rules_error,
         bounds,
         &connections,
-        Some(page),
+        page,
     )
     .await?;
     events.events.emit(ServerEvent::Admin { local });
@@ -93,16 +93,8 @@ pub(crate) async fn serve_admin(
     // Its rules are reloaded by its own watcher, which keeps the last good
     // ones: readiness follows its store.
     let rules_error: RulesError = Arc::new(|| None);
-    let (task, local) = bind_admin(
-        addr,
-        render,
-        stores,
-        rules_error,
-        bounds,
-        connections,
-        Some(page),
-    )
-    .await?;
+    let (task, local) =
+        bind_admin(addr, render, stores, rules_error, bounds, connections, page).await?;
     events.emit(ServerEvent::Admin { local });
     Ok(task)
 }
@@ -112,9 +104,9 @@ pub(crate) async fn serve_admin(
 pub(crate) type Sample = Arc<dyn Fn() + Send + Sync>;
 
 /// Binds an admin endpoint on `addr` and serves `render` on `/metrics`
-/// (with `/healthz`, and `/readyz` from `stores` and `rules_error`; with
-/// `page`, the live page and its data, sampled every second) until the task
-/// is aborted; its connections are capped
+/// (with `/healthz`, `/readyz` from `stores` and `rules_error`, and the
+/// live page with its data, sampled every second) until the task is
+/// aborted; its connections are capped
 /// by the admin listener's own caps (counted in `connections` as
 /// `listener="admin"`), whatever the main listener holds. The task and the
 /// address bound.
@@ -125,13 +117,12 @@ async fn bind_admin(
     rules_error: RulesError,
     bounds: Bounds,
     connections: &ConnectionMetrics,
-    page: Option<(PageData, Sample)>,
+    (data, sample): (PageData, Sample),
 ) -> Result<(JoinHandle<()>, SocketAddr), String> {
     let admin = TcpListener::bind(addr)
         .await
         .map_err(|e| format!("--admin {addr}: {e}"))?;
     let local = admin.local_addr().map_err(|e| e.to_string())?;
-    let (data, sample) = page.unzip();
     let router = admin::admin_router(render, stores, rules_error, data);
     // Per address, not per forwarded client: a proxy in front of the admin
     // port is not expected, and its peers are capped by the total anyway.
@@ -151,9 +142,6 @@ async fn bind_admin(
     );
     // In the same task, so that aborting it stops both.
     let sampler = async move {
-        let Some(sample) = sample else {
-            return std::future::pending().await;
-        };
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;

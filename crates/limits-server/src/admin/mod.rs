@@ -73,45 +73,35 @@ const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; connect-src 's
      frame-ancestors 'none'";
 
 /// `/metrics` from `render`, `/healthz` (and the reference's
-/// `/healthcheck`), and `/readyz` from the shared stores' health (Redis,
-/// memcached) and `rules_error`; with `page`, the live page on `/` (and
-/// `/page.js`) and its data on `/dashboard.json`, all read-only (GET).
+/// `/healthcheck`), `/readyz` from the shared stores' health (Redis,
+/// memcached) and `rules_error`, and the live page on `/` (and `/page.js`)
+/// with its data on `/dashboard.json` from `data`: all read-only (GET).
 pub(crate) fn admin_router(
     render: Arc<dyn Fn() -> String + Send + Sync>,
     stores: StoreOptions,
     rules_error: RulesError,
-    page: Option<PageData>,
+    data: PageData,
 ) -> Router {
-    let router = Router::new();
-    let router = match page {
-        None => router,
-        Some(data) => router
-            .route(
-                "/",
-                get(|| async { page_asset("text/html; charset=utf-8", PAGE) }),
-            )
-            .route(
-                "/page.js",
-                get(|| async { page_asset("text/javascript; charset=utf-8", SCRIPT) }),
-            )
-            .route(
-                "/dashboard.json",
-                get(move || {
-                    let json = data();
-                    async move {
-                        (
-                            [
-                                (CONTENT_TYPE, "application/json"),
-                                (CACHE_CONTROL, "no-store"),
-                            ],
-                            json,
-                        )
-                            .into_response()
-                    }
-                }),
-            ),
+    let json = move || {
+        let json = data();
+        async move {
+            let headers = [
+                (CONTENT_TYPE, "application/json"),
+                (CACHE_CONTROL, "no-store"),
+            ];
+            (headers, json).into_response()
+        }
     };
-    router
+    Router::new()
+        .route(
+            "/",
+            get(|| async { page_asset("text/html; charset=utf-8", PAGE) }),
+        )
+        .route(
+            "/page.js",
+            get(|| async { page_asset("text/javascript; charset=utf-8", SCRIPT) }),
+        )
+        .route("/dashboard.json", get(json))
         .route(
             "/metrics",
             get(move || {
