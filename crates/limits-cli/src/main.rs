@@ -107,6 +107,11 @@ fn run(
             for algorithm in limits::Algorithm::ALL {
                 println!("{:<16}{}", algorithm.name(), algorithm.describe());
             }
+            println!();
+            println!(
+                "A sliding-window rule in fixed memory, whatever the keys: memory = \"16MB\" in a\n\
+                 rules file (replay and simulate: --sketch 16MB); false denials only."
+            );
             Ok(())
         }
         Command::Simulate(args) => simulate::simulate(args),

@@ -13,6 +13,7 @@ mod server_port;
 mod tls_pki;
 
 mod bench;
+mod limiters;
 mod memcached_store;
 mod readme;
 mod redis_urls;
