@@ -41,6 +41,7 @@ mod parse;
 mod penalty;
 mod rate;
 mod rule;
+mod shards;
 pub mod simulate;
 mod sketch;
 mod state_codec;

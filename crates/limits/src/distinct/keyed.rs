@@ -3,6 +3,7 @@
 //! costs nothing to forget: [`DistinctLimiter::sweep_at`] drops them.
 
 use super::{Distinct, Seen};
+use crate::shards::{self, Padded};
 use crate::{Clock, Decision, Mode, SystemClock};
 use foldhash::fast::RandomState;
 use foldhash::quality::RandomState as MixedState;
@@ -10,10 +11,6 @@ use hashbrown::HashMap;
 use parking_lot::Mutex;
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
-
-/// A mutex on its own cache lines, so that shards do not false-share.
-#[repr(align(128))]
-struct Padded<T>(T);
 
 /// One shard: its keys' values.
 type Shard<K> = Padded<Mutex<HashMap<K, Seen, RandomState>>>;
@@ -57,13 +54,12 @@ impl<K: Hash + Eq> DistinctLimiter<K> {
 impl<K: Hash + Eq, C: Clock> DistinctLimiter<K, C> {
     /// A limiter of `rule` on `clock`, with four shards per core.
     pub fn with_clock(rule: Distinct, clock: C) -> DistinctLimiter<K, C> {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let keys = RandomState::default();
         let shard = || Padded(Mutex::new(HashMap::with_hasher(keys.clone())));
         DistinctLimiter {
             rule,
             clock,
-            shards: (0..cores * 4).map(|_| shard()).collect(),
+            shards: (0..shards::default_count()).map(|_| shard()).collect(),
             keys,
             values: MixedState::default(),
         }

@@ -31,6 +31,7 @@ pub(crate) mod slot;
 mod tables;
 
 use crate::penalty::PenaltyBook;
+use crate::shards::Padded;
 use crate::{Clock, Rule, SystemClock};
 use foldhash::fast::RandomState;
 use kind::Kind;
@@ -96,10 +97,9 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Options {
-        let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
         Options {
             max_keys: None,
-            shards: (cores * 4).next_power_of_two(),
+            shards: crate::shards::default_count(),
         }
     }
 }
@@ -120,10 +120,6 @@ impl MemoryReport {
         self.bytes.checked_div(self.keys).unwrap_or(0)
     }
 }
-
-/// A mutex on its own cache lines, so that shards do not false-share.
-#[repr(align(128))]
-struct Padded<T>(T);
 
 /// A thread-safe limiter with a state per key.
 ///

@@ -43,6 +43,7 @@
 mod store;
 
 use crate::algorithms::{SlidingWindow, SlidingWindowState};
+use crate::shards::Padded;
 use crate::state_kinds::{ManyStates, StateKind};
 use crate::{Algorithm, Clock, Decision, KeyState, Mode, Rule, SystemClock, UnsupportedRule};
 use foldhash::fast::{FixedState, RandomState};
@@ -85,11 +86,10 @@ impl SketchOptions {
 
     /// `memory` bytes, with the default rows and shards and a random seed.
     pub fn new(memory: usize) -> SketchOptions {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         SketchOptions {
             memory,
             rows: 4,
-            shards: cores * 4,
+            shards: crate::shards::default_count(),
             seed: None,
         }
     }
@@ -129,10 +129,6 @@ struct Shard {
     cells: Box<[Cell]>,
     least: KeyState,
 }
-
-/// A mutex on its own cache lines, so that shards do not false-share.
-#[repr(align(128))]
-struct Padded<T>(T);
 
 /// The hash a key's cells are found by.
 enum Hasher {
