@@ -152,8 +152,42 @@ pub(crate) enum Step {
 /// with its key if made already, on top of what the rules before it said.
 pub(crate) struct Resume {
     at: usize,
-    key: Option<Key>,
+    key: Option<Made>,
     passed: Passed,
+}
+
+/// What a rule decides a request by: its key, and the request's value when
+/// the rule counts distinct values ([`HttpRule::distinct`]).
+pub(crate) struct Made {
+    key: Key,
+    value: Option<Key>,
+}
+
+impl Made {
+    /// The rule's verdict on it, if its store answers without waiting.
+    fn decide_now<S: Store, K>(
+        &self,
+        rule: &HttpRule<S, K>,
+        client: Option<IpAddr>,
+    ) -> Option<Result<Verdict, StoreError>> {
+        let (store, key) = (&rule.store, self.key.as_str());
+        match &self.value {
+            Some(value) => store.decide_value_now(client, key, value.as_str(), Mode::Record),
+            None => store.decide_now_from(client, key, rule.cost, Mode::Record),
+        }
+    }
+
+    /// It asked of the rule's store, in a round trip with others.
+    fn asked<'a, S, K>(&'a self, rule: &'a HttpRule<S, K>, client: Option<IpAddr>) -> Asked<'a, S> {
+        Asked {
+            store: &*rule.store,
+            client,
+            key: self.key.as_str(),
+            cost: rule.cost,
+            value: self.value.as_ref().map(Key::as_str),
+            mode: Mode::Record,
+        }
+    }
 }
 
 impl Resume {
@@ -190,20 +224,16 @@ pub(crate) fn decide_now<S: Store, K: KeyExtractor>(
     let policy = &*in_force.policy;
     for (at, &index) in matched.rules.iter().enumerate() {
         let rule = &policy.rules[index];
-        let key = match key(rule, parts, matched.client, None) {
-            Ok(key) => key,
+        let made = match key(rule, parts, matched.client, None) {
+            Ok(made) => made,
             Err(refusal) => return Step::Refused(refusal),
         };
-        let client = matched.client;
-        let verdict = rule
-            .store
-            .decide_now_from(client, key.as_str(), rule.cost, Mode::Record);
-        let Some(verdict) = verdict else {
-            let key = Some(key);
+        let Some(verdict) = made.decide_now(rule, matched.client) else {
+            let key = Some(made);
             let passed = std::mem::take(passed);
             return Step::Wait(Resume { at, key, passed });
         };
-        if let Err(refusal) = fold(in_force, index, &key, verdict, None, passed) {
+        if let Err(refusal) = fold(in_force, index, &made.key, verdict, None, passed) {
             return Step::Refused(refusal);
         }
     }
@@ -249,12 +279,8 @@ where
         };
         // A store that answers at once does so here too (after a body read,
         // or after a rule whose store waited): untimed, as in `decide_now`.
-        let cost = rule.cost;
-        if let Some(verdict) = rule
-            .store
-            .decide_now_from(client, key.as_str(), cost, Mode::Record)
-        {
-            fold(in_force, index, &key, verdict, None, &mut passed)?;
+        if let Some(verdict) = key.decide_now(rule, client) {
+            fold(in_force, index, &key.key, verdict, None, &mut passed)?;
             at += 1;
             continue;
         }
@@ -262,30 +288,21 @@ where
         // it, each with its key (a rule without one ends them: its 400
         // comes in its turn); the store decides them in order, up to the
         // first denial, and the loop goes on from the first not decided.
-        let mut waiting: SmallVec<[(usize, Key); 4]> = SmallVec::new();
+        let mut waiting: SmallVec<[(usize, Made); 4]> = SmallVec::new();
         waiting.push((index, key));
         for &next in &matched.rules[at + 1..] {
             let other = &policy.rules[next];
             if !other.store.shares_round_trip(&rule.store) {
                 break;
             }
-            let Ok(key) = other.key.key(parts, client, bytes.as_deref()) else {
+            let Ok(key) = make(other, parts, client, bytes.as_deref()) else {
                 break;
             };
             waiting.push((next, key));
         }
         let asked: SmallVec<[Asked<'_, S>; 4]> = waiting
             .iter()
-            .map(|(index, key)| {
-                let rule = &policy.rules[*index];
-                Asked {
-                    store: &*rule.store,
-                    client,
-                    key: key.as_str(),
-                    cost: rule.cost,
-                    mode: Mode::Record,
-                }
-            })
+            .map(|(index, made)| made.asked(&policy.rules[*index], client))
             .collect();
         let started = Instant::now();
         let mut answers = S::decide_in_order(&asked[..], until).await.into_iter();
@@ -296,28 +313,50 @@ where
                 "the store answered none of the rules it was asked",
             ))
         });
-        for ((index, key), verdict) in waiting.iter().zip(std::iter::once(first).chain(answers)) {
-            fold(in_force, *index, key, verdict, Some(started), &mut passed)?;
+        for ((index, made), verdict) in waiting.iter().zip(std::iter::once(first).chain(answers)) {
+            fold(
+                in_force,
+                *index,
+                &made.key,
+                verdict,
+                Some(started),
+                &mut passed,
+            )?;
             at += 1;
         }
     }
     Ok(Admitted { body, passed, held })
 }
 
-/// The key of `rule` for a request (the key reads Content-Type, the body's
-/// charset, from `parts`), or the 400 of a request it has none for.
+/// The key (and value) of `rule` for a request (a key reads Content-Type,
+/// the body's charset, from `parts`), or the 400 of a request it has none
+/// for.
 #[allow(clippy::result_large_err)] // see `Refusal`
 fn key<S, K: KeyExtractor>(
     rule: &HttpRule<S, K>,
     parts: &Parts,
     client: Option<IpAddr>,
     body: Option<&[u8]>,
-) -> Result<Key, Refusal> {
-    rule.key.key(parts, client, body).map_err(|error| {
+) -> Result<Made, Refusal> {
+    make(rule, parts, client, body).map_err(|error| {
         tracing::debug!(rule = %rule.name, error = %error, "no key: 400");
         let rule = rule.name.clone();
         Refusal::Key { rule, error }
     })
+}
+
+/// The key (and value) of `rule` for a request, or why it has none.
+fn make<S, K: KeyExtractor>(
+    rule: &HttpRule<S, K>,
+    parts: &Parts,
+    client: Option<IpAddr>,
+    body: Option<&[u8]>,
+) -> Result<Made, KeyError> {
+    let key = rule.key.key(parts, client, body)?;
+    let value = (rule.distinct.as_ref())
+        .map(|of| of.key(parts, client, body))
+        .transpose()?;
+    Ok(Made { key, value })
 }
 
 /// Folds the verdict of rule `index` on `key` into `passed`, telling the
@@ -452,7 +491,7 @@ fn one_content_type<S, K: KeyExtractor>(
     let Some(&index) = matched
         .rules
         .iter()
-        .find(|&&i| policy.rules[i].key.needs_body())
+        .find(|&&i| policy.rules[i].reads_body())
     else {
         return Ok(());
     };

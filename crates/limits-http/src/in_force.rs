@@ -128,10 +128,12 @@ impl RuleTexts {
             (Some(one), None) => RateLimitValue::new(one),
             _ => None,
         };
+        let rates = rule.store.rule().rates().as_slice();
+        let distinct = (rule.distinct.as_ref()).and_then(|_| rates.first().copied());
         RuleTexts {
             policy: headers::policy_value(members::policy_members(rule)),
             ratelimit,
-            too_many: TooManyBody::new(&rule.name),
+            too_many: TooManyBody::new(&rule.name, distinct),
         }
     }
 }

@@ -32,6 +32,9 @@ pub struct HttpRule<S, K = KeySpec> {
     pub methods: Vec<Method>,
     /// How a request is turned into a key.
     pub key: K,
+    /// The value whose distinct count per key the rule limits, if it does
+    /// ([`distinct`](HttpRule::distinct)); `None`: the rule counts requests.
+    pub distinct: Option<K>,
     /// The cost of one request.
     pub cost: u64,
     /// Which responses the request counts by: every one (the default), or
@@ -84,6 +87,7 @@ impl<S, K> HttpRule<S, K> {
             path_match: PathMatch::default(),
             methods: Vec::new(),
             key,
+            distinct: None,
             cost: 1,
             count: Counts::default(),
             cost_from: None,
@@ -190,6 +194,28 @@ impl<S, K> HttpRule<S, K> {
         self
     }
 
+    /// Limits the distinct values of `of` per key rather than requests:
+    /// each request is decided with its value (a request without one is
+    /// refused, 400, as one without a key is), a value the key holds is
+    /// free, and a new one takes room for one. Give it a store that
+    /// counts distinct values ([`Store::decide_value`](limits::Store::decide_value)).
+    ///
+    /// ```
+    /// use limits::{Distinct, DistinctLimiter};
+    /// use limits_http::{HttpRule, KeySpec};
+    /// use std::time::Duration;
+    ///
+    /// // At most 20 usernames tried per client address per hour.
+    /// let usernames: DistinctLimiter<String> = DistinctLimiter::new(Distinct::new(20, Duration::from_secs(3600)).unwrap());
+    /// let of: KeySpec = "form:username".parse().unwrap();
+    /// let login = HttpRule::new("login.usernames", usernames, KeySpec::ip()).path("/login").distinct(of);
+    /// assert!(login.reads_body(), "the value is in the form");
+    /// ```
+    pub fn distinct(mut self, of: K) -> HttpRule<S, K> {
+        self.distinct = Some(of);
+        self
+    }
+
     /// Whether the rule applies to a request.
     ///
     /// ```
@@ -222,6 +248,20 @@ impl<S, K> HttpRule<S, K> {
         }
         let prefix = self.path_prefix.as_str();
         at_boundary(prefix, path.strip_prefix(prefix), suffixes)
+    }
+}
+
+impl<S, K: KeyExtractor> HttpRule<S, K> {
+    /// Whether the rule reads the request's body: its key or its value
+    /// needs it.
+    pub fn reads_body(&self) -> bool {
+        self.key.needs_body() || self.distinct.as_ref().is_some_and(K::needs_body)
+    }
+
+    /// Whether the rule's key or value is made of the client's address.
+    pub fn uses_client_address(&self) -> bool {
+        self.key.uses_client_address()
+            || (self.distinct.as_ref()).is_some_and(K::uses_client_address)
     }
 }
 

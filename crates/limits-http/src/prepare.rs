@@ -54,7 +54,7 @@ pub(crate) struct Matched {
 impl Matched {
     /// Whether a matching rule keys on the body (which must be read first).
     pub(crate) fn needs_body<S, K: KeyExtractor>(&self, policy: &Policy<S, K>) -> bool {
-        self.rules.iter().any(|&i| policy.rules[i].key.needs_body())
+        self.rules.iter().any(|&i| policy.rules[i].reads_body())
     }
 }
 
@@ -131,7 +131,7 @@ pub(crate) fn prepare<S, K: KeyExtractor>(
     if client.is_none() {
         let keyed_on_it = rules
             .iter()
-            .find(|&&i| policy.rules[i].key.uses_client_address());
+            .find(|&&i| policy.rules[i].uses_client_address());
         if let Some(&rule) = keyed_on_it {
             return Prepared::NoClient(rule);
         }

@@ -14,6 +14,7 @@ use crate::headers::Decimal;
 use crate::last_value::{self, Source};
 use bytes::Bytes;
 use http::StatusCode;
+use limits::{Rate, format_duration};
 use smallvec::SmallVec;
 
 /// A rule's 429 body with `retry_after` seconds to wait: `head`, the
@@ -29,14 +30,24 @@ pub(crate) struct TooManyBody {
 /// The detail after the number of seconds.
 pub(crate) const DETAIL_AFTER: &str = " s";
 
-/// The detail before the number of seconds (after it: [`DETAIL_AFTER`]).
-pub(crate) fn detail_before(rule: &str) -> String {
-    format!("rate limit {rule:?} exceeded; retry in ")
+/// The detail before the number of seconds (after it: [`DETAIL_AFTER`]),
+/// for a rule of distinct values (`distinct`: its limit) saying so: the
+/// client is told a new value was refused, not a request too many.
+pub(crate) fn detail_before(rule: &str, distinct: Option<Rate>) -> String {
+    match distinct {
+        None => format!("rate limit {rule:?} exceeded; retry in "),
+        Some(rate) => format!(
+            "rate limit {rule:?} exceeded: at most {} distinct values in {}, and this one is new; retry in ",
+            rate.limit(),
+            format_duration(rate.window())
+        ),
+    }
 }
 
 impl TooManyBody {
-    /// The pieces of the 429 bodies of rule `rule`.
-    pub(crate) fn new(rule: &str) -> TooManyBody {
+    /// The pieces of the 429 bodies of rule `rule` (of `distinct` values,
+    /// for a rule that limits them).
+    pub(crate) fn new(rule: &str, distinct: Option<Rate>) -> TooManyBody {
         // The standard members as the one writer writes them, up to the
         // detail's opening quote (the tests hold the two writers equal).
         let status = StatusCode::TOO_MANY_REQUESTS;
@@ -44,7 +55,7 @@ impl TooManyBody {
         let mut head = b"{\"type\":\"about:blank\",\"title\":".to_vec();
         head.extend_from_slice(json_string(title).as_bytes());
         head.extend_from_slice(b",\"status\":429,\"detail\":\"");
-        head.extend_from_slice(escaped(&detail_before(rule)).as_bytes());
+        head.extend_from_slice(escaped(&detail_before(rule, distinct)).as_bytes());
         let mut middle = escaped(DETAIL_AFTER).into_bytes();
         middle.extend_from_slice(b"\",\"rule\":");
         middle.extend_from_slice(json_string(rule).as_bytes());

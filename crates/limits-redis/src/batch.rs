@@ -26,7 +26,7 @@ use crate::scripts::{Lua, ALL_OR_NOTHING};
 use crate::slots::{key_slot, SlotMap};
 use crate::store::query_loaded;
 use crate::store::RedisStore;
-use limits::{Asked, Mode, StoreError, Until, Verdict};
+use limits::{Asked, Mode, Store, StoreError, Until, Verdict};
 use redis::aio::ConnectionLike;
 use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Arg, Cmd, ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
@@ -183,11 +183,15 @@ impl RedisStore {
             return Vec::new();
         };
         let (store, key, cost, mode) = (first.store, first.key, first.cost, first.mode);
+        if let Some(value) = first.value {
+            return vec![Store::decide_value(store, first.client, key, value, mode).await];
+        }
         if let Some(verdict) = store.answered_at_once(first.client, key, cost, mode, true) {
             return vec![Ok(verdict)];
         }
         let joining = decisions[1..].iter().take_while(|d| {
             d.store.same_connection(store)
+                && d.value.is_none()
                 && d.store.asks_only_redis(d.client, d.key, d.cost, d.mode)
         });
         let together = in_one_slot(&decisions[..1 + joining.count()]);

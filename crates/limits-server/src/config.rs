@@ -25,7 +25,7 @@
 //! ```
 
 use crate::rules::{check_cost, ServerRule};
-use crate::store::StoreOptions;
+use crate::store::{RuleStore, StoreOptions};
 use http::Method;
 use limits::{Algorithm, Rule, MAX_LIMIT};
 use limits_http::{HttpRule, KeySpec, Lists, PathMatch};
@@ -36,6 +36,7 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
+mod distinct;
 mod fields;
 mod files;
 mod in_flight;
@@ -218,6 +219,52 @@ fn rule_config(
     };
     let key = fields::key_options(key, raw.missing, raw.normalize, p);
 
+    let raw_lists = lists::RawLists {
+        allow: raw.allow,
+        deny: raw.deny,
+        allow_file: raw.allow_file,
+        deny_file: raw.deny_file,
+    };
+    let lists = lists::lists(raw_lists, folder, p);
+
+    if let Some(limit) = raw.distinct {
+        let span = |s: &Option<Spanned<_>>| s.as_ref().map(Spanned::span);
+        let beside = [
+            ("limiter", span(&raw.limiter)),
+            ("rates", span(&raw.rates)),
+            ("limit", raw.limit.as_ref().map(Spanned::span)),
+            ("window", span(&raw.window)),
+            ("cost", raw.cost.as_ref().map(Spanned::span)),
+            ("burst", raw.burst.as_ref().map(Spanned::span)),
+            ("store", span(&raw.store)),
+            ("memory", span(&raw.memory)),
+            ("count", raw.count.as_ref().map(Spanned::span)),
+            ("cost_from", span(&raw.cost_from)),
+            ("max_cost", raw.max_cost.as_ref().map(Spanned::span)),
+            ("penalty", raw.penalty.as_ref().map(Spanned::span)),
+            ("tiers", raw.tiers.as_ref().map(Spanned::span)),
+            ("tier_from", span(&raw.tier_from)),
+            ("tier_file", span(&raw.tier_file)),
+            ("default_tier", span(&raw.default_tier)),
+            ("concurrency", raw.concurrency.as_ref().map(Spanned::span)),
+            ("lease", span(&raw.lease)),
+        ];
+        let limit = distinct::distinct(limit, &beside, p);
+        let (Some((of, limit)), Some(key)) = (limit, key) else {
+            return Vec::new();
+        };
+        if p.found.len() + p.elsewhere.len() != before {
+            return Vec::new();
+        }
+        let rule = HttpRule::new(name, RuleStore::distinct(limit), key)
+            .path(path_prefix)
+            .path_match(path_match)
+            .methods(methods)
+            .lists(lists)
+            .distinct(of);
+        return vec![rule];
+    }
+
     let algorithm = match raw.limiter {
         None => Some(Algorithm::SlidingLog),
         Some(name) => match name.get_ref().parse::<Algorithm>() {
@@ -295,14 +342,6 @@ fn rule_config(
         .map(|count| fields::counts(count, p))
         .unwrap_or_default();
 
-    let raw_lists = lists::RawLists {
-        allow: raw.allow,
-        deny: raw.deny,
-        allow_file: raw.allow_file,
-        deny_file: raw.deny_file,
-    };
-    let lists = lists::lists(raw_lists, folder, p);
-
     let (cost, cost_span) = raw
         .cost
         .map_or((1, table.clone()), |c| (c.get_ref().0, c.span()));
@@ -341,6 +380,7 @@ fn rule_config(
             path_match,
             methods: methods.clone(),
             key: key.clone(),
+            distinct: None,
             cost,
             count: count.clone(),
             cost_from: cost_from.clone(),

@@ -22,6 +22,7 @@ pub fn same_shape(a: &ServerRule, b: &ServerRule) -> bool {
         && a.path_match == b.path_match
         && a.methods == b.methods
         && a.key == b.key
+        && a.distinct == b.distinct
         && a.cost == b.cost
         && a.store.same_kind(&b.store)
 }
@@ -55,8 +56,9 @@ pub fn fingerprint(rule: &ServerRule) -> String {
         .store
         .penalty()
         .map_or(String::new(), |p| format!(" penalty={p}"));
+    let distinct = (rule.distinct.as_ref()).map_or(String::new(), |of| format!(" distinct={of}"));
     format!(
-        "{} key={key} missing={missing} normalize={normalize}{penalty}",
+        "{} key={key} missing={missing} normalize={normalize}{penalty}{distinct}",
         limiter_shape(rule.store.rule()),
     )
 }
@@ -69,6 +71,9 @@ pub fn fingerprint(rule: &ServerRule) -> String {
 /// let text = "[[rule]]\nname = \"login\"\npath = \"/login\"\nmethods = [\"POST\"]\nkey = \"form:user\"\nrates = \"5/m\"\n";
 /// let rules = config::parse(text, "limits.toml", &StoreOptions::default()).unwrap();
 /// assert_eq!(describe(&rules[0]), "login: sliding-log 5/m, POST /login, by form:user, in memory");
+/// let text = "[[rule]]\nname = \"pages\"\npath = \"/p\"\ndistinct = { of = \"path\", at_most = 100, window = \"1h\" }\n";
+/// let rules = config::parse(text, "limits.toml", &StoreOptions::default()).unwrap();
+/// assert_eq!(describe(&rules[0]), "pages: at most 100 distinct path in 1h, any method /p, by ip, in memory (distinct values)");
 /// ```
 pub fn describe(rule: &ServerRule) -> String {
     let methods: Vec<&str> = rule.methods.iter().map(|m| m.as_str()).collect();
@@ -101,11 +106,16 @@ pub fn describe(rule: &ServerRule) -> String {
         (0, 0) => String::new(),
         (allowed, denied) => format!(", {allowed} allowed and {denied} denied"),
     };
-    let limiter = match rule.store.rule().rates().as_slice() {
-        [lease] if rule.in_flight => format!(
+    let limiter = match (rule.store.rule().rates().as_slice(), &rule.distinct) {
+        ([lease], _) if rule.in_flight => format!(
             "at most {} under way (lease {})",
             lease.limit(),
             limits::format_duration(lease.window())
+        ),
+        ([limit], Some(of)) => format!(
+            "at most {} distinct {of} in {}",
+            limit.limit(),
+            limits::format_duration(limit.window())
         ),
         _ => limiter_shape(rule.store.rule()),
     };

@@ -9,8 +9,8 @@
 //! [`Store::local`], never assumed.
 
 use limits::{
-    Asked, KeyedLimiter, LocalStore, Mode, Penalty, Receipt, Rule, Sketch, SketchOptions, Store,
-    StoreError, SystemClock, Until, Verdict,
+    Asked, Distinct, DistinctLimiter, KeyedLimiter, LocalStore, Mode, Penalty, Receipt, Rule,
+    Sketch, SketchOptions, Store, StoreError, SystemClock, Until, Verdict,
 };
 use limits_memcached::{MemcachedClient, MemcachedStore};
 use limits_redis::{RedisConnection, RedisStore};
@@ -40,6 +40,9 @@ pub enum RuleStore {
     /// Sliding-window counters in a fixed amount of this process's memory,
     /// however many keys (`memory = "16MB"`): false denials only.
     Sketch(Sketch),
+    /// Each key's distinct values in this process (`distinct = {...}`),
+    /// asked with each request's value ([`Store::decide_value`]).
+    Distinct(DistinctLimiter<String>),
 }
 
 impl RuleStore {
@@ -55,6 +58,21 @@ impl RuleStore {
             SystemClock::new(),
             options,
         ))
+    }
+
+    /// Each key's distinct values under `rule`, in this process.
+    ///
+    /// ```
+    /// use limits::Distinct;
+    /// use limits_server::RuleStore;
+    /// use std::time::Duration;
+    ///
+    /// let store = RuleStore::distinct(Distinct::new(20, Duration::from_secs(3600)).unwrap());
+    /// assert_eq!(store.kind(), "distinct");
+    /// assert_eq!(store.place(), "memory (distinct values)");
+    /// ```
+    pub fn distinct(rule: Distinct) -> RuleStore {
+        RuleStore::Distinct(DistinctLimiter::new(rule))
     }
 
     /// A sketch of `memory` bytes deciding `rule` (a sliding-window
@@ -81,6 +99,7 @@ impl RuleStore {
     pub fn place(&self) -> String {
         match self {
             RuleStore::Sketch(s) => format!("a sketch of {}", format_memory(s.memory())),
+            RuleStore::Distinct(s) => distinct_place(s.rule()),
             other => other.kind().to_string(),
         }
     }
@@ -103,24 +122,27 @@ impl RuleStore {
             RuleStore::Memory(s) => s.bans(),
             RuleStore::Redis(s) => s.bans(),
             RuleStore::Memcached(s) => s.bans(),
-            RuleStore::Sketch(_) => 0,
+            RuleStore::Sketch(_) | RuleStore::Distinct(_) => 0,
         })
     }
 
     /// The kind of store, as the configuration names it: `"memory"`,
-    /// `"redis"` or `"memcached"`; `"sketch"` for a rule with `memory`.
+    /// `"redis"` or `"memcached"`; `"sketch"` for a rule with `memory`,
+    /// `"distinct"` for a rule with `distinct`.
     pub fn kind(&self) -> &'static str {
         match self {
             RuleStore::Memory(_) => "memory",
             RuleStore::Redis(_) => "redis",
             RuleStore::Memcached(_) => "memcached",
             RuleStore::Sketch(_) => "sketch",
+            RuleStore::Distinct(_) => "distinct",
         }
     }
 
     /// Whether a key's state in `self` means the same in `other`: the same
-    /// kind of store (a sketch of the same size) deciding the same rule,
-    /// with the same penalty. A reloaded rule keeps its store only then.
+    /// kind of store (a sketch of the same size, distinct values kept
+    /// alike) deciding the same rule, with the same penalty. A reloaded
+    /// rule keeps its store only then.
     pub fn same_kind(&self, other: &RuleStore) -> bool {
         self.place() == other.place()
             && self.rule() == other.rule()
@@ -135,6 +157,7 @@ impl Store for RuleStore {
             RuleStore::Redis(s) => Store::rule(s),
             RuleStore::Memcached(s) => Store::rule(s),
             RuleStore::Sketch(s) => Store::rule(s),
+            RuleStore::Distinct(s) => Store::rule(s),
         }
     }
 
@@ -144,6 +167,7 @@ impl Store for RuleStore {
             RuleStore::Redis(s) => Store::penalty(s),
             RuleStore::Memcached(s) => Store::penalty(s),
             RuleStore::Sketch(s) => Store::penalty(s),
+            RuleStore::Distinct(s) => Store::penalty(s),
         }
     }
 
@@ -155,6 +179,7 @@ impl Store for RuleStore {
             RuleStore::Redis(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
             RuleStore::Memcached(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
             RuleStore::Sketch(s) => Store::decide(s, key, cost, mode).await,
+            RuleStore::Distinct(s) => Store::decide(s, key, cost, mode).await,
         }
     }
 
@@ -179,6 +204,7 @@ impl Store for RuleStore {
             RuleStore::Redis(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Memcached(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Sketch(s) => Store::decide_now(s, key, cost, mode),
+            RuleStore::Distinct(s) => Store::decide_now(s, key, cost, mode),
         }
     }
 
@@ -198,6 +224,7 @@ impl Store for RuleStore {
             RuleStore::Redis(s) => Box::pin(Store::decide_from(s, client, key, cost, mode)).await,
             RuleStore::Memcached(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
             RuleStore::Sketch(s) => Store::decide(s, key, cost, mode).await,
+            RuleStore::Distinct(s) => Store::decide(s, key, cost, mode).await,
         }
     }
 
@@ -213,6 +240,41 @@ impl Store for RuleStore {
             RuleStore::Redis(s) => Store::decide_now_from(s, client, key, cost, mode),
             RuleStore::Memcached(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Sketch(s) => Store::decide_now(s, key, cost, mode),
+            RuleStore::Distinct(s) => Store::decide_now(s, key, cost, mode),
+        }
+    }
+
+    /// A rule of distinct values decides in memory, at once; any other
+    /// store answers that it counts none.
+    async fn decide_value(
+        &self,
+        client: Option<IpAddr>,
+        key: &str,
+        value: &str,
+        mode: Mode,
+    ) -> Result<Verdict, StoreError> {
+        match self {
+            RuleStore::Distinct(s) => Store::decide_value(s, client, key, value, mode).await,
+            RuleStore::Memory(s) => Store::decide_value(s, client, key, value, mode).await,
+            RuleStore::Redis(s) => Store::decide_value(s, client, key, value, mode).await,
+            RuleStore::Memcached(s) => Store::decide_value(s, client, key, value, mode).await,
+            RuleStore::Sketch(s) => Store::decide_value(s, client, key, value, mode).await,
+        }
+    }
+
+    fn decide_value_now(
+        &self,
+        client: Option<IpAddr>,
+        key: &str,
+        value: &str,
+        mode: Mode,
+    ) -> Option<Result<Verdict, StoreError>> {
+        match self {
+            RuleStore::Distinct(s) => Store::decide_value_now(s, client, key, value, mode),
+            RuleStore::Memory(s) => Store::decide_value_now(s, client, key, value, mode),
+            RuleStore::Redis(s) => Store::decide_value_now(s, client, key, value, mode),
+            RuleStore::Memcached(s) => Store::decide_value_now(s, client, key, value, mode),
+            RuleStore::Sketch(s) => Store::decide_value_now(s, client, key, value, mode),
         }
     }
 
@@ -228,6 +290,7 @@ impl Store for RuleStore {
             RuleStore::Redis(s) => Store::decide_at(s, key, now, cost, mode).await,
             RuleStore::Memcached(s) => Box::pin(Store::decide_at(s, key, now, cost, mode)).await,
             RuleStore::Sketch(s) => Store::decide_at(s, key, now, cost, mode).await,
+            RuleStore::Distinct(s) => Store::decide_at(s, key, now, cost, mode).await,
         }
     }
 
@@ -243,6 +306,7 @@ impl Store for RuleStore {
             RuleStore::Redis(s) => Store::settle(s, key, now, receipt, cost).await,
             RuleStore::Memcached(s) => Store::settle(s, key, now, receipt, cost).await,
             RuleStore::Sketch(s) => Store::settle(s, key, now, receipt, cost).await,
+            RuleStore::Distinct(s) => Store::settle(s, key, now, receipt, cost).await,
         }
     }
 
@@ -257,6 +321,7 @@ impl Store for RuleStore {
             RuleStore::Redis(s) => Store::renew(s, key, now, receipt).await,
             RuleStore::Memcached(s) => Store::renew(s, key, now, receipt).await,
             RuleStore::Sketch(s) => Store::renew(s, key, now, receipt).await,
+            RuleStore::Distinct(s) => Store::renew(s, key, now, receipt).await,
         }
     }
 
@@ -266,6 +331,7 @@ impl Store for RuleStore {
             RuleStore::Redis(s) => Store::local(s),
             RuleStore::Memcached(s) => Store::local(s),
             RuleStore::Sketch(s) => Store::local(s),
+            RuleStore::Distinct(s) => Store::local(s),
         }
     }
 
@@ -294,19 +360,29 @@ impl Store for RuleStore {
                     client: a.client,
                     key: a.key,
                     cost: a.cost,
+                    value: a.value,
                     mode: a.mode,
                 }),
-                RuleStore::Memory(_) | RuleStore::Memcached(_) | RuleStore::Sketch(_) => None,
+                _ => None,
             })
             .collect();
         if in_redis.is_empty() {
-            let answer = first
-                .store
-                .decide_from(first.client, first.key, first.cost, first.mode);
-            return vec![answer.await];
+            return vec![first.decide().await];
         }
         // Boxed, as in `decide`.
         Box::pin(RedisStore::decide_in_order(&in_redis, until)).await
+    }
+}
+
+/// Where a rule of distinct values keeps them, in words: in memory, and
+/// past how many values it sketches them.
+fn distinct_place(rule: Distinct) -> String {
+    match rule.sketch() {
+        None => "memory (distinct values)".into(),
+        Some(s) => format!(
+            "memory (distinct values, sketched past {}: {} registers, {} sub-windows)",
+            s.from, s.registers, s.sub_windows
+        ),
     }
 }
 

@@ -147,8 +147,32 @@ pub struct Asked<'a, S> {
     pub key: &'a str,
     /// The cost.
     pub cost: u64,
+    /// The value, for a store that limits distinct values per key
+    /// ([`Store::decide_value`]); `None` for every other store.
+    pub value: Option<&'a str>,
     /// Record, or only look.
     pub mode: Mode,
+}
+
+impl<S: Store> Asked<'_, S> {
+    /// Decides it on its own: with its value if it has one
+    /// ([`Store::decide_value`]), else as [`Store::decide_from`].
+    pub async fn decide(self) -> Result<Verdict, StoreError> {
+        match self.value {
+            Some(value) => {
+                (self
+                    .store
+                    .decide_value(self.client, self.key, value, self.mode))
+                .await
+            }
+            None => {
+                (self
+                    .store
+                    .decide_from(self.client, self.key, self.cost, self.mode))
+                .await
+            }
+        }
+    }
 }
 
 impl<S> Clone for Asked<'_, S> {
@@ -284,6 +308,51 @@ pub trait Store: Send + Sync + 'static {
         self.decide_now(key, cost, mode)
     }
 
+    /// Decides a request carrying `value` for `key`, from `client`, for a
+    /// store that limits the distinct values per key (a
+    /// [`DistinctLimiter`](crate::DistinctLimiter)): a value it holds is
+    /// free, a new one takes room for one. Any other store keeps this
+    /// default, which answers with an error, as such a store answers
+    /// [`decide`](Store::decide).
+    fn decide_value(
+        &self,
+        client: Option<IpAddr>,
+        key: &str,
+        value: &str,
+        mode: Mode,
+    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
+        let _ = (client, key, value, mode);
+        std::future::ready(Err(StoreError::new(
+            "this store does not count distinct values",
+        )))
+    }
+
+    /// [`decide_value`](Store::decide_value) without waiting, as
+    /// [`decide_now_from`](Store::decide_now_from) is to
+    /// [`decide_from`](Store::decide_from): `None` by default.
+    ///
+    /// ```
+    /// use limits::{Distinct, DistinctLimiter, Mode, Store};
+    /// use std::time::Duration;
+    ///
+    /// let logins: DistinctLimiter<String> = DistinctLimiter::new(Distinct::new(1, Duration::from_secs(60)).unwrap());
+    /// let ask = |value| logins.decide_value_now(None, "203.0.113.7", value, Mode::Record).unwrap().unwrap();
+    /// assert!(ask("alice").decision.allowed);
+    /// assert!(ask("alice").decision.allowed, "a value held is free");
+    /// assert!(!ask("bob").decision.allowed);
+    /// assert!(logins.decide_now("203.0.113.7", 1, Mode::Record).unwrap().is_err(), "no value: no decision");
+    /// ```
+    fn decide_value_now(
+        &self,
+        client: Option<IpAddr>,
+        key: &str,
+        value: &str,
+        mode: Mode,
+    ) -> Option<Result<Verdict, StoreError>> {
+        let _ = (client, key, value, mode);
+        None
+    }
+
     /// Settles a request this store admitted for `key` (its `receipt`,
     /// from [`Verdict::receipt`]) to its real `cost`, at `now` (on the
     /// store's time scale, as in [`decide_at`](Store::decide_at)) or by the
@@ -353,7 +422,7 @@ pub trait Store: Send + Sync + 'static {
     /// use std::task::{Context, Poll, Waker};
     ///
     /// let store: KeyedLimiter<String> = KeyedLimiter::new(Rule::new(Algorithm::TokenBucket, "1/h".parse().unwrap()));
-    /// let ask = |key| Asked { store: &store, client: None, key, cost: 1, mode: Mode::Record };
+    /// let ask = |key| Asked { store: &store, client: None, key, cost: 1, value: None, mode: Mode::Record };
     /// let asked = [ask("a"), ask("a"), ask("b")];
     /// let mut fut = std::pin::pin!(Store::decide_in_order(&asked, Until::Denied));
     /// let Poll::Ready(answers) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
@@ -373,7 +442,7 @@ pub trait Store: Send + Sync + 'static {
         async move {
             let mut answers = Vec::with_capacity(asked.len());
             for a in asked {
-                let answer = a.store.decide_from(a.client, a.key, a.cost, a.mode).await;
+                let answer = a.decide().await;
                 let stops = until.stops_after(&answer);
                 answers.push(answer);
                 if stops {

@@ -39,6 +39,7 @@ mod serve_client;
 mod serve_connections;
 mod serve_cost_from;
 mod serve_count_failed;
+mod serve_distinct;
 mod serve_in_flight;
 mod serve_key_floods;
 mod serve_lists;

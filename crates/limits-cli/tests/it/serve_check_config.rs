@@ -13,7 +13,7 @@ fn check_config_describes_each_rule_of_the_example_file() {
     let (stdout, stderr, code) = common::limits(&["serve", "--check-config", example]);
     assert_eq!(code, 0, "{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 9, "{stdout}");
+    assert_eq!(lines.len(), 10, "{stdout}");
     assert!(
         lines.contains(
             &"catalogue: sliding-window 600/m, any method /products/, by ip, in a sketch of 16 MB"
@@ -27,8 +27,14 @@ fn check_config_describes_each_rule_of_the_example_file() {
         "{stdout}"
     );
     assert!(
-        lines[8]
-            .ends_with("limits.example.toml: ok (8 rules; 0 allowed and 0 denied before any rule)"),
+        lines.contains(
+            &"login-usernames: at most 20 distinct form:username in 1h, POST /login, by ip, in memory (distinct values)"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        lines[9]
+            .ends_with("limits.example.toml: ok (9 rules; 0 allowed and 0 denied before any rule)"),
         "{stdout}"
     );
 }

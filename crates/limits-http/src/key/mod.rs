@@ -72,6 +72,9 @@ pub enum KeyPart {
     Form(String),
     /// A field of a JSON body; dots walk into objects (`user.email`).
     Json(String),
+    /// The path, as normalized (the one the rules match and the upstream
+    /// gets): what a limit on distinct pages counts.
+    Path,
 }
 
 impl KeyPart {
@@ -174,9 +177,12 @@ impl KeySpec {
     /// a missing part falls back to ([`Missing::Ip`]): without an address,
     /// such a key would be the same for every client.
     pub fn uses_client_address(&self) -> bool {
-        self.parts
-            .iter()
-            .any(|p| *p == KeyPart::Ip || self.missing_for(p) == Missing::Ip)
+        self.parts.iter().any(|p| match p {
+            KeyPart::Ip => true,
+            // Every request has a path: it is never missing.
+            KeyPart::Path => false,
+            _ => self.missing_for(p) == Missing::Ip,
+        })
     }
 
     /// Whether a part takes a value from the client (anything but `ip`):
@@ -250,6 +256,7 @@ impl KeySpec {
                     Some(Ok(text)) => json::field(text, path),
                     Some(Err(why)) => Lookup::Refused(why),
                 },
+                KeyPart::Path => Lookup::Found(parts.uri.path().to_string()),
             };
             let reason = match lookup {
                 Lookup::Found(v) => {

@@ -69,8 +69,8 @@ impl std::error::Error for KeySpecError {}
 impl FromStr for KeySpec {
     type Err = KeySpecError;
 
-    /// `ip`, `header:NAME`, `cookie:NAME`, `query:NAME`, `form:NAME`,
-    /// `json:PATH`, several joined by `+`; the default `missing` and
+    /// `ip`, `path`, `header:NAME`, `cookie:NAME`, `query:NAME`,
+    /// `form:NAME`, `json:PATH`, several joined by `+`; the default `missing` and
     /// normalization.
     fn from_str(s: &str) -> Result<KeySpec, KeySpecError> {
         let parts = s
@@ -84,11 +84,13 @@ impl FromStr for KeySpec {
 fn parse_part(p: &str) -> Result<KeyPart, KeySpecError> {
     let err = |why: &str| {
         KeySpecError(format!(
-            "invalid key {p:?}: {why} (expected ip, header:NAME, cookie:NAME, query:NAME, form:NAME or json:PATH, joined by +)"
+            "invalid key {p:?}: {why} (expected ip, path, header:NAME, cookie:NAME, query:NAME, form:NAME or json:PATH, joined by +)"
         ))
     };
-    if p == "ip" {
-        return Ok(KeyPart::Ip);
+    match p {
+        "ip" => return Ok(KeyPart::Ip),
+        "path" => return Ok(KeyPart::Path),
+        _ => {}
     }
     let (kind, name) = p.split_once(':').ok_or_else(|| err("unknown key"))?;
     if name.is_empty() {
@@ -116,6 +118,7 @@ impl fmt::Display for KeyPart {
             KeyPart::Query(n) => write!(f, "query:{n}"),
             KeyPart::Form(n) => write!(f, "form:{n}"),
             KeyPart::Json(n) => write!(f, "json:{n}"),
+            KeyPart::Path => f.write_str("path"),
         }
     }
 }
@@ -141,7 +144,10 @@ mod tests {
     fn bad_specs_say_what_is_expected() {
         for bad in ["", "ipv6", "header:", "header:bad name", "smell:x", "ip+"] {
             let err = bad.parse::<KeySpec>().unwrap_err().to_string();
-            assert!(err.contains("expected ip, header:NAME"), "{bad}: {err}");
+            assert!(
+                err.contains("expected ip, path, header:NAME"),
+                "{bad}: {err}"
+            );
         }
     }
 

@@ -28,7 +28,7 @@ const NAMES: [&str; 12] = [
 /// What `responses` wrote for a 429 before the pieces: the detail formatted
 /// and escaped member by member.
 fn reference(rule: &str, secs: u64) -> Vec<u8> {
-    let detail = format!("{}{secs}{DETAIL_AFTER}", detail_before(rule));
+    let detail = format!("{}{secs}{DETAIL_AFTER}", detail_before(rule, None));
     assert_eq!(
         detail,
         format!("rate limit {rule:?} exceeded; retry in {secs} s")
@@ -61,7 +61,7 @@ fn seconds() -> Vec<u64> {
 #[test]
 fn pieces_write_what_the_problem_writer_writes() {
     for name in NAMES {
-        let pieces = TooManyBody::new(name);
+        let pieces = TooManyBody::new(name, None);
         for secs in seconds() {
             let ours = pieces.body(secs);
             let expected = reference(name, secs);
@@ -77,7 +77,7 @@ fn pieces_write_what_the_problem_writer_writes() {
 
 #[test]
 fn the_body_is_the_problem_json_a_client_reads() {
-    let body = TooManyBody::new("a\"b\\c").body(42);
+    let body = TooManyBody::new("a\"b\\c", None).body(42);
     let v: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(v["status"], 429);
     assert_eq!(v["title"], "Too Many Requests");
@@ -87,4 +87,16 @@ fn the_body_is_the_problem_json_a_client_reads() {
     );
     assert_eq!(v["rule"], "a\"b\\c");
     assert_eq!(v["retry_after"], 42);
+}
+
+#[test]
+fn a_rule_of_distinct_values_says_a_new_value_was_refused() {
+    let twenty_an_hour = "20/h".parse().unwrap();
+    let body = TooManyBody::new("login.usernames", Some(twenty_an_hour)).body(7);
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        v["detail"],
+        "rate limit \"login.usernames\" exceeded: at most 20 distinct values in 1h, and this one is new; retry in 7 s"
+    );
+    assert_eq!(v["retry_after"], 7);
 }

@@ -85,6 +85,7 @@ async fn a_custom_extractors_keys_never_meet_the_built_in_ones() {
         path_match: Default::default(),
         methods: vec![],
         key,
+        distinct: None,
         cost: 1,
         count: Default::default(),
         cost_from: None,

@@ -6,6 +6,7 @@ mod common;
 
 mod cost_from;
 mod count_statuses;
+mod distinct;
 mod empty_ratelimit_fields;
 mod examples;
 mod grpc_answers;

@@ -83,6 +83,7 @@ fn batch<'a>(stores: &'a [RedisStore], mode: Mode) -> Vec<BatchDecision<'a>> {
             client: None,
             key,
             cost,
+            value: None,
             mode,
         })
         .collect()
@@ -227,6 +228,7 @@ async fn on_a_cluster_a_batch_reaches_each_node_as_one_read() {
                 client: None,
                 key,
                 cost: 1,
+                value: None,
                 mode,
             })
             .collect()
@@ -279,6 +281,7 @@ async fn reference_pair(
             client: None,
             key: "value",
             cost,
+            value: None,
             mode,
         });
         let got = RedisStore::decide_all_or_nothing(&pair, false).await;
@@ -347,6 +350,7 @@ async fn all_or_nothing_is_one_script_call_and_records_every_limiter_or_none() {
                 client: None,
                 key: "carol",
                 cost,
+                value: None,
                 mode: Mode::Record,
             })
             .collect()
@@ -433,6 +437,7 @@ async fn all_or_nothing_under_concurrent_requests_records_both_limits_or_neither
                 client: None,
                 key: "k",
                 cost: 1,
+                value: None,
                 mode: Mode::Record,
             });
             let answers = RedisStore::decide_all_or_nothing(&pair, false).await;
@@ -462,6 +467,7 @@ async fn all_or_nothing_on_a_cluster_is_one_script_in_one_slot_and_two_batches_a
         client: None,
         key,
         cost: 1,
+        value: None,
         mode: Mode::Record,
     };
     // One key in both stores: one slot (the key is the hash tag).

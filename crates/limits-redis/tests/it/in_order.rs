@@ -60,6 +60,7 @@ fn asked<'a>(stores: &'a [RedisStore], keys: &[&'a str]) -> Vec<Asked<'a, RedisS
             client: None,
             key,
             cost: 1,
+            value: None,
             mode: Mode::Record,
         })
         .collect()
@@ -271,6 +272,7 @@ async fn on_a_cluster_each_slots_rules_go_together_in_order() {
             client: None,
             key: "bob",
             cost: 1,
+            value: None,
             mode: Mode::Record,
         })
         .collect();

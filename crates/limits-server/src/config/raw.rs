@@ -55,6 +55,7 @@ pub(super) struct RawRule {
     pub default_tier: Option<Spanned<String>>,
     pub concurrency: Option<Spanned<Whole>>,
     pub lease: Option<Spanned<String>>,
+    pub distinct: Option<Spanned<RawDistinct>>,
 }
 
 /// A rule's tier fields (see `tiers.rs`).
@@ -73,6 +74,25 @@ pub(super) struct RawPenalty {
     pub within: Option<Spanned<String>>,
     pub ban: Option<Spanned<String>>,
     pub escalate: Option<Spanned<Whole>>,
+}
+
+/// `distinct = { of, at_most, window, sketch }` as TOML gives it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDistinct {
+    pub of: Option<Spanned<String>>,
+    pub at_most: Option<Spanned<Whole>>,
+    pub window: Option<Spanned<String>>,
+    pub sketch: Option<Spanned<RawSketch>>,
+}
+
+/// `sketch = { from = 256, registers = 1024, sub_windows = 8 }`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSketch {
+    pub from: Option<Spanned<Whole>>,
+    pub registers: Option<Spanned<Whole>>,
+    pub sub_windows: Option<Spanned<Whole>>,
 }
 
 /// `count = { status = [401, 403] }`, or `unless_status`, or both.

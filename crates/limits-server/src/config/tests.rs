@@ -4,6 +4,7 @@
 use super::*;
 use limits::Rates;
 
+mod distinct;
 mod errors;
 mod in_flight;
 mod lists;
@@ -151,6 +152,7 @@ fn the_example_file_loads() {
             "api-export",
             "api-export.in_flight",
             "login-per-account",
+            "login-usernames",
             "login-per-address"
         ]
     );

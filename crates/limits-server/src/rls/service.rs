@@ -342,6 +342,7 @@ impl RlsService {
                         client,
                         key,
                         cost,
+                        value: None,
                         mode,
                     });
                     redis_places.push(index);
@@ -354,13 +355,14 @@ impl RlsService {
                     cost,
                     mode,
                 }),
-                RuleStore::Memory(_) | RuleStore::Sketch(_) => in_memory.push(InMemory {
-                    index,
-                    store,
-                    key,
-                    cost,
-                    mode,
-                }),
+                RuleStore::Memory(_) | RuleStore::Sketch(_) | RuleStore::Distinct(_) => in_memory
+                    .push(InMemory {
+                        index,
+                        store,
+                        key,
+                        cost,
+                        mode,
+                    }),
             }
         }
         let mut refused = refused;

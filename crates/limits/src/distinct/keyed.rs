@@ -4,7 +4,7 @@
 
 use super::{Distinct, Seen};
 use crate::shards::{self, Padded};
-use crate::{Clock, Decision, Mode, SystemClock};
+use crate::{Algorithm, Clock, Decision, Mode, Rule, SystemClock};
 use foldhash::fast::RandomState;
 use foldhash::quality::RandomState as MixedState;
 use hashbrown::HashMap;
@@ -34,6 +34,9 @@ type Shard<K> = Padded<Mutex<HashMap<K, Seen, RandomState>>>;
 /// ```
 pub struct DistinctLimiter<K, C = SystemClock> {
     rule: Distinct,
+    /// The limit as a sliding log of its rate, for what speaks of rules
+    /// ([`Store::rule`](crate::Store::rule)).
+    pub(super) limit: Rule,
     clock: C,
     /// Keys to shards, and each shard's map.
     keys: RandomState,
@@ -58,6 +61,7 @@ impl<K: Hash + Eq, C: Clock> DistinctLimiter<K, C> {
         let shard = || Padded(Mutex::new(HashMap::with_hasher(keys.clone())));
         DistinctLimiter {
             rule,
+            limit: Rule::new(Algorithm::SlidingLog, rule.rate().into()),
             clock,
             shards: (0..shards::default_count()).map(|_| shard()).collect(),
             keys,

@@ -46,6 +46,7 @@
 mod hll;
 mod keyed;
 mod seen;
+mod store;
 
 pub use keyed::DistinctLimiter;
 pub use seen::Seen;
@@ -58,8 +59,7 @@ use std::time::Duration;
 /// At most `at_most` distinct values per key in any window of `window`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Distinct {
-    at_most: u64,
-    window: u64,
+    rate: Rate,
     sketch: Option<DistinctSketch>,
 }
 
@@ -119,10 +119,10 @@ impl Distinct {
                 "sub_windows must be from 2 to 64, not {sub_windows}"
             ));
         }
-        if self.window < sub_windows as u64 {
+        if self.window_nanos() < sub_windows as u64 {
             return Err(format!(
                 "a window of {} ns cannot be cut into {sub_windows}",
-                self.window
+                self.window_nanos()
             ));
         }
         if from == 0 {
@@ -136,12 +136,31 @@ impl Distinct {
 
     /// The most distinct values in a window.
     pub fn at_most(&self) -> u64 {
-        self.at_most
+        self.rate.limit()
     }
 
     /// The window, in nanoseconds.
     pub fn window_nanos(&self) -> u64 {
-        self.window
+        self.rate.window_nanos()
+    }
+
+    /// The limit as a rate, `at_most` per window: what the RateLimit
+    /// headers announce for it.
+    ///
+    /// ```
+    /// use limits::Distinct;
+    /// use std::time::Duration;
+    ///
+    /// let usernames = Distinct::new(20, Duration::from_secs(3600)).unwrap();
+    /// assert_eq!(usernames.rate().to_string(), "20/h");
+    /// ```
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+
+    /// The sketch past the threshold, if any.
+    pub fn sketch(&self) -> Option<DistinctSketch> {
+        self.sketch
     }
 
     /// Decides the value whose hash is `value` for a key whose values are
@@ -189,14 +208,16 @@ impl Distinct {
     fn forget(&self, held: &mut Held, now: u64) {
         match held {
             Held::Exact(values) => {
-                let gone = values.partition_point(|&(_, at)| at.saturating_add(self.window) <= now);
+                let gone = values
+                    .partition_point(|&(_, at)| at.saturating_add(self.window_nanos()) <= now);
                 values.drain(..gone);
             }
             Held::Sketched { slots, recent } => {
                 let (sub, k) = self.sub_window();
                 let current = now / sub;
                 slots.retain(|(index, _)| index + k > current);
-                let gone = recent.partition_point(|&(_, at)| at.saturating_add(self.window) <= now);
+                let gone = recent
+                    .partition_point(|&(_, at)| at.saturating_add(self.window_nanos()) <= now);
                 recent.drain(..gone);
             }
         }
@@ -217,7 +238,7 @@ impl Distinct {
                 }
                 true
             }
-            None if (values.len() as u64) < self.at_most => {
+            None if (values.len() as u64) < self.at_most() => {
                 if record {
                     values.push((value, now));
                 }
@@ -225,7 +246,7 @@ impl Distinct {
             }
             None => false,
         };
-        let left = |at: u64| at.saturating_add(self.window);
+        let left = |at: u64| at.saturating_add(self.window_nanos());
         let oldest = values.first().map(|&(_, at)| left(at));
         let newest = values.last().map(|&(_, at)| left(at));
         self.answer(allowed, values.len() as u64, oldest, newest, now)
@@ -240,12 +261,12 @@ impl Distinct {
         record: bool,
     ) -> Decision {
         let Some(sketch) = self.sketch else {
-            return self.answer(false, self.at_most, None, None, now);
+            return self.answer(false, self.at_most(), None, None, now);
         };
         let (sub, k) = self.sub_window();
         let count = hll::estimate(sketch.registers, slots.iter().map(|(_, s)| s));
         let repeat = recent.iter().position(|&(v, _)| v == value);
-        let allowed = repeat.is_some() || count + 1.0 <= self.at_most as f64;
+        let allowed = repeat.is_some() || count + 1.0 <= self.at_most() as f64;
         if allowed && record {
             match repeat {
                 Some(i) => {
@@ -291,7 +312,7 @@ impl Distinct {
         };
         Decision {
             allowed,
-            remaining: self.at_most.saturating_sub(counted),
+            remaining: self.at_most().saturating_sub(counted),
             retry_after: match allowed {
                 true => RetryAfter::ZERO,
                 false => RetryAfter::After(until(oldest)),
@@ -305,7 +326,7 @@ impl Distinct {
     /// A sub-window's length in ns, and how many make the window.
     fn sub_window(&self) -> (u64, u64) {
         let k = self.sketch.map_or(1, |s| s.sub_windows as u64);
-        (self.window / k, k)
+        (self.window_nanos() / k, k)
     }
 
     /// `values` as sketches, each in the sub-window of its last use.
@@ -335,10 +356,6 @@ impl Distinct {
 impl From<Rate> for Distinct {
     /// `L` per `W` as at most L distinct values in any W, kept exactly.
     fn from(rate: Rate) -> Distinct {
-        Distinct {
-            at_most: rate.limit(),
-            window: rate.window_nanos(),
-            sketch: None,
-        }
+        Distinct { rate, sketch: None }
     }
 }

@@ -6,9 +6,9 @@ use super::super::TooManyBody;
 
 #[test]
 fn repeated_bodies_are_the_bodies_made_anew() {
-    let (a, b) = (TooManyBody::new("a"), TooManyBody::new("b"));
-    let a_again = TooManyBody::new("a");
-    let long = TooManyBody::new(&"n".repeat(600));
+    let (a, b) = (TooManyBody::new("a", None), TooManyBody::new("b", None));
+    let a_again = TooManyBody::new("a", None);
+    let long = TooManyBody::new(&"n".repeat(600), None);
     for secs in [1, 1, 60, 1, 60, 60, 0, u64::MAX, u64::MAX, 1] {
         for body in [&a, &b, &a_again, &long, &a] {
             assert_eq!(body.body(secs), body.write(secs).as_slice(), "{secs}");

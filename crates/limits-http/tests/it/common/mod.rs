@@ -42,6 +42,7 @@ pub fn rule<S>(name: &str, path: &str, key: &str, store: Arc<S>) -> HttpRule<S> 
         path_match: Default::default(),
         methods: vec![],
         key: key.parse::<KeySpec>().unwrap(),
+        distinct: None,
         cost: 1,
         count: Default::default(),
         cost_from: None,

@@ -122,6 +122,7 @@ pub async fn run(defs: &[Def], options: &LayerOptions, at_once: &[bool], script:
                 .parse::<KeySpec>()
                 .unwrap()
                 .with_missing(Missing::Reject),
+            distinct: None,
             cost: 1,
             count: Default::default(),
             cost_from: None,
