@@ -25,6 +25,11 @@
 //! can hold the unit a denial waits for: none when every cost is one)
 //! whatever the limit or the cost.
 //!
+//! A limit on distinct values per key ([`RedisDistinct`]: at most N
+//! usernames an hour from one address, whichever instance they reach) keeps
+//! each key's values in a sorted set, decided by one script call as the
+//! core's exact [`limits::Distinct`] decides.
+//!
 //! A granted request can be settled once its outcome is known
 //! ([`Store::settle`](limits::Store::settle), with the receipt of
 //! [`Verdict::receipt`](limits::Verdict::receipt): the time Redis decided
@@ -55,6 +60,7 @@ mod clock;
 mod connection;
 mod deny_cache;
 mod dial;
+mod distinct;
 mod inspect;
 mod link;
 mod memory_policy;
@@ -69,6 +75,7 @@ mod tls;
 pub use batch::BatchDecision;
 pub use connection::{ConnectError, Fallback, RedisConnection, RedisOptions};
 pub use dial::{is_redis_url, is_tls_url, redact};
+pub use distinct::RedisDistinct;
 pub use limits::UnsupportedRule;
 pub use store::RedisStore;
 pub use tls::TlsFiles;

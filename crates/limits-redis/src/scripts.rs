@@ -111,6 +111,15 @@ static SETTLE_SLIDING_WINDOW: LazyLock<Lua> =
     limiter_script!("sliding_window.lua", "lua/settle.lua");
 static SETTLE_LEAKY_BUCKET: LazyLock<Lua> = limiter_script!("leaky_bucket.lua", "lua/settle.lua");
 
+/// A limit on distinct values, one key's sorted set of values (the time
+/// and the script alone: it shares nothing with the counters).
+pub(crate) static DISTINCT: LazyLock<Lua> = LazyLock::new(|| {
+    Lua::new(concat!(
+        include_str!("lua/now.lua"),
+        include_str!("lua/distinct.lua"),
+    ))
+});
+
 /// Every decision script above.
 static DECISIONS: [&LazyLock<Lua>; 10] = [
     &FIXED_WINDOW,

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 /// Keys written by [`decide_at`](Store::decide_at) live this long (ms) at
 /// least: a trace's times are not Redis's, so its resets say nothing of when
 /// Redis may forget the key.
-const EXPLICIT_TTL_MS: u64 = 24 * 3600 * 1000;
+pub(crate) const EXPLICIT_TTL_MS: u64 = 24 * 3600 * 1000;
 
 /// Numbers per rate in the script's answer.
 const ROW: usize = 11;
@@ -639,7 +639,7 @@ pub(crate) async fn query_loaded<T: FromRedisValue>(
 
 /// `now` in nanoseconds as the scripts' microseconds, floored; an error past
 /// their range.
-fn micros(now: u64) -> Result<u64, StoreError> {
+pub(crate) fn micros(now: u64) -> Result<u64, StoreError> {
     let micros = now / 1000;
     if u128::from(micros) >= EXACT / 2 {
         return Err(StoreError::new(format!(

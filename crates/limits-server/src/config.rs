@@ -25,7 +25,7 @@
 //! ```
 
 use crate::rules::{check_cost, ServerRule};
-use crate::store::{RuleStore, StoreOptions};
+use crate::store::StoreOptions;
 use http::Method;
 use limits::{Algorithm, Rule, MAX_LIMIT};
 use limits_http::{HttpRule, KeySpec, Lists, PathMatch};
@@ -236,7 +236,6 @@ fn rule_config(
             ("window", span(&raw.window)),
             ("cost", raw.cost.as_ref().map(Spanned::span)),
             ("burst", raw.burst.as_ref().map(Spanned::span)),
-            ("store", span(&raw.store)),
             ("memory", span(&raw.memory)),
             ("count", raw.count.as_ref().map(Spanned::span)),
             ("cost_from", span(&raw.cost_from)),
@@ -250,13 +249,15 @@ fn rule_config(
             ("lease", span(&raw.lease)),
         ];
         let limit = distinct::distinct(limit, &beside, p);
-        let (Some((of, limit)), Some(key)) = (limit, key) else {
+        let store = (limit.as_ref())
+            .and_then(|&(_, l)| distinct::store(raw.store, &table, stores, (&name, l), p));
+        let (Some((of, _)), Some(store), Some(key)) = (limit, store, key) else {
             return Vec::new();
         };
         if p.found.len() + p.elsewhere.len() != before {
             return Vec::new();
         }
-        let rule = HttpRule::new(name, RuleStore::distinct(limit), key)
+        let rule = HttpRule::new(name, store, key)
             .path(path_prefix)
             .path_match(path_match)
             .methods(methods)

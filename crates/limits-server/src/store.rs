@@ -13,7 +13,7 @@ use limits::{
     Sketch, SketchOptions, Store, StoreError, SystemClock, Until, Verdict,
 };
 use limits_memcached::{MemcachedClient, MemcachedStore};
-use limits_redis::{RedisConnection, RedisStore};
+use limits_redis::{RedisConnection, RedisDistinct, RedisStore};
 use std::net::IpAddr;
 
 /// The stores a rule can use, behind one type.
@@ -43,6 +43,9 @@ pub enum RuleStore {
     /// Each key's distinct values in this process (`distinct = {...}`),
     /// asked with each request's value ([`Store::decide_value`]).
     Distinct(DistinctLimiter<String>),
+    /// Each key's distinct values in Redis, shared with every instance
+    /// using it.
+    RedisDistinct(RedisDistinct),
 }
 
 impl RuleStore {
@@ -68,7 +71,7 @@ impl RuleStore {
     /// use std::time::Duration;
     ///
     /// let store = RuleStore::distinct(Distinct::new(20, Duration::from_secs(3600)).unwrap());
-    /// assert_eq!(store.kind(), "distinct");
+    /// assert_eq!(store.kind(), "memory");
     /// assert_eq!(store.place(), "memory (distinct values)");
     /// ```
     pub fn distinct(rule: Distinct) -> RuleStore {
@@ -99,7 +102,8 @@ impl RuleStore {
     pub fn place(&self) -> String {
         match self {
             RuleStore::Sketch(s) => format!("a sketch of {}", format_memory(s.memory())),
-            RuleStore::Distinct(s) => distinct_place(s.rule()),
+            RuleStore::Distinct(s) => distinct_place("memory", s.rule()),
+            RuleStore::RedisDistinct(s) => distinct_place("redis", s.distinct()),
             other => other.kind().to_string(),
         }
     }
@@ -122,20 +126,20 @@ impl RuleStore {
             RuleStore::Memory(s) => s.bans(),
             RuleStore::Redis(s) => s.bans(),
             RuleStore::Memcached(s) => s.bans(),
-            RuleStore::Sketch(_) | RuleStore::Distinct(_) => 0,
+            RuleStore::Sketch(_) | RuleStore::Distinct(_) | RuleStore::RedisDistinct(_) => 0,
         })
     }
 
     /// The kind of store, as the configuration names it: `"memory"`,
-    /// `"redis"` or `"memcached"`; `"sketch"` for a rule with `memory`,
-    /// `"distinct"` for a rule with `distinct`.
+    /// `"redis"` or `"memcached"`; `"sketch"` for a rule with `memory`.
     pub fn kind(&self) -> &'static str {
         match self {
             RuleStore::Memory(_) => "memory",
             RuleStore::Redis(_) => "redis",
             RuleStore::Memcached(_) => "memcached",
             RuleStore::Sketch(_) => "sketch",
-            RuleStore::Distinct(_) => "distinct",
+            RuleStore::Distinct(_) => "memory",
+            RuleStore::RedisDistinct(_) => "redis",
         }
     }
 
@@ -158,6 +162,7 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Store::rule(s),
             RuleStore::Sketch(s) => Store::rule(s),
             RuleStore::Distinct(s) => Store::rule(s),
+            RuleStore::RedisDistinct(s) => Store::rule(s),
         }
     }
 
@@ -168,6 +173,7 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Store::penalty(s),
             RuleStore::Sketch(s) => Store::penalty(s),
             RuleStore::Distinct(s) => Store::penalty(s),
+            RuleStore::RedisDistinct(s) => Store::penalty(s),
         }
     }
 
@@ -180,6 +186,7 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
             RuleStore::Sketch(s) => Store::decide(s, key, cost, mode).await,
             RuleStore::Distinct(s) => Store::decide(s, key, cost, mode).await,
+            RuleStore::RedisDistinct(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
         }
     }
 
@@ -205,6 +212,7 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Sketch(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Distinct(s) => Store::decide_now(s, key, cost, mode),
+            RuleStore::RedisDistinct(s) => Store::decide_now(s, key, cost, mode),
         }
     }
 
@@ -225,6 +233,7 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
             RuleStore::Sketch(s) => Store::decide(s, key, cost, mode).await,
             RuleStore::Distinct(s) => Store::decide(s, key, cost, mode).await,
+            RuleStore::RedisDistinct(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
         }
     }
 
@@ -241,6 +250,7 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Sketch(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Distinct(s) => Store::decide_now(s, key, cost, mode),
+            RuleStore::RedisDistinct(s) => Store::decide_now(s, key, cost, mode),
         }
     }
 
@@ -255,6 +265,9 @@ impl Store for RuleStore {
     ) -> Result<Verdict, StoreError> {
         match self {
             RuleStore::Distinct(s) => Store::decide_value(s, client, key, value, mode).await,
+            RuleStore::RedisDistinct(s) => {
+                Box::pin(Store::decide_value(s, client, key, value, mode)).await
+            }
             RuleStore::Memory(s) => Store::decide_value(s, client, key, value, mode).await,
             RuleStore::Redis(s) => Store::decide_value(s, client, key, value, mode).await,
             RuleStore::Memcached(s) => Store::decide_value(s, client, key, value, mode).await,
@@ -271,6 +284,7 @@ impl Store for RuleStore {
     ) -> Option<Result<Verdict, StoreError>> {
         match self {
             RuleStore::Distinct(s) => Store::decide_value_now(s, client, key, value, mode),
+            RuleStore::RedisDistinct(s) => Store::decide_value_now(s, client, key, value, mode),
             RuleStore::Memory(s) => Store::decide_value_now(s, client, key, value, mode),
             RuleStore::Redis(s) => Store::decide_value_now(s, client, key, value, mode),
             RuleStore::Memcached(s) => Store::decide_value_now(s, client, key, value, mode),
@@ -291,6 +305,9 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Box::pin(Store::decide_at(s, key, now, cost, mode)).await,
             RuleStore::Sketch(s) => Store::decide_at(s, key, now, cost, mode).await,
             RuleStore::Distinct(s) => Store::decide_at(s, key, now, cost, mode).await,
+            RuleStore::RedisDistinct(s) => {
+                Box::pin(Store::decide_at(s, key, now, cost, mode)).await
+            }
         }
     }
 
@@ -307,6 +324,9 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Store::settle(s, key, now, receipt, cost).await,
             RuleStore::Sketch(s) => Store::settle(s, key, now, receipt, cost).await,
             RuleStore::Distinct(s) => Store::settle(s, key, now, receipt, cost).await,
+            RuleStore::RedisDistinct(s) => {
+                Box::pin(Store::settle(s, key, now, receipt, cost)).await
+            }
         }
     }
 
@@ -322,6 +342,7 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Store::renew(s, key, now, receipt).await,
             RuleStore::Sketch(s) => Store::renew(s, key, now, receipt).await,
             RuleStore::Distinct(s) => Store::renew(s, key, now, receipt).await,
+            RuleStore::RedisDistinct(s) => Box::pin(Store::renew(s, key, now, receipt)).await,
         }
     }
 
@@ -332,6 +353,7 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Store::local(s),
             RuleStore::Sketch(s) => Store::local(s),
             RuleStore::Distinct(s) => Store::local(s),
+            RuleStore::RedisDistinct(s) => Store::local(s),
         }
     }
 
@@ -376,11 +398,11 @@ impl Store for RuleStore {
 
 /// Where a rule of distinct values keeps them, in words: in memory, and
 /// past how many values it sketches them.
-fn distinct_place(rule: Distinct) -> String {
+fn distinct_place(kind: &str, rule: Distinct) -> String {
     match rule.sketch() {
-        None => "memory (distinct values)".into(),
+        None => format!("{kind} (distinct values)"),
         Some(s) => format!(
-            "memory (distinct values, sketched past {}: {} registers, {} sub-windows)",
+            "{kind} (distinct values, sketched past {}: {} registers, {} sub-windows)",
             s.from, s.registers, s.sub_windows
         ),
     }
@@ -415,12 +437,17 @@ impl StoreOptions {
     /// given (its keys carry the name), otherwise in memory. Fails for a
     /// rule that store cannot decide exactly or keep, saying why.
     pub fn store(&self, name: &str, rule: Rule) -> Result<RuleStore, String> {
-        let kind = match (&self.redis, &self.memcached) {
+        self.store_in(self.default_kind(), name, rule)
+    }
+
+    /// Where a rule that names no store is kept: the shared store the
+    /// server was started with, else memory.
+    fn default_kind(&self) -> StoreKind {
+        match (&self.redis, &self.memcached) {
             (Some(_), _) => StoreKind::Redis,
             (None, Some(_)) => StoreKind::Memcached,
             (None, None) => StoreKind::Memory,
-        };
-        self.store_in(kind, name, rule)
+        }
     }
 
     /// The store of the rule named `name` in the store `kind` a rule asked
@@ -445,9 +472,7 @@ impl StoreOptions {
                 Some(connection) => RedisStore::new(connection, rule, name)
                     .map(RuleStore::Redis)
                     .map_err(|e| e.to_string()),
-                None => Err(
-                    "store = \"redis\" needs a Redis: start with --store redis://HOST:PORT".into(),
-                ),
+                None => Err(NO_REDIS.into()),
             },
             StoreKind::Memcached => match &self.memcached {
                 Some(client) => MemcachedStore::new(client, rule, name)
@@ -461,6 +486,46 @@ impl StoreOptions {
         }
     }
 }
+
+impl StoreOptions {
+    /// The store of the rule of distinct values named `name`: in `kind`,
+    /// or where the server keeps rules by default (Redis when it has one).
+    /// Memory and Redis keep distinct values; memcached does not, and a
+    /// sketch of them stays in memory.
+    ///
+    /// ```
+    /// use limits::Distinct;
+    /// use limits_server::{StoreKind, StoreOptions};
+    /// use std::time::Duration;
+    ///
+    /// let usernames = Distinct::new(20, Duration::from_secs(3600)).unwrap();
+    /// let options = StoreOptions::default();
+    /// let store = options.distinct_store(None, "logins", usernames).unwrap();
+    /// assert_eq!(store.place(), "memory (distinct values)");
+    /// let err = options.distinct_store(Some(StoreKind::Memcached), "logins", usernames).err().unwrap();
+    /// assert!(err.contains("store = \"memory\""), "{err}");
+    /// ```
+    pub fn distinct_store(
+        &self,
+        kind: Option<StoreKind>,
+        name: &str,
+        rule: Distinct,
+    ) -> Result<RuleStore, String> {
+        match (kind.unwrap_or(self.default_kind()), &self.redis) {
+            (StoreKind::Memory, _) => Ok(RuleStore::distinct(rule)),
+            (StoreKind::Redis, Some(connection)) => RedisDistinct::new(connection, rule, name)
+                .map(RuleStore::RedisDistinct)
+                .map_err(|e| format!("{e}: write store = \"memory\" to keep it in this instance")),
+            (StoreKind::Redis, None) => Err(NO_REDIS.into()),
+            (StoreKind::Memcached, _) => Err(
+                "memcached keeps no distinct values: write store = \"memory\" to keep them in this instance".into(),
+            ),
+        }
+    }
+}
+
+/// Why `store = "redis"` cannot be: the server has no Redis.
+const NO_REDIS: &str = "store = \"redis\" needs a Redis: start with --store redis://HOST:PORT";
 
 /// A size as people write it (`16MB`, `16 MiB`, `1048576`), in bytes.
 ///

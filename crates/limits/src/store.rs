@@ -100,6 +100,12 @@ impl StoreError {
         }
     }
 
+    /// A store of distinct values asked without a value
+    /// ([`Store::decide_value`] is how such a store decides).
+    pub fn no_value() -> StoreError {
+        StoreError::new("a limit on distinct values decides a request with its value")
+    }
+
     /// Whether the store answered that it is full.
     pub fn is_full(&self) -> bool {
         self.kind == StoreErrorKind::Full

@@ -1,13 +1,16 @@
 //! `limits serve` with `distinct = {...}`: credential stuffing against a
 //! real proxy and upstream. One address may try two usernames an hour,
 //! each as often as it likes; a third is refused before it reaches the
-//! upstream, with a 429 that says a new value was refused.
+//! upstream, with a 429 that says a new value was refused; with Redis,
+//! whichever instance it reaches.
 
 use crate::common;
+use crate::redis_server;
 
 use common::client;
 use common::server::Server;
 use common::upstream::RecordingUpstream;
+use redis_server::RedisServer;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_third_username_from_one_address_never_reaches_the_upstream() {
@@ -54,4 +57,38 @@ async fn a_third_username_from_one_address_never_reaches_the_upstream() {
         "no username: not counted, not forwarded"
     );
     assert_eq!(upstream.requests().len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn instances_on_one_redis_share_the_usernames_an_address_tried() {
+    let redis = RedisServer::start();
+    let upstream = RecordingUpstream::start();
+    let rules = "[[rule]]\nname = \"logins\"\npath = \"/login\"\n\
+                 distinct = { of = \"form:username\", at_most = 3, window = \"1h\" }\n";
+    let url = redis.url();
+    let args = ["--store", url.as_str()];
+    let (a, _dir_a) = Server::with_rules(rules, &upstream.url, &args);
+    let (b, _dir_b) = Server::with_rules(rules, &upstream.url, &args);
+    let http = client();
+    let login = |url: &str, username: &str| {
+        http.post(format!("{url}/login"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("username={username}&password=x"))
+            .send()
+    };
+    let tries = [
+        (&a, "alice"),
+        (&b, "bob"),
+        (&a, "bob"),
+        (&b, "carol"),
+        (&a, "alice"),
+    ];
+    for (server, username) in tries {
+        let status = login(&server.url, username).await.unwrap().status();
+        assert_ne!(status, 429, "{username}");
+    }
+    for server in [&a, &b] {
+        let status = login(&server.url, "dave").await.unwrap().status();
+        assert_eq!(status, 429, "a fourth name, on either instance");
+    }
 }

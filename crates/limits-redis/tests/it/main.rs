@@ -11,6 +11,7 @@ mod batch;
 mod clock;
 mod cluster;
 mod conformance;
+mod distinct;
 mod eviction_policy;
 mod expiry_in_window;
 mod failure;

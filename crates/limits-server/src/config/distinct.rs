@@ -5,13 +5,14 @@
 //! (with `registers` and `sub_windows`): past `from` values a key's values
 //! turn into HyperLogLogs ([`limits::Distinct::with_sketch`]).
 //!
-//! The rule counts values, not requests, in this process: what counts
-//! requests (rates, a limiter, costs, a store) or gives back what it
-//! counted (count, cost_from, concurrency) is refused beside it, naming
-//! the line of each.
+//! The rule counts values, not requests, in memory or in Redis (`store`,
+//! by default the server's): what counts requests (rates, a limiter,
+//! costs) or gives back what it counted (count, cost_from, concurrency) is
+//! refused beside it, naming the line of each.
 
 use super::raw::{RawDistinct, RawSketch, Whole};
 use super::Problems;
+use crate::store::{RuleStore, StoreKind, StoreOptions};
 use limits::{parse_duration, Distinct, DistinctSketch};
 use limits_http::KeySpec;
 use serde_spanned::Spanned;
@@ -38,7 +39,7 @@ pub(super) fn distinct(
     for (field, at) in beside {
         let Some(at) = at else { continue };
         let why = match *field {
-            "store" | "memory" => "the values are kept in this process's memory",
+            "memory" => "a sketch of counters keeps no values",
             "count" | "cost_from" | "concurrency" | "lease" => "a value held is not given back",
             "penalty" => "a penalty counts a key's denials, and distinct keeps none",
             f if f.starts_with("tier") || f == "default_tier" => {
@@ -131,5 +132,30 @@ fn with_sketch(limit: Distinct, raw: Spanned<RawSketch>, p: &mut Problems<'_>) -
     limit
         .with_sketch(sketch)
         .map_err(|e| p.add(&span, format!("distinct.sketch: {e}")))
+        .ok()
+}
+
+/// The store of `limit` for the rule named `name`: in the store `kind`
+/// names (a problem at its line if it cannot be), else the server's.
+pub(super) fn store(
+    kind: Option<Spanned<String>>,
+    table: &Range<usize>,
+    stores: &StoreOptions,
+    (name, limit): (&str, Distinct),
+    p: &mut Problems<'_>,
+) -> Option<RuleStore> {
+    let (kind, span) = match kind {
+        None => (None, table.clone()),
+        Some(kind) => match kind.get_ref().parse::<StoreKind>() {
+            Ok(k) => (Some(k), kind.span()),
+            Err(e) => {
+                p.add(&kind.span(), e);
+                return None;
+            }
+        },
+    };
+    stores
+        .distinct_store(kind, name, limit)
+        .map_err(|e| p.add(&span, format!("rule {name:?}: {e}")))
         .ok()
 }

@@ -355,14 +355,16 @@ impl RlsService {
                     cost,
                     mode,
                 }),
-                RuleStore::Memory(_) | RuleStore::Sketch(_) | RuleStore::Distinct(_) => in_memory
-                    .push(InMemory {
-                        index,
-                        store,
-                        key,
-                        cost,
-                        mode,
-                    }),
+                RuleStore::Memory(_)
+                | RuleStore::Sketch(_)
+                | RuleStore::Distinct(_)
+                | RuleStore::RedisDistinct(_) => in_memory.push(InMemory {
+                    index,
+                    store,
+                    key,
+                    cost,
+                    mode,
+                }),
             }
         }
         let mut refused = refused;

@@ -23,18 +23,18 @@ impl<C: Clock + 'static> Store for DistinctLimiter<String, C> {
         mode: Mode,
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
         let _ = (key, cost, mode);
-        std::future::ready(Err(no_value()))
+        std::future::ready(Err(StoreError::no_value()))
     }
 
     fn decide_now(&self, key: &str, cost: u64, mode: Mode) -> Option<Result<Verdict, StoreError>> {
         let _ = (key, cost, mode);
-        Some(Err(no_value()))
+        Some(Err(StoreError::no_value()))
     }
 
     /// Decides in memory, at once: never an error.
     ///
     /// ```
-    /// use limits::{Distinct, DistinctLimiter, Mode, Store};
+    /// use limits::{Algorithm, Distinct, DistinctLimiter, Mode, Rule, Store};
     /// use std::future::Future;
     /// use std::task::{Context, Poll, Waker};
     /// use std::time::Duration;
@@ -45,7 +45,7 @@ impl<C: Clock + 'static> Store for DistinctLimiter<String, C> {
     ///     panic!("in memory: ready");
     /// };
     /// assert_eq!(verdict.decision.remaining, 1);
-    /// assert_eq!(Store::rule(&pages).to_string(), "sliding-log 2/m");
+    /// assert_eq!(Store::rule(&pages), &Rule::new(Algorithm::SlidingLog, "2/m".parse().unwrap()));
     /// ```
     fn decide_value(
         &self,
@@ -83,11 +83,6 @@ fn verdict(decision: Decision) -> Verdict {
         decided_at: None,
         ban: None,
     }
-}
-
-/// The error of a request asked without a value.
-fn no_value() -> StoreError {
-    StoreError::new("a limit on distinct values decides a request with its value")
 }
 
 /// Sweeps and counts its keys. Its values are hashes seeded per limiter,

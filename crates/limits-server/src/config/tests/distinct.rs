@@ -93,16 +93,52 @@ fn each_field_of_the_table_is_needed_and_checked() {
 #[test]
 fn what_counts_requests_does_not_go_with_distinct() {
     let beside = [
-        ("rates = \"5/s\"", "rates (line 5) does not go with distinct: distinct counts values"),
-        ("limiter = \"token-bucket\"", "limiter (line 5) does not go with distinct"),
-        ("store = \"memory\"", "store (line 5) does not go with distinct: the values are kept in this process's memory"),
-        ("count = { status = [401] }", "count (line 5) does not go with distinct: a value held is not given back"),
-        ("concurrency = 2", "concurrency (line 5) does not go with distinct"),
-        ("penalty = { after = 3, within = \"1m\", ban = \"1h\" }", "penalty (line 5) does not go with distinct"),
-        ("memory = \"1MB\"", "memory (line 5) does not go with distinct"),
+        (
+            "rates = \"5/s\"",
+            "rates (line 5) does not go with distinct: distinct counts values",
+        ),
+        (
+            "limiter = \"token-bucket\"",
+            "limiter (line 5) does not go with distinct",
+        ),
+        (
+            "count = { status = [401] }",
+            "count (line 5) does not go with distinct: a value held is not given back",
+        ),
+        (
+            "concurrency = 2",
+            "concurrency (line 5) does not go with distinct",
+        ),
+        (
+            "penalty = { after = 3, within = \"1m\", ban = \"1h\" }",
+            "penalty (line 5) does not go with distinct",
+        ),
+        (
+            "memory = \"1MB\"",
+            "memory (line 5) does not go with distinct",
+        ),
         ("cost = 2", "cost (line 5) does not go with distinct"),
     ];
     for (field, phrase) in beside {
         assert_problem(USERNAMES, &format!("{field}\n"), 4, phrase);
     }
+}
+
+#[test]
+fn distinct_values_are_kept_where_store_says() {
+    let memory = rules(USERNAMES, "store = \"memory\"\n").unwrap();
+    assert_eq!(memory[0].store.place(), "memory (distinct values)");
+    assert_problem(
+        USERNAMES,
+        "store = \"redis\"\n",
+        5,
+        "store = \"redis\" needs a Redis",
+    );
+    assert_problem(
+        USERNAMES,
+        "store = \"memcached\"\n",
+        5,
+        "memcached keeps no distinct values",
+    );
+    assert_problem(USERNAMES, "store = \"disk\"\n", 5, "unknown store \"disk\"");
 }

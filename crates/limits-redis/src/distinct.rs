@@ -1,0 +1,185 @@
+//! A limit on distinct values per key in Redis: every instance that shares
+//! the Redis (and the rule's name) holds one set of values per key, so a
+//! client cannot spread its usernames over the instances.
+//!
+//! Each key is a sorted set of the values it holds, scored by their last
+//! use in microseconds, decided by one script call on Redis's own `TIME`
+//! (`lua/distinct.lua`), exactly as the core's exact
+//! [`Distinct`](limits::Distinct) decides at microsecond times. Values are
+//! kept as the text the rule read (a key's text is bounded: a longer one is
+//! hashed), so that instances agree without sharing a seed, and nobody can
+//! make two values collide. The sketch past a threshold
+//! ([`Distinct::with_sketch`](limits::Distinct::with_sketch)) is not here:
+//! its HyperLogLogs stay in memory.
+
+use crate::connection::RedisConnection;
+use crate::scripts::DISTINCT;
+use crate::shape::fingerprint;
+use crate::store::{micros, query_loaded, EXPLICIT_TTL_MS};
+use limits::{
+    Algorithm, Decision, Distinct, Mode, RetryAfter, Rule, Store, StoreError, UnsupportedRule,
+    Verdict,
+};
+use smallvec::smallvec;
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// One rule of distinct values, decided in Redis.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use limits::{Distinct, Mode, Store};
+/// use limits_redis::{RedisConnection, RedisDistinct, RedisOptions};
+/// use std::time::Duration;
+///
+/// let connection = RedisConnection::connect("redis://127.0.0.1:6379", RedisOptions::default()).await?;
+/// let usernames = Distinct::new(20, Duration::from_secs(3600))?;
+/// let store = RedisDistinct::new(&connection, usernames, "logins")?;
+/// let verdict = store.decide_value(None, "203.0.113.7", "alice", Mode::Record).await?;
+/// assert!(verdict.decision.allowed);
+/// # Ok(())
+/// # }
+/// ```
+pub struct RedisDistinct {
+    rule: Distinct,
+    /// The limit as a sliding log of its rate: what the headers announce.
+    limit: Rule,
+    connection: RedisConnection,
+    /// Every key's name up to the key: `PREFIX{NAME.dFINGERPRINT:`.
+    stem: String,
+}
+
+impl RedisDistinct {
+    /// A store deciding `rule` on `connection`, its keys named after
+    /// `name`; refused for a window that is no whole number of
+    /// microseconds (Redis's unit), or with a sketch (kept in memory only).
+    pub fn new(
+        connection: &RedisConnection,
+        rule: Distinct,
+        name: &str,
+    ) -> Result<RedisDistinct, UnsupportedRule> {
+        if rule.sketch().is_some() {
+            return Err(UnsupportedRule(
+                "a sketch of distinct values is kept in memory, not in Redis".into(),
+            ));
+        }
+        let window = rule.window_nanos();
+        if window % 1000 != 0 {
+            return Err(UnsupportedRule(format!(
+                "the Redis store keeps time in microseconds, and a window of {window} ns is not a whole number of them"
+            )));
+        }
+        let limit = Rule::new(Algorithm::SlidingLog, rule.rate().into());
+        let stem = format!(
+            "{}{{{name}.d{}:",
+            connection.options().prefix,
+            fingerprint(&limit)
+        );
+        Ok(RedisDistinct {
+            rule,
+            limit,
+            connection: connection.clone(),
+            stem,
+        })
+    }
+
+    /// The limit.
+    pub fn distinct(&self) -> Distinct {
+        self.rule
+    }
+
+    /// The connection it decides on (health and counts).
+    pub fn connection(&self) -> &RedisConnection {
+        &self.connection
+    }
+
+    /// The Redis key of `key`'s values, for inspection.
+    pub fn redis_key(&self, key: &str) -> String {
+        format!("{}{key}}}", self.stem)
+    }
+
+    /// Decides `value` for `key` at `now` (nanoseconds, floored to the
+    /// microsecond) or on Redis's `TIME`.
+    pub async fn decide_value_at(
+        &self,
+        key: &str,
+        value: &str,
+        now: Option<u64>,
+        mode: Mode,
+    ) -> Result<Verdict, StoreError> {
+        let now = now.map(micros).transpose()?;
+        let mut command = redis::cmd("EVALSHA");
+        command
+            .arg(DISTINCT.script.get_hash())
+            .arg(1)
+            .arg(self.redis_key(key));
+        match now {
+            Some(now) => command.arg(now),
+            None => command.arg(""),
+        };
+        command
+            .arg(value)
+            .arg(self.rule.at_most())
+            .arg(self.rule.window_nanos() / 1000)
+            .arg(u8::from(mode != Mode::Peek))
+            .arg(if now.is_some() { EXPLICIT_TTL_MS } else { 0 });
+        let answer: Vec<i64> = self
+            .connection
+            .run(|conn| query_loaded(conn, &DISTINCT, command))
+            .await?;
+        verdict(&answer)
+    }
+}
+
+/// The verdict from the script's answer: allowed, remaining, and the
+/// microseconds until the oldest and the newest value leave the window.
+fn verdict(answer: &[i64]) -> Result<Verdict, StoreError> {
+    let &[allowed, remaining, oldest, newest] = answer else {
+        return Err(StoreError::new(format!(
+            "the Redis distinct script answered {} numbers, not 4",
+            answer.len()
+        )));
+    };
+    let until = |us: i64| Duration::from_micros(u64::try_from(us).unwrap_or(0));
+    let allowed = allowed == 1;
+    let decision = Decision {
+        allowed,
+        remaining: u64::try_from(remaining).unwrap_or(0),
+        retry_after: match allowed {
+            true => RetryAfter::ZERO,
+            false => RetryAfter::After(until(oldest)),
+        },
+        reset_after: until(newest),
+        delay: Duration::ZERO,
+        refill_after: until(oldest),
+    };
+    Ok(Verdict {
+        decision,
+        per_rate: smallvec![decision],
+        decided_at: None,
+        ban: None,
+    })
+}
+
+impl Store for RedisDistinct {
+    /// The limit as a sliding log of `at_most` per window.
+    fn rule(&self) -> &Rule {
+        &self.limit
+    }
+
+    async fn decide(&self, key: &str, cost: u64, mode: Mode) -> Result<Verdict, StoreError> {
+        let _ = (key, cost, mode);
+        Err(StoreError::no_value())
+    }
+
+    async fn decide_value(
+        &self,
+        client: Option<IpAddr>,
+        key: &str,
+        value: &str,
+        mode: Mode,
+    ) -> Result<Verdict, StoreError> {
+        let _ = client;
+        self.decide_value_at(key, value, None, mode).await
+    }
+}
