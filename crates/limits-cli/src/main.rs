@@ -112,6 +112,13 @@ fn run(
                 "A sliding-window rule in fixed memory, whatever the keys: memory = \"16MB\" in a\n\
                  rules file (replay and simulate: --sketch 16MB); false denials only."
             );
+            println!();
+            println!(
+                "At most N distinct values per key in any window, a value repeated free (the\n\
+                 usernames one address tries, the pages it visits): distinct = {{ of = \"form:username\",\n\
+                 at_most = 20, window = \"1h\" }} in a rules file (replay: --distinct 20/h, the paths);\n\
+                 exact, or HyperLogLogs past a threshold (sketch = {{ from = 256 }})."
+            );
             Ok(())
         }
         Command::Simulate(args) => simulate::simulate(args),

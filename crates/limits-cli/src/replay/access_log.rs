@@ -3,8 +3,18 @@
 
 use chrono::DateTime;
 
-/// The (Unix-epoch nanoseconds, client address) of one log line.
-pub fn parse_access_line(line: &str) -> Result<(u64, String), String> {
+/// One log line: its time (Unix-epoch nanoseconds), its client address,
+/// and the path it asked for (the request target up to its query; `None`
+/// for a request line that names none, such as `"-"`).
+#[derive(Debug)]
+pub struct AccessLine<'a> {
+    pub t: u64,
+    pub client: &'a str,
+    pub path: Option<&'a str>,
+}
+
+/// One log line, read.
+pub fn parse_access_line(line: &str) -> Result<AccessLine<'_>, String> {
     let (host, rest) = line
         .split_once(' ')
         .ok_or_else(|| "not an access log line: expected the client address first".to_string())?;
@@ -28,7 +38,17 @@ pub fn parse_access_line(line: &str) -> Result<(u64, String), String> {
         .ok_or_else(|| {
             format!("timestamp [{stamp}] is out of range (before 1970 or after 2262)")
         })?;
-    Ok((nanos, host.to_string()))
+    // `"GET /path?query HTTP/1.1"`: the target, the request line's second word.
+    let path = rest[close + 1..]
+        .split_once('"')
+        .and_then(|(_, request)| request.split(['"', ' ']).nth(1))
+        .map(|target| target.split_once('?').map_or(target, |(path, _)| path))
+        .filter(|path| path.starts_with('/'));
+    Ok(AccessLine {
+        t: nanos,
+        client: host,
+        path,
+    })
 }
 
 #[cfg(test)]
@@ -38,17 +58,42 @@ mod tests {
     #[test]
     fn combined_line_gives_client_and_utc_time() {
         let line = r#"127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326 "http://www.example.com/start.html" "Mozilla/4.08""#;
-        let (t, key) = parse_access_line(line).unwrap();
-        assert_eq!(key, "127.0.0.1");
-        assert_eq!(t, 971_211_336 * 1_000_000_000);
+        let read = parse_access_line(line).unwrap();
+        assert_eq!(read.client, "127.0.0.1");
+        assert_eq!(read.t, 971_211_336 * 1_000_000_000);
+        assert_eq!(read.path, Some("/apache_pb.gif"));
     }
 
     #[test]
     fn ipv6_and_fractional_seconds() {
         let line = r#"2001:db8::1 - - [01/Jan/2024:00:00:00.250 +0000] "GET / HTTP/2.0" 200 1"#;
-        let (t, key) = parse_access_line(line).unwrap();
-        assert_eq!(key, "2001:db8::1");
-        assert_eq!(t, 1_704_067_200_250_000_000);
+        let read = parse_access_line(line).unwrap();
+        assert_eq!(read.client, "2001:db8::1");
+        assert_eq!(read.t, 1_704_067_200_250_000_000);
+    }
+
+    #[test]
+    fn the_path_is_the_targets_without_its_query() {
+        let at = |request: &str| {
+            let line = format!("192.0.2.1 - - [01/Jan/2024:00:00:00 +0000] {request} 200 1");
+            parse_access_line(&line).unwrap().path.map(str::to_string)
+        };
+        assert_eq!(
+            at("\"GET /p/1?sort=asc HTTP/1.1\"").as_deref(),
+            Some("/p/1")
+        );
+        assert_eq!(at("\"POST /login HTTP/2.0\"").as_deref(), Some("/login"));
+        assert_eq!(at("\"-\""), None, "no request line");
+        assert_eq!(
+            at("\"\\x16\\x03\\x01\""),
+            None,
+            "a TLS hello on the plain port"
+        );
+        assert_eq!(
+            at("\"GET http://example.com/ HTTP/1.1\""),
+            None,
+            "a proxy request"
+        );
     }
 
     #[test]

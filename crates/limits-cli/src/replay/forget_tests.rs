@@ -35,6 +35,7 @@ fn replay(events: impl Iterator<Item = (u64, String)>) -> (Keys, usize, Run) {
             t,
             key,
             cost: 1,
+            value: None,
         };
         run.decide(seq, e, &mut keys).unwrap();
         peak = peak.max(keys.live());

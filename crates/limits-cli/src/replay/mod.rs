@@ -39,7 +39,7 @@ pub struct ReplayArgs {
     #[command(flatten)]
     rate: RateArgs,
 
-    /// The trace: CSV `time,key[,cost]` (time in decimal seconds from the
+    /// The trace: CSV `time,key[,cost[,value]]` (time in decimal seconds from the
     /// trace's zero) or an nginx/Apache combined access log; `-` reads
     /// standard input (a gzipped file: `zcat FILE | limits replay ... -`).
     trace: PathBuf,
@@ -89,6 +89,21 @@ pub struct ReplayArgs {
     /// costs.
     #[arg(long, value_name = "SIZE", value_parser = limits_server::parse_memory)]
     sketch: Option<usize>,
+
+    /// Also replay a limit on distinct values per key: at most N in any
+    /// window (`100/h`), a value repeated free. The value is the request's
+    /// path in an access log (without its query), a CSV trace's fourth
+    /// field (`time,key,cost,value`). In memory whatever `--store` says: a
+    /// row `distinct N/W` beside the rate limiters.
+    #[arg(long, value_name = "N/WINDOW", value_parser = parse_distinct)]
+    distinct: Option<limits::Distinct>,
+}
+
+/// `N/WINDOW` as a limit on distinct values.
+fn parse_distinct(s: &str) -> Result<limits::Distinct, String> {
+    s.parse::<limits::Rate>()
+        .map(limits::Distinct::from)
+        .map_err(|e| e.to_string())
 }
 
 /// A duration, or zero ("0", "0s") for no reordering at all.

@@ -116,6 +116,7 @@ mod tests {
             t,
             key: 0,
             cost: 1,
+            value: None,
         }
     }
 

@@ -13,7 +13,7 @@ use super::trace::Event;
 use super::ReplayArgs;
 use indicatif::{ProgressBar, ProgressStyle};
 use limits::simulate::Tally;
-use limits::{Algorithm, KeyedLimiter, ManualClock, Rule, Sketch, SketchOptions};
+use limits::{Algorithm, DistinctLimiter, KeyedLimiter, ManualClock, Rule, Sketch, SketchOptions};
 use std::io::IsTerminal;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +22,7 @@ use std::sync::Arc;
 /// One limiter being replayed, and the tally of its decisions.
 pub(super) struct Replayed {
     pub(super) algorithm: Algorithm,
-    /// Its row's name: the algorithm's, or `sketch SIZE`.
+    /// Its row's name: the algorithm's, `sketch SIZE` or `distinct N/W`.
     pub(super) name: String,
     limiter: Limiter,
     pub(super) tally: Tally<KeyId>,
@@ -140,6 +140,12 @@ impl Run {
                 window,
             ));
         }
+        if let Some(distinct) = args.distinct {
+            let name = format!("distinct {}", distinct.rate());
+            let limiter =
+                Limiter::Distinct(DistinctLimiter::with_clock(distinct, ManualClock::new(0)));
+            replayed.push(Replayed::new(Algorithm::SlidingLog, name, limiter, window));
+        }
         let exact = match replayed.iter().position(|r| {
             r.algorithm == Algorithm::SlidingLog && matches!(r.limiter, Limiter::Memory(_))
         }) {
@@ -182,14 +188,14 @@ impl Run {
                 (d.allowed, None)
             }
             &Exact::Replayed(i) => {
-                let d = self.replayed[i].limiter.decide(e.key, keys, e.t, e.cost)?;
+                let d = self.replayed[i].limiter.decide(&e, keys)?;
                 (d.allowed, Some((i, d)))
             }
         };
         for (i, r) in self.replayed.iter_mut().enumerate() {
             let d = match decided.take_if(|(at, _)| *at == i) {
                 Some((_, d)) => d,
-                None => r.limiter.decide(e.key, keys, e.t, e.cost)?,
+                None => r.limiter.decide(&e, keys)?,
             };
             let release = r.tally.count(&e.key, e.t, e.cost, &d, reference);
             r.timeline.count(e.t, d.allowed);

@@ -18,7 +18,8 @@
 //! (memcached's: a day after their last write).
 
 use super::keys::{KeyId, Keys};
-use limits::{Decision, KeyedLimiter, ManualClock, Mode, Rule, Sketch, Store};
+use super::trace::Event;
+use limits::{Decision, DistinctLimiter, KeyedLimiter, ManualClock, Mode, Rule, Sketch, Store};
 use limits_memcached::{MemcachedClient, MemcachedOptions, MemcachedStore};
 use limits_redis::{RedisConnection, RedisOptions, RedisStore};
 use std::rc::Rc;
@@ -38,14 +39,32 @@ pub enum Limiter {
     /// A sliding-window counter in a sketch's fixed memory, keyed by the
     /// interned numbers too.
     Sketch(Sketch<ManualClock>),
+    /// A limit on distinct values (`--distinct`), in memory: each event's
+    /// value decided for its key.
+    Distinct(DistinctLimiter<KeyId, ManualClock>),
 }
 
 impl Limiter {
-    /// The request of key `id` (named in `keys`, read only for a shared
-    /// store: in memory, the name is never touched) at `now` (ns;
+    /// The request `e` (its key named in `keys`, read only for a shared
+    /// store: in memory, the name is never touched; its time
     /// microsecond-aligned for Redis), recorded if allowed.
-    pub fn decide(&self, id: KeyId, keys: &Keys, now: u64, cost: u64) -> Result<Decision, String> {
+    pub fn decide(&self, e: &Event, keys: &Keys) -> Result<Decision, String> {
+        let Event {
+            key: id,
+            t: now,
+            cost,
+            ..
+        } = *e;
         let decided = match self {
+            Limiter::Distinct(values) => {
+                let Some(value) = e.value else {
+                    return Err(format!(
+                        "line {}: --distinct needs each request's value: a path in an access log, a fourth field in a CSV trace (time,key,cost,value)",
+                        e.line
+                    ));
+                };
+                return Ok(values.check_at(&id, &value, now));
+            }
             Limiter::Memory(keyed) => return Ok(keyed.check_at(&id, now, cost)),
             Limiter::Sketch(sketch) => return Ok(sketch.check_at(&id, now, cost)),
             Limiter::Redis(store, shared) => {

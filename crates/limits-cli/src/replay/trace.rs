@@ -1,4 +1,4 @@
-//! Reading traces as a stream of events: CSV (`time,key[,cost]`) or an
+//! Reading traces as a stream of events: CSV (`time,key[,cost[,value]]`) or an
 //! nginx/Apache combined access log. Nothing is held but the current line:
 //! CSV records are read into one reused record and trimmed as borrowed
 //! slices, and each key is looked up in the trace's [`Keys`], so a line
@@ -25,6 +25,9 @@ pub struct Event {
     pub key: KeyId,
     /// The request's cost, at least 1.
     pub cost: u64,
+    /// What a limit on distinct values counts: a hash of the request's
+    /// path (access logs) or of the CSV's fourth field, if it has one.
+    pub value: Option<u64>,
 }
 
 /// A line that could not be read, and why.
@@ -45,7 +48,8 @@ impl fmt::Display for LineError {
 pub enum TraceFormat {
     /// Decide from the first line.
     Auto,
-    /// `time,key[,cost]`, time in decimal seconds from the trace's zero.
+    /// `time,key[,cost[,value]]`, time in decimal seconds from the
+    /// trace's zero.
     Csv,
     /// nginx/Apache combined (or common) access log.
     Log,
@@ -196,9 +200,9 @@ fn trim(field: &str) -> &str {
 
 fn csv_event(line: u64, record: &csv::StringRecord, keys: &mut Keys) -> Result<Event, LineError> {
     let fail = |message: String| LineError { line, message };
-    if record.len() < 2 || record.len() > 3 {
+    if record.len() < 2 || record.len() > 4 {
         return Err(fail(format!(
-            "expected time,key[,cost], found {} field{}",
+            "expected time,key[,cost[,value]], found {} field{}",
             record.len(),
             if record.len() == 1 { "" } else { "s" }
         )));
@@ -224,7 +228,24 @@ fn csv_event(line: u64, record: &csv::StringRecord, keys: &mut Keys) -> Result<E
         },
     };
     let key = intern(keys, key).map_err(fail)?;
-    Ok(Event { line, t, key, cost })
+    let value = field(record, 3).filter(|v| !v.is_empty()).map(value_hash);
+    Ok(Event {
+        line,
+        t,
+        key,
+        cost,
+        value,
+    })
+}
+
+/// A value as the number a replayed limit on distinct values keeps: the
+/// same on every run (a fixed hash), 64 bits (two values of a key collide
+/// with odds of one in billions at the largest limits).
+fn value_hash(value: &str) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
 }
 
 fn intern(keys: &mut Keys, key: &str) -> Result<KeyId, String> {
@@ -272,17 +293,16 @@ impl LogEvents {
             if text.is_empty() {
                 continue;
             }
-            return Some(
-                parse_access_line(text)
-                    .and_then(|(t, key)| Ok((t, intern(keys, &key)?)))
-                    .map(|(t, key)| Event {
-                        line,
-                        t,
-                        key,
-                        cost: 1,
-                    })
-                    .map_err(|message| LineError { line, message }),
-            );
+            let event = parse_access_line(text).and_then(|read| {
+                Ok(Event {
+                    line,
+                    t: read.t,
+                    key: intern(keys, read.client)?,
+                    cost: 1,
+                    value: read.path.map(value_hash),
+                })
+            });
+            return Some(event.map_err(|message| LineError { line, message }));
         }
     }
 }

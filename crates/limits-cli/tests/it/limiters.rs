@@ -1,5 +1,5 @@
 //! `limits limiters`: every limiter with its promise, and where the
-//! fixed-memory sketch is asked for.
+//! fixed-memory sketch and the limit on distinct values are asked for.
 
 use crate::common;
 
@@ -13,6 +13,10 @@ fn limiters_lists_each_limiter_and_the_sketch() {
     }
     assert!(
         out.contains("memory = \"16MB\"") && out.contains("--sketch 16MB"),
+        "{out}"
+    );
+    assert!(
+        out.contains("distinct = { of = \"form:username\"") && out.contains("--distinct 20/h"),
         "{out}"
     );
 }

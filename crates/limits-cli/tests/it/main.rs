@@ -18,6 +18,7 @@ mod memcached_store;
 mod readme;
 mod redis_urls;
 mod replay;
+mod replay_distinct;
 mod replay_idle_keys;
 mod replay_large;
 mod replay_redis;

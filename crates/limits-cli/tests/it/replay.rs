@@ -146,7 +146,7 @@ fn replay_access_log_out_of_order_beyond_the_window_names_the_line() {
 fn replay_bad_csv_lines_stop_with_file_and_line_or_are_skipped() {
     let dir = tempfile::tempdir().unwrap();
     for (text, says) in [
-        ("0,a\n0.5\n", ":2: expected time,key[,cost], found 1 field"),
+        ("0,a\n0.5\n", ":2: expected time,key[,cost[,value]], found 1 field"),
         ("0,a\nsoon,a\n", ":2: time \"soon\" is not decimal seconds"),
         (
             "0,a\n0.1,a,0\n",
@@ -158,8 +158,8 @@ fn replay_bad_csv_lines_stop_with_file_and_line_or_are_skipped() {
         ("0,a\n1,a\n0.5,b\n", ":3: time goes backwards"),
         ("0,a\n1,,1\n", ":2: the key is empty"),
         (
-            "0,a\n1,a,1,extra\n",
-            ":2: expected time,key[,cost], found 4 fields",
+            "0,a\n1,a,1,value,extra\n",
+            ":2: expected time,key[,cost[,value]], found 5 fields",
         ),
     ] {
         let trace = write(dir.path(), "bad.csv", text);
