@@ -8,12 +8,18 @@
 //! [`Distinct`](limits::Distinct) decides at microsecond times. Values are
 //! kept as the text the rule read (a key's text is bounded: a longer one is
 //! hashed), so that instances agree without sharing a seed, and nobody can
-//! make two values collide. The sketch past a threshold
-//! ([`Distinct::with_sketch`](limits::Distinct::with_sketch)) is not here:
-//! its HyperLogLogs stay in memory.
+//! make two values collide.
+//!
+//! Past a threshold ([`Distinct::with_sketch`](limits::Distinct::with_sketch))
+//! a key's values turn into Redis's own HyperLogLogs, one per sub-window
+//! (`PFADD`, merged when read by `PFCOUNT`, in the key's cluster slot),
+//! beside the last `from` values in the sorted set
+//! (`lua/distinct_sketched.lua`), as the core does in memory. Redis's
+//! sketches have 16,384 registers whatever the rule's `registers` says: a
+//! standard error of 0.81%.
 
 use crate::connection::RedisConnection;
-use crate::scripts::DISTINCT;
+use crate::scripts::{Lua, DISTINCT, DISTINCT_SKETCHED};
 use crate::shape::fingerprint;
 use crate::store::{micros, query_loaded, EXPLICIT_TTL_MS};
 use limits::{
@@ -51,27 +57,26 @@ pub struct RedisDistinct {
 
 impl RedisDistinct {
     /// A store deciding `rule` on `connection`, its keys named after
-    /// `name`; refused for a window that is no whole number of
-    /// microseconds (Redis's unit), or with a sketch (kept in memory only).
+    /// `name`; refused for a window (or, with a sketch, a sub-window) that
+    /// is no whole number of microseconds, Redis's unit.
     pub fn new(
         connection: &RedisConnection,
         rule: Distinct,
         name: &str,
     ) -> Result<RedisDistinct, UnsupportedRule> {
-        if rule.sketch().is_some() {
-            return Err(UnsupportedRule(
-                "a sketch of distinct values is kept in memory, not in Redis".into(),
-            ));
-        }
         let window = rule.window_nanos();
-        if window % 1000 != 0 {
+        let sub_windows = rule.sketch().map_or(1, |s| s.sub_windows as u64);
+        if window % (1000 * sub_windows) != 0 {
             return Err(UnsupportedRule(format!(
-                "the Redis store keeps time in microseconds, and a window of {window} ns is not a whole number of them"
+                "the Redis store keeps time in microseconds, and a window of {window} ns in {sub_windows} is not a whole number of them"
             )));
         }
         let limit = Rule::new(Algorithm::SlidingLog, rule.rate().into());
+        let sketched = rule
+            .sketch()
+            .map_or(String::new(), |s| format!("s{}-{}", s.from, s.sub_windows));
         let stem = format!(
-            "{}{{{name}.d{}:",
+            "{}{{{name}.d{}{sketched}:",
             connection.options().prefix,
             fingerprint(&limit)
         );
@@ -93,9 +98,23 @@ impl RedisDistinct {
         &self.connection
     }
 
-    /// The Redis key of `key`'s values, for inspection.
+    /// The Redis key of `key`'s values (its last values, with a sketch),
+    /// for inspection.
     pub fn redis_key(&self, key: &str) -> String {
         format!("{}{key}}}", self.stem)
+    }
+
+    /// The script deciding this rule, and the Redis keys of `key`: its
+    /// values, and with a sketch its sub-windows' numbers and sketches.
+    fn call(&self, key: &str) -> (&'static Lua, Vec<String>) {
+        let values = self.redis_key(key);
+        let Some(sketch) = self.rule.sketch() else {
+            return (&DISTINCT, vec![values]);
+        };
+        let mut keys = vec![format!("{values}:s")];
+        keys.extend((0..sketch.sub_windows).map(|i| format!("{values}:h{i}")));
+        keys.insert(0, values);
+        (&DISTINCT_SKETCHED, keys)
     }
 
     /// Decides `value` for `key` at `now` (nanoseconds, floored to the
@@ -108,11 +127,12 @@ impl RedisDistinct {
         mode: Mode,
     ) -> Result<Verdict, StoreError> {
         let now = now.map(micros).transpose()?;
+        let (script, keys) = self.call(key);
         let mut command = redis::cmd("EVALSHA");
         command
-            .arg(DISTINCT.script.get_hash())
-            .arg(1)
-            .arg(self.redis_key(key));
+            .arg(script.script.get_hash())
+            .arg(keys.len())
+            .arg(keys);
         match now {
             Some(now) => command.arg(now),
             None => command.arg(""),
@@ -123,9 +143,12 @@ impl RedisDistinct {
             .arg(self.rule.window_nanos() / 1000)
             .arg(u8::from(mode != Mode::Peek))
             .arg(if now.is_some() { EXPLICIT_TTL_MS } else { 0 });
+        if let Some(sketch) = self.rule.sketch() {
+            command.arg(sketch.from).arg(sketch.sub_windows);
+        }
         let answer: Vec<i64> = self
             .connection
-            .run(|conn| query_loaded(conn, &DISTINCT, command))
+            .run(|conn| query_loaded(conn, script, command))
             .await?;
         verdict(&answer)
     }

@@ -120,6 +120,15 @@ pub(crate) static DISTINCT: LazyLock<Lua> = LazyLock::new(|| {
     ))
 });
 
+/// The same past a threshold: the last values and a HyperLogLog per
+/// sub-window.
+pub(crate) static DISTINCT_SKETCHED: LazyLock<Lua> = LazyLock::new(|| {
+    Lua::new(concat!(
+        include_str!("lua/now.lua"),
+        include_str!("lua/distinct_sketched.lua"),
+    ))
+});
+
 /// Every decision script above.
 static DECISIONS: [&LazyLock<Lua>; 10] = [
     &FIXED_WINDOW,

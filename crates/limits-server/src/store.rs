@@ -102,8 +102,8 @@ impl RuleStore {
     pub fn place(&self) -> String {
         match self {
             RuleStore::Sketch(s) => format!("a sketch of {}", format_memory(s.memory())),
-            RuleStore::Distinct(s) => distinct_place("memory", s.rule()),
-            RuleStore::RedisDistinct(s) => distinct_place("redis", s.distinct()),
+            RuleStore::Distinct(s) => distinct_place("memory", s.rule(), None),
+            RuleStore::RedisDistinct(s) => distinct_place("redis", s.distinct(), Some(16_384)),
             other => other.kind().to_string(),
         }
     }
@@ -396,14 +396,17 @@ impl Store for RuleStore {
     }
 }
 
-/// Where a rule of distinct values keeps them, in words: in memory, and
-/// past how many values it sketches them.
-fn distinct_place(kind: &str, rule: Distinct) -> String {
+/// Where a rule of distinct values keeps them, in words: the store, and
+/// past how many values it sketches them (in sketches of the store's own
+/// `registers`, if it has its own: Redis's).
+fn distinct_place(kind: &str, rule: Distinct, registers: Option<usize>) -> String {
     match rule.sketch() {
         None => format!("{kind} (distinct values)"),
         Some(s) => format!(
             "{kind} (distinct values, sketched past {}: {} registers, {} sub-windows)",
-            s.from, s.registers, s.sub_windows
+            s.from,
+            registers.unwrap_or(s.registers),
+            s.sub_windows
         ),
     }
 }
@@ -490,8 +493,8 @@ impl StoreOptions {
 impl StoreOptions {
     /// The store of the rule of distinct values named `name`: in `kind`,
     /// or where the server keeps rules by default (Redis when it has one).
-    /// Memory and Redis keep distinct values; memcached does not, and a
-    /// sketch of them stays in memory.
+    /// Memory and Redis keep distinct values (and their sketches: Redis's
+    /// own HyperLogLogs); memcached does not.
     ///
     /// ```
     /// use limits::Distinct;

@@ -146,7 +146,10 @@ fn replay_access_log_out_of_order_beyond_the_window_names_the_line() {
 fn replay_bad_csv_lines_stop_with_file_and_line_or_are_skipped() {
     let dir = tempfile::tempdir().unwrap();
     for (text, says) in [
-        ("0,a\n0.5\n", ":2: expected time,key[,cost[,value]], found 1 field"),
+        (
+            "0,a\n0.5\n",
+            ":2: expected time,key[,cost[,value]], found 1 field",
+        ),
         ("0,a\nsoon,a\n", ":2: time \"soon\" is not decimal seconds"),
         (
             "0,a\n0.1,a,0\n",
