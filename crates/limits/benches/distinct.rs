@@ -1,8 +1,9 @@
 //! The limit on distinct values: time per check and bytes per key, exact
 //! (N = 20, usernames per address) and sketched (N = 10,000, pages per
 //! address, HyperLogLogs of 1,024 registers in 8 sub-windows past 16
-//! values, so that the warm-up's 60 values a key sketch every key), beside governor's `check_key` on the same keys in the same
-//! run, virtual clocks, interleaved rounds.
+//! values: the warm-up's 20 values a key in each sub-window sketch every
+//! key, all eight live), beside governor's `check_key` on the same keys in
+//! the same run, virtual clocks, interleaved rounds.
 //!
 //! `cargo bench -p limits --bench distinct`.
 
@@ -28,7 +29,7 @@ fn main() {
     let exact: DistinctLimiter<u64, _> =
         DistinctLimiter::with_clock(Distinct::new(20, hour).unwrap(), clock.clone());
     let sketch = DistinctSketch {
-        from: 256,
+        from: 16,
         registers: 1024,
         sub_windows: 8,
     };
@@ -41,12 +42,15 @@ fn main() {
         &Scenario::new(Algorithm::TokenBucket, KEYS, Outcome::Allowed),
         &ks.keys,
     );
-    // Warm: every key holds its values (the sketched ones past the threshold).
-    for pass in 0..3 {
+    // Warm: every key holds its values (the sketched ones past the
+    // threshold), met in each of the eight sub-windows of the hour, as a
+    // scraper at work is.
+    for pass in 0..8 {
         for (i, k) in ks.stream.iter().enumerate() {
             exact.check(k, &few[i]);
             sketched.check(k, &many[(i + pass * 7_919) % CHECKS]);
         }
+        clock.advance(hour / 8);
     }
     let time = |f: &dyn Fn() -> u64| {
         let start = Instant::now();

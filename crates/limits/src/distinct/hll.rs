@@ -3,7 +3,8 @@
 //! raised to the rank of the rest (leading zeros plus one). The number of
 //! distinct values is estimated from the registers' harmonic mean, with a
 //! standard error of 1.04 / sqrt(m); below 2.5 m, by linear counting of
-//! the registers still zero.
+//! the registers still zero. Several sketches are estimated as their
+//! [`Union`], kept as registers rise.
 
 /// One sketch's registers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,28 +44,80 @@ impl Hll {
     }
 }
 
-/// The estimated number of distinct values in the union of `sketches`
-/// (all of `m` registers): each register the highest among them.
-pub(super) fn estimate<'a>(m: usize, sketches: impl Iterator<Item = &'a Hll> + Clone) -> f64 {
-    let (mut sum, mut zeros) = (0.0f64, 0usize);
-    for i in 0..m {
-        let r = sketches.clone().map(|s| s.registers[i]).max().unwrap_or(0);
-        sum += f64::powi(2.0, -i32::from(r));
-        zeros += usize::from(r == 0);
+/// Several sketches as one (their union: each register the highest among
+/// them), with what the estimate reads kept as registers rise: the sum of
+/// 2^-register over the registers, in fixed point (2^64 is one: every term
+/// exact, and the sum the same however it was reached), and the registers
+/// still zero.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Union {
+    registers: Box<[u8]>,
+    sum: u128,
+    zeros: usize,
+}
+
+impl Union {
+    /// `m` registers, all zero.
+    pub(super) fn new(m: usize) -> Union {
+        Union {
+            registers: vec![0; m].into_boxed_slice(),
+            sum: (m as u128) << 64,
+            zeros: m,
+        }
     }
-    let m_f = m as f64;
-    let alpha = match m {
-        16 => 0.673,
-        32 => 0.697,
-        64 => 0.709,
-        _ => 0.7213 / (1.0 + 1.079 / m_f),
-    };
-    let raw = alpha * m_f * m_f / sum;
-    if raw <= 2.5 * m_f && zeros > 0 {
-        m_f * (m_f / zeros as f64).ln()
-    } else {
-        raw
+
+    /// The union of `sketches`, all of `m` registers.
+    pub(super) fn of<'a>(m: usize, sketches: impl Iterator<Item = &'a Hll>) -> Union {
+        let mut union = Union::new(m);
+        for sketch in sketches {
+            for (i, &rank) in sketch.registers.iter().enumerate() {
+                union.raise(i, rank);
+            }
+        }
+        union
     }
+
+    pub(super) fn m(&self) -> usize {
+        self.registers.len()
+    }
+
+    /// Register `index` raised to `rank`, if that is higher.
+    pub(super) fn raise(&mut self, index: usize, rank: u8) {
+        let r = &mut self.registers[index];
+        if rank > *r {
+            self.sum -= term(*r);
+            self.sum += term(rank);
+            self.zeros -= usize::from(*r == 0);
+            *r = rank;
+        }
+    }
+
+    /// The estimated number of distinct values.
+    pub(super) fn estimate(&self) -> f64 {
+        let m_f = self.m() as f64;
+        let alpha = match self.m() {
+            16 => 0.673,
+            32 => 0.697,
+            64 => 0.709,
+            _ => 0.7213 / (1.0 + 1.079 / m_f),
+        };
+        let sum = self.sum as f64 / 2f64.powi(64);
+        let raw = alpha * m_f * m_f / sum;
+        if raw <= 2.5 * m_f && self.zeros > 0 {
+            m_f * (m_f / self.zeros as f64).ln()
+        } else {
+            raw
+        }
+    }
+
+    pub(super) fn bytes(&self) -> usize {
+        self.registers.len()
+    }
+}
+
+/// 2^-rank in the union's fixed point: whole, as a rank is at most 61.
+fn term(rank: u8) -> u128 {
+    (1u128 << 64) >> rank
 }
 
 #[cfg(test)]
@@ -95,7 +148,8 @@ mod tests {
                         let (i, r) = Hll::place(m, h);
                         sketch.raise(i, r);
                     }
-                    let error = (estimate(m, [&sketch].into_iter()) - n as f64) / n as f64;
+                    let error =
+                        (Union::of(m, [&sketch].into_iter()).estimate() - n as f64) / n as f64;
                     trials += 1;
                     if error.abs() > 3.0 * sigma {
                         outside += 1;
@@ -126,7 +180,7 @@ mod tests {
                 b.raise(i, r);
             }
         }
-        let both = estimate(m, [&a, &b].into_iter());
+        let both = Union::of(m, [&a, &b].into_iter()).estimate();
         assert!(
             (both - 2_000.0).abs() < 2_000.0 * 3.0 * 1.04 / 32.0,
             "{both}"

@@ -15,9 +15,9 @@
 //! Approximate past a threshold ([`Distinct::with_sketch`]), for an N too
 //! large to keep every value: a key that comes to hold `from` values turns
 //! them into HyperLogLogs of m registers, one per sub-window (the window
-//! cut into k), merged when read: a count within 1.04 / sqrt(m) of the
-//! true one (standard error), in k * m bytes whatever N, beside the last
-//! `from` values exactly. A repeat of one of those is free; any other
+//! cut into k), and their union kept as registers rise: a count within
+//! 1.04 / sqrt(m) of the true one (standard error), in (k + 1) * m bytes
+//! whatever N, beside the last `from` values exactly. A repeat of one of those is free; any other
 //! value passes only while the count has room for one more, whether or
 //! not it moves a register: a sketch cannot tell a repeat from a new value
 //! whose registers happen to be set, and passing those for free would let
@@ -46,14 +46,15 @@
 mod hll;
 mod keyed;
 mod seen;
+mod sketches;
 mod store;
 
 pub use keyed::DistinctLimiter;
 pub use seen::Seen;
 
 use crate::{Decision, Mode, Rate, RateError, RetryAfter};
-use hll::Hll;
 use seen::Held;
+use sketches::Sketches;
 use std::time::Duration;
 
 /// At most `at_most` distinct values per key in any window of `window`.
@@ -191,8 +192,8 @@ impl Distinct {
         }
         match seen.held() {
             Held::Exact(values) => self.decide_exact(values, value, now, record),
-            Held::Sketched { slots, recent } => {
-                self.decide_sketched(slots, recent, value, now, record)
+            Held::Sketched { sketches, recent } => {
+                self.decide_sketched(sketches, recent, value, now, record)
             }
         }
     }
@@ -212,10 +213,10 @@ impl Distinct {
                     .partition_point(|&(_, at)| at.saturating_add(self.window_nanos()) <= now);
                 values.drain(..gone);
             }
-            Held::Sketched { slots, recent } => {
+            Held::Sketched { sketches, recent } => {
                 let (sub, k) = self.sub_window();
-                let current = now / sub;
-                slots.retain(|(index, _)| index + k > current);
+                // Sub-window i is in the window while i + k > now / sub.
+                sketches.keep_from((now / sub + 1).saturating_sub(k));
                 let gone = recent
                     .partition_point(|&(_, at)| at.saturating_add(self.window_nanos()) <= now);
                 recent.drain(..gone);
@@ -254,7 +255,7 @@ impl Distinct {
 
     fn decide_sketched(
         &self,
-        slots: &mut Vec<(u64, Hll)>,
+        sketches: &mut Sketches,
         recent: &mut Vec<(u64, u64)>,
         value: u64,
         now: u64,
@@ -264,7 +265,7 @@ impl Distinct {
             return self.answer(false, self.at_most(), None, None, now);
         };
         let (sub, k) = self.sub_window();
-        let count = hll::estimate(sketch.registers, slots.iter().map(|(_, s)| s));
+        let count = sketches.estimate();
         let repeat = recent.iter().position(|&(v, _)| v == value);
         let allowed = repeat.is_some() || count + 1.0 <= self.at_most() as f64;
         if allowed && record {
@@ -278,19 +279,13 @@ impl Distinct {
                 None => {}
             }
             recent.push((value, now));
-            let current = now / sub;
-            if slots.last().is_none_or(|(i, _)| *i != current) {
-                slots.push((current, Hll::new(sketch.registers)));
-            }
-            if let Some((_, s)) = slots.last_mut() {
-                let (index, rank) = Hll::place(sketch.registers, value);
-                s.raise(index, rank);
-            }
+            sketches.add(now / sub, value);
         }
         let added = u64::from(allowed && repeat.is_none() && record);
         let leaves = |i: u64| i.saturating_add(k).saturating_mul(sub);
-        let oldest = slots.first().map(|&(i, _)| leaves(i));
-        let newest = slots.last().map(|&(i, _)| leaves(i));
+        let span = sketches.span();
+        let oldest = span.map(|(first, _)| leaves(first));
+        let newest = span.map(|(_, last)| leaves(last));
         let counted = (count.ceil() as u64).saturating_add(added);
         self.answer(allowed, counted, oldest, newest, now)
     }
@@ -332,22 +327,15 @@ impl Distinct {
     /// `values` as sketches, each in the sub-window of its last use.
     fn sketched(&self, values: &[(u64, u64)], sketch: DistinctSketch, now: u64) -> Held {
         let (sub, k) = self.sub_window();
-        let mut slots: Vec<(u64, Hll)> = Vec::new();
+        let mut sketches = Sketches::new(sketch.registers);
         for &(value, at) in values {
             let index = at / sub;
-            if index + k <= now / sub {
-                continue;
-            }
-            if slots.last().is_none_or(|(i, _)| *i != index) {
-                slots.push((index, Hll::new(sketch.registers)));
-            }
-            let (register, rank) = Hll::place(sketch.registers, value);
-            if let Some((_, s)) = slots.last_mut() {
-                s.raise(register, rank);
+            if index + k > now / sub {
+                sketches.add(index, value);
             }
         }
         Held::Sketched {
-            slots,
+            sketches,
             recent: values.to_vec(),
         }
     }

@@ -3,7 +3,7 @@
 //! threshold, as HyperLogLogs of the sub-windows the window is cut into,
 //! beside the last values exactly.
 
-use super::hll::Hll;
+use super::sketches::Sketches;
 
 /// The values one key holds (see [`Distinct`](super::Distinct)).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -17,12 +17,12 @@ pub struct Seen {
 pub(super) enum Held {
     /// (value hash, last asked for), by that time, oldest first.
     Exact(Vec<(u64, u64)>),
-    /// One sketch per sub-window still in the window, oldest first, each
-    /// with its sub-window's number (time / sub-window); and the values
-    /// admitted last, exactly, as `Exact` holds them (at most the rule's
-    /// `from`): the repeats known to be free.
+    /// One sketch per sub-window still in the window (their sub-windows
+    /// numbered time / sub-window); and the values admitted last, exactly,
+    /// as `Exact` holds them (at most the rule's `from`): the repeats known
+    /// to be free.
     Sketched {
-        slots: Vec<(u64, Hll)>,
+        sketches: Sketches,
         recent: Vec<(u64, u64)>,
     },
 }
@@ -38,7 +38,7 @@ impl Seen {
     pub fn is_empty(&self) -> bool {
         match &self.held {
             Held::Exact(values) => values.is_empty(),
-            Held::Sketched { slots, .. } => slots.iter().all(|(_, s)| s.is_empty()),
+            Held::Sketched { sketches, .. } => sketches.is_empty(),
         }
     }
 
@@ -61,9 +61,8 @@ impl Seen {
     pub(super) fn heap_bytes(&self) -> usize {
         match &self.held {
             Held::Exact(values) => values.capacity() * size_of::<(u64, u64)>(),
-            Held::Sketched { slots, recent } => {
-                let exact = recent.capacity() * size_of::<(u64, u64)>();
-                exact + slots.iter().map(|(_, s)| s.bytes()).sum::<usize>()
+            Held::Sketched { sketches, recent } => {
+                recent.capacity() * size_of::<(u64, u64)>() + sketches.bytes()
             }
         }
     }
