@@ -7,7 +7,7 @@ use crate::key::KeySpec;
 use crate::members;
 use crate::no_client::Said;
 use crate::policy::{HttpRule, Policy, RuleObserver};
-use crate::too_many::TooManyBody;
+use crate::too_many::{self, TooManyBody};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::HeaderValue;
@@ -108,6 +108,11 @@ impl<S: Store, K> InForce<S, K> {
             .map(|t| t.too_many.body(secs))
             .unwrap_or_default()
     }
+
+    /// What a client refused by rule `rule` is told was exceeded.
+    pub(crate) fn exceeded(&self, rule: usize) -> &str {
+        self.texts(rule).map_or("", |t| t.exceeded.as_str())
+    }
 }
 
 /// A rule's text that no decision changes, made once per policy.
@@ -119,6 +124,8 @@ struct RuleTexts {
     ratelimit: Option<RateLimitValue>,
     /// Its 429 problem body, but for the number of seconds.
     too_many: TooManyBody,
+    /// What a client it refuses is told was exceeded (gRPC's message).
+    exceeded: String,
 }
 
 impl RuleTexts {
@@ -134,6 +141,7 @@ impl RuleTexts {
             policy: headers::policy_value(members::policy_members(rule)),
             ratelimit,
             too_many: TooManyBody::new(&rule.name, distinct),
+            exceeded: too_many::exceeded(&rule.name, distinct),
         }
     }
 }

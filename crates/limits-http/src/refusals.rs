@@ -52,7 +52,10 @@ pub(crate) fn refusal<S: Store, K>(
 }
 
 /// The `grpc-message` of a refusal and the wait it asks for (a RetryInfo).
-fn grpc_status<S, K>(in_force: &InForce<S, K>, refusal: &Refusal) -> (String, Option<Duration>) {
+fn grpc_status<S: Store, K>(
+    in_force: &InForce<S, K>,
+    refusal: &Refusal,
+) -> (String, Option<Duration>) {
     let name = |rule: usize| in_force.policy.rules.get(rule).map(|r| r.name.as_str());
     match refusal {
         Refusal::Path(e) => (e.to_string(), None),
@@ -62,8 +65,7 @@ fn grpc_status<S, K>(in_force: &InForce<S, K>, refusal: &Refusal) -> (String, Op
         Refusal::StoreDown => (STORE_DOWN.to_string(), Some(UNAVAILABLE_FOR)),
         Refusal::Denied(rule) => (denied_detail(rule.and_then(name)), None),
         Refusal::Limited(limited) => {
-            let rule = name(limited.rule()).unwrap_or_default();
-            let message = format!("rate limit {rule:?} exceeded");
+            let message = in_force.exceeded(limited.rule()).to_string();
             match limited.retry_after() {
                 RetryAfter::After(wait) => (message, Some(wait)),
                 RetryAfter::Never => (message, None),

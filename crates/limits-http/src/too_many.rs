@@ -30,18 +30,23 @@ pub(crate) struct TooManyBody {
 /// The detail after the number of seconds.
 pub(crate) const DETAIL_AFTER: &str = " s";
 
-/// The detail before the number of seconds (after it: [`DETAIL_AFTER`]),
-/// for a rule of distinct values (`distinct`: its limit) saying so: the
-/// client is told a new value was refused, not a request too many.
-pub(crate) fn detail_before(rule: &str, distinct: Option<Rate>) -> String {
+/// What a refused client is told was exceeded, for a rule of distinct
+/// values (`distinct`: its limit) saying so: a new value was refused, not
+/// a request too many. The 429's detail and a gRPC refusal's message.
+pub(crate) fn exceeded(rule: &str, distinct: Option<Rate>) -> String {
     match distinct {
-        None => format!("rate limit {rule:?} exceeded; retry in "),
+        None => format!("rate limit {rule:?} exceeded"),
         Some(rate) => format!(
-            "rate limit {rule:?} exceeded: at most {} distinct values in {}, and this one is new; retry in ",
+            "rate limit {rule:?} exceeded: at most {} distinct values in {}, and this one is new",
             rate.limit(),
             format_duration(rate.window())
         ),
     }
+}
+
+/// The detail before the number of seconds (after it: [`DETAIL_AFTER`]).
+pub(crate) fn detail_before(rule: &str, distinct: Option<Rate>) -> String {
+    format!("{}; retry in ", exceeded(rule, distinct))
 }
 
 impl TooManyBody {

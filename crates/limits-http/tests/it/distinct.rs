@@ -197,3 +197,31 @@ async fn the_same_limiter_shared_by_two_rules_counts_their_values_together() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_grpc_client_is_told_a_new_value_was_refused() {
+    let clock = ManualClock::new(0);
+    let of: KeySpec = "header:x-user".parse().unwrap();
+    let minute = Duration::from_secs(60);
+    let rule = HttpRule::new("g", at_most(1, minute, &clock), KeySpec::ip()).distinct(of);
+    let app = Router::new()
+        .route("/svc/Call", post(|| async { "ok" }))
+        .layer(RateLimitLayer::new(Policy::new(vec![rule])));
+    let call = |user: &str| {
+        let mut r = Request::post("/svc/Call")
+            .header("content-type", "application/grpc")
+            .header("x-user", user)
+            .body(Body::empty())
+            .unwrap();
+        r.extensions_mut()
+            .insert(PeerAddr("192.0.2.9:1".parse().unwrap()));
+        r
+    };
+    assert_eq!(header(&send(&app, call("ann")).await, "grpc-status"), "");
+    let refused = send(&app, call("bob")).await;
+    assert_eq!(header(&refused, "grpc-status"), "8");
+    assert_eq!(
+        header(&refused, "grpc-message"),
+        "rate limit \"g\" exceeded: at most 1 distinct values in 1m, and this one is new"
+    );
+}
