@@ -29,6 +29,23 @@ pub struct DistinctAnswer {
     pub refill_after: Duration,
 }
 
+impl From<limits::Decision> for DistinctAnswer {
+    /// What a limiter decided, as the model answers it: its wait only when
+    /// it refused.
+    fn from(d: limits::Decision) -> DistinctAnswer {
+        DistinctAnswer {
+            allowed: d.allowed,
+            remaining: d.remaining,
+            retry_after: match d.retry_after {
+                limits::RetryAfter::After(w) if !d.allowed => Some(w),
+                _ => None,
+            },
+            reset_after: d.reset_after,
+            refill_after: d.refill_after,
+        }
+    }
+}
+
 impl DistinctModel {
     /// At most `at_most` values within any `window` ns: `value` at `now`,
     /// held (or refreshed) when `record` and admitted.

@@ -5,36 +5,14 @@
 //! when its last value leaves the window.
 
 use crate::redis_server;
+use crate::redis_store::connect;
 
-use limits::{Distinct, DistinctSketch, Mode, RetryAfter, Store};
+use limits::{Distinct, DistinctSketch, Mode, Store};
 use limits_conformance::{DistinctAnswer, DistinctModel};
-use limits_redis::{RedisConnection, RedisDistinct, RedisOptions};
+use limits_redis::RedisDistinct;
 use redis_server::RedisServer;
 use std::collections::HashMap;
 use std::time::Duration;
-
-async fn connect(server: &RedisServer) -> RedisConnection {
-    let options = RedisOptions {
-        timeout: Duration::from_secs(5),
-        ..RedisOptions::default()
-    };
-    RedisConnection::connect(&server.url(), options)
-        .await
-        .unwrap()
-}
-
-fn answer(d: limits::Decision) -> DistinctAnswer {
-    DistinctAnswer {
-        allowed: d.allowed,
-        remaining: d.remaining,
-        retry_after: match d.retry_after {
-            RetryAfter::After(w) if !d.allowed => Some(w),
-            _ => None,
-        },
-        reset_after: d.reset_after,
-        refill_after: d.refill_after,
-    }
-}
 
 /// xorshift64*: the traces are the same on every run, and the seed of a
 /// failing one is printed.
@@ -94,7 +72,7 @@ async fn redis_decides_distinct_values_as_the_model_on_random_traces() {
             let model = models.entry(key).or_default();
             let want = model.decide(at_most, window, value, now, !peek);
             assert_eq!(
-                answer(got.decision),
+                DistinctAnswer::from(got.decision),
                 want,
                 "seed {seed} step {step}: key {key} value {value} at {us} us, {at_most} per {window_us} us"
             );

@@ -9,7 +9,7 @@ use limits_redis::{RedisConnection, RedisOptions, RedisStore};
 use redis_server::RedisServer;
 use std::time::Duration;
 
-async fn connect(server: &RedisServer) -> RedisConnection {
+pub(crate) async fn connect(server: &RedisServer) -> RedisConnection {
     let options = RedisOptions {
         timeout: Duration::from_secs(5),
         ..RedisOptions::default()

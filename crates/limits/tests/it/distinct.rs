@@ -3,8 +3,8 @@
 //! (never more than N distinct values admitted within any window) as a
 //! property; and forgetting idle keys, lossless.
 
-use limits::{Distinct, DistinctLimiter, ManualClock, Mode, RetryAfter, Seen};
-use limits_conformance::{DistinctModel, config};
+use limits::{Distinct, DistinctLimiter, ManualClock, Mode, Seen};
+use limits_conformance::{DistinctAnswer, DistinctModel, config};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -23,19 +23,6 @@ fn trace(window: u64) -> impl Strategy<Value = Vec<(u8, u64, u64, bool)>> {
     prop::collection::vec((0u8..3, 0u64..6, gap, prop::bool::weighted(0.15)), 1..80)
 }
 
-fn answer(d: limits::Decision) -> limits_conformance::DistinctAnswer {
-    limits_conformance::DistinctAnswer {
-        allowed: d.allowed,
-        remaining: d.remaining,
-        retry_after: match d.retry_after {
-            RetryAfter::After(w) if !d.allowed => Some(w),
-            _ => None,
-        },
-        reset_after: d.reset_after,
-        refill_after: d.refill_after,
-    }
-}
-
 proptest! {
     #![proptest_config(config())]
 
@@ -50,7 +37,7 @@ proptest! {
             let mode = if peek { Mode::Peek } else { Mode::Record };
             let got = rule.decide(seen.entry(key).or_default(), value, t, mode);
             let want = models.entry(key).or_default().decide(at_most, window, value, t, !peek);
-            prop_assert_eq!(answer(got), want, "key {} value {} at {}", key, value, t);
+            prop_assert_eq!(DistinctAnswer::from(got), want, "key {} value {} at {}", key, value, t);
         }
     }
 
