@@ -22,10 +22,7 @@ use crate::connection::RedisConnection;
 use crate::scripts::{Lua, DISTINCT, DISTINCT_SKETCHED};
 use crate::shape::fingerprint;
 use crate::store::{micros, query_loaded, EXPLICIT_TTL_MS};
-use limits::{
-    Algorithm, Decision, Distinct, Mode, RetryAfter, Rule, Store, StoreError, UnsupportedRule,
-    Verdict,
-};
+use limits::{Algorithm, Distinct, Mode, Rule, Store, StoreError, UnsupportedRule, Verdict};
 use smallvec::smallvec;
 use std::net::IpAddr;
 use std::time::Duration;
@@ -150,13 +147,14 @@ impl RedisDistinct {
             .connection
             .run(|conn| query_loaded(conn, script, command))
             .await?;
-        verdict(&answer)
+        verdict(&self.rule, &answer)
     }
 }
 
-/// The verdict from the script's answer: allowed, remaining, and the
-/// microseconds until the oldest and the newest value leave the window.
-fn verdict(answer: &[i64]) -> Result<Verdict, StoreError> {
+/// The verdict on `rule` from the script's answer: allowed, remaining,
+/// and the microseconds until the oldest and the newest value leave the
+/// window.
+fn verdict(rule: &Distinct, answer: &[i64]) -> Result<Verdict, StoreError> {
     let &[allowed, remaining, oldest, newest] = answer else {
         return Err(StoreError::new(format!(
             "the Redis distinct script answered {} numbers, not 4",
@@ -164,18 +162,10 @@ fn verdict(answer: &[i64]) -> Result<Verdict, StoreError> {
         )));
     };
     let until = |us: i64| Duration::from_micros(u64::try_from(us).unwrap_or(0));
-    let allowed = allowed == 1;
-    let decision = Decision {
-        allowed,
-        remaining: u64::try_from(remaining).unwrap_or(0),
-        retry_after: match allowed {
-            true => RetryAfter::ZERO,
-            false => RetryAfter::After(until(oldest)),
-        },
-        reset_after: until(newest),
-        delay: Duration::ZERO,
-        refill_after: until(oldest),
-    };
+    let counted = rule
+        .at_most()
+        .saturating_sub(u64::try_from(remaining).unwrap_or(0));
+    let decision = rule.decision(allowed == 1, counted, until(oldest), until(newest));
     Ok(Verdict {
         decision,
         per_rate: smallvec![decision],

@@ -305,16 +305,39 @@ impl Distinct {
                 Duration::from_nanos(at.saturating_sub(now))
             })
         };
+        self.decision(allowed, counted, until(oldest), until(newest))
+    }
+
+    /// The decision on a value, from whether it passed, the values counted
+    /// after it, and how long until the oldest and the newest of them leave
+    /// the window (zero with none): what every store of this limit answers
+    /// (a refused value waits for the oldest).
+    ///
+    /// ```
+    /// use limits::Distinct;
+    /// use std::time::Duration;
+    ///
+    /// let rule = Distinct::new(2, Duration::from_secs(60)).unwrap();
+    /// let refused = rule.decision(false, 2, Duration::from_secs(5), Duration::from_secs(50));
+    /// assert_eq!((refused.remaining, refused.retry_after.duration()), (0, Some(Duration::from_secs(5))));
+    /// ```
+    pub fn decision(
+        &self,
+        allowed: bool,
+        counted: u64,
+        oldest: Duration,
+        newest: Duration,
+    ) -> Decision {
         Decision {
             allowed,
             remaining: self.at_most().saturating_sub(counted),
             retry_after: match allowed {
                 true => RetryAfter::ZERO,
-                false => RetryAfter::After(until(oldest)),
+                false => RetryAfter::After(oldest),
             },
-            reset_after: until(newest),
+            reset_after: newest,
             delay: Duration::ZERO,
-            refill_after: until(oldest),
+            refill_after: oldest,
         }
     }
 
