@@ -14,7 +14,7 @@ const VALUE_FORMAT: u32 = 2;
 const MAX_KEY: usize = 250;
 
 /// Room left in an item for its key and memcached's own header.
-const ITEM_OVERHEAD: usize = 512;
+pub(crate) const ITEM_OVERHEAD: usize = 512;
 
 /// Memcached reads a relative TTL above 30 days as a Unix time.
 const MAX_RELATIVE_TTL: u64 = 30 * 24 * 3600;

@@ -41,15 +41,18 @@
 mod client;
 mod clock_check;
 mod clock_offset;
+mod distinct;
 mod item;
 mod meta;
 mod pool;
+mod read_modify_write;
 mod ring;
 mod store;
 mod url;
 
 pub use client::{MemcachedClient, MemcachedOptions, Usage, MAX_PREFIX};
 pub use clock_offset::ClockOffset;
+pub use distinct::MemcachedDistinct;
 pub use limits::UnsupportedRule;
 pub use store::MemcachedStore;
 pub use url::{is_memcached_url, parse_url};

@@ -4,7 +4,8 @@
 
 use crate::client::MemcachedClient;
 use crate::item::{self, Held};
-use crate::meta::{Connection, Item, MetaError, Write, Written};
+use crate::meta::{Connection, Item, MetaError};
+use crate::read_modify_write::{read_modify_write, Change};
 use limits::UnsupportedRule;
 use limits::{
     Algorithm, Clock, KeyedLimiter, Mode, Options, Penalty, Receipt, Rule, Settlement, Store,
@@ -15,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The least an item written at an explicit time lives.
-const EXPLICIT_MIN_LIFE: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const EXPLICIT_MIN_LIFE: Duration = Duration::from_secs(24 * 3600);
 
 /// One rule's decisions on memcached: every instance that shares the
 /// servers (and the rule's name) shares the limit, exactly.
@@ -219,7 +220,7 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
     }
 
     /// The decision at `now` on memcached (the outer error: memcached did
-    /// not answer, as in [`read_modify_write`](Self::read_modify_write)).
+    /// not answer, as in [`read_modify_write`]).
     async fn decide_shared(
         &self,
         key: &str,
@@ -233,7 +234,7 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
             let mut held = Held::new(&self.rule, self.penalty.as_ref());
             return Ok(Ok(self.decide_held(&mut held, now, cost, mode)));
         }
-        self.read_modify_write(key, |found| {
+        read_modify_write(&self.client, &self.item_key(key), key, |found| {
             let (mut held, before) = self.held_in(key, found)?;
             let verdict = self.decide_held(&mut held, now, cost, mode);
             let writes = match (mode, verdict.decision.allowed) {
@@ -291,7 +292,7 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
             // It keeps no state: nothing to settle.
             Algorithm::None => Ok(Ok(Receipt { at: now, ..receipt })),
             _ => {
-                self.read_modify_write(key, |found| {
+                read_modify_write(&self.client, &self.item_key(key), key, |found| {
                     let (mut held, before) = self.held_in(key, found)?;
                     let settled = self
                         .rule
@@ -332,49 +333,6 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
             }
             (Err(unanswered), _) => Err(unanswered),
         }
-    }
-
-    /// Reads `key`'s item with its CAS token, asks `change` for the answer
-    /// and what to write (nothing, or a new value), and writes it only if
-    /// no one wrote the item meanwhile (a new key: only if there is still
-    /// none); while another writer comes between, reads and asks again, up
-    /// to [`max_attempts`](crate::MemcachedOptions::max_attempts). The outer
-    /// error: memcached did not answer (or said it is full); the inner one:
-    /// it answered, and the change still failed (other writers every time,
-    /// an item that is no state of the rule).
-    async fn read_modify_write<T>(
-        &self,
-        key: &str,
-        mut change: impl FnMut(Option<Item>) -> Result<(T, Option<Change>), StoreError>,
-    ) -> Result<Result<T, StoreError>, StoreError> {
-        let item_key = self.item_key(key);
-        let server = self.client.server_of(&item_key);
-        let attempts = self.client.options().max_attempts.max(1);
-        self.client
-            .exchange(server, async |lease| {
-                for _ in 0..attempts {
-                    let connection = lease.connection();
-                    let found = connection.get(&item_key).await?;
-                    let how = found.as_ref().map_or(Write::Add, |item| Write::Cas(item.cas));
-                    let (answer, write) = match change(found) {
-                        Ok(changed) => changed,
-                        Err(e) => return Ok(Err(e)),
-                    };
-                    let Some(Change { value, ttl }) = write else {
-                        return Ok(Ok(answer));
-                    };
-                    match connection.set(&item_key, &value, ttl, how).await? {
-                        Written::Stored => return Ok(Ok(answer)),
-                        Written::Conflict => self.client.count_retry(),
-                    }
-                }
-                self.client.count_gave_up();
-                Ok(Err(StoreError::new(format!(
-                    "memcached {}: the item of key {key:?} changed under {attempts} attempts in a row (other writers); nothing was recorded",
-                    server.addr()
-                ))))
-            })
-            .await
     }
 
     /// What `found` holds (a new key's if none), and the value it was read
@@ -452,12 +410,6 @@ impl<C: Clock + Clone + 'static> MemcachedStore<C> {
             ban,
         }
     }
-}
-
-/// What a read-modify-write writes: the new value and its TTL.
-struct Change {
-    value: Vec<u8>,
-    ttl: u64,
 }
 
 impl<C: Clock + Clone + 'static> Store for MemcachedStore<C> {

@@ -12,7 +12,7 @@ use limits::{
     Asked, Distinct, DistinctLimiter, KeyedLimiter, LocalStore, Mode, Penalty, Receipt, Rule,
     Sketch, SketchOptions, Store, StoreError, SystemClock, Until, Verdict,
 };
-use limits_memcached::{MemcachedClient, MemcachedStore};
+use limits_memcached::{MemcachedClient, MemcachedDistinct, MemcachedStore};
 use limits_redis::{RedisConnection, RedisDistinct, RedisStore};
 use std::net::IpAddr;
 
@@ -46,6 +46,9 @@ pub enum RuleStore {
     /// Each key's distinct values in Redis, shared with every instance
     /// using it.
     RedisDistinct(RedisDistinct),
+    /// Each key's distinct values in memcached, shared with every instance
+    /// using it; decided here, at this process's clock.
+    MemcachedDistinct(MemcachedDistinct),
 }
 
 impl RuleStore {
@@ -104,6 +107,7 @@ impl RuleStore {
             RuleStore::Sketch(s) => format!("a sketch of {}", format_memory(s.memory())),
             RuleStore::Distinct(s) => distinct_place("memory", s.rule(), None),
             RuleStore::RedisDistinct(s) => distinct_place("redis", s.distinct(), Some(16_384)),
+            RuleStore::MemcachedDistinct(s) => distinct_place("memcached", s.distinct(), None),
             other => other.kind().to_string(),
         }
     }
@@ -126,7 +130,10 @@ impl RuleStore {
             RuleStore::Memory(s) => s.bans(),
             RuleStore::Redis(s) => s.bans(),
             RuleStore::Memcached(s) => s.bans(),
-            RuleStore::Sketch(_) | RuleStore::Distinct(_) | RuleStore::RedisDistinct(_) => 0,
+            RuleStore::Sketch(_)
+            | RuleStore::Distinct(_)
+            | RuleStore::RedisDistinct(_)
+            | RuleStore::MemcachedDistinct(_) => 0,
         })
     }
 
@@ -140,6 +147,7 @@ impl RuleStore {
             RuleStore::Sketch(_) => "sketch",
             RuleStore::Distinct(_) => "memory",
             RuleStore::RedisDistinct(_) => "redis",
+            RuleStore::MemcachedDistinct(_) => "memcached",
         }
     }
 
@@ -163,6 +171,7 @@ impl Store for RuleStore {
             RuleStore::Sketch(s) => Store::rule(s),
             RuleStore::Distinct(s) => Store::rule(s),
             RuleStore::RedisDistinct(s) => Store::rule(s),
+            RuleStore::MemcachedDistinct(s) => Store::rule(s),
         }
     }
 
@@ -174,6 +183,7 @@ impl Store for RuleStore {
             RuleStore::Sketch(s) => Store::penalty(s),
             RuleStore::Distinct(s) => Store::penalty(s),
             RuleStore::RedisDistinct(s) => Store::penalty(s),
+            RuleStore::MemcachedDistinct(s) => Store::penalty(s),
         }
     }
 
@@ -186,7 +196,8 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
             RuleStore::Sketch(s) => Store::decide(s, key, cost, mode).await,
             RuleStore::Distinct(s) => Store::decide(s, key, cost, mode).await,
-            RuleStore::RedisDistinct(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
+            RuleStore::RedisDistinct(s) => Store::decide(s, key, cost, mode).await,
+            RuleStore::MemcachedDistinct(s) => Store::decide(s, key, cost, mode).await,
         }
     }
 
@@ -213,6 +224,7 @@ impl Store for RuleStore {
             RuleStore::Sketch(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Distinct(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::RedisDistinct(s) => Store::decide_now(s, key, cost, mode),
+            RuleStore::MemcachedDistinct(s) => Store::decide_now(s, key, cost, mode),
         }
     }
 
@@ -233,7 +245,8 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
             RuleStore::Sketch(s) => Store::decide(s, key, cost, mode).await,
             RuleStore::Distinct(s) => Store::decide(s, key, cost, mode).await,
-            RuleStore::RedisDistinct(s) => Box::pin(Store::decide(s, key, cost, mode)).await,
+            RuleStore::RedisDistinct(s) => Store::decide(s, key, cost, mode).await,
+            RuleStore::MemcachedDistinct(s) => Store::decide(s, key, cost, mode).await,
         }
     }
 
@@ -251,6 +264,7 @@ impl Store for RuleStore {
             RuleStore::Sketch(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::Distinct(s) => Store::decide_now(s, key, cost, mode),
             RuleStore::RedisDistinct(s) => Store::decide_now(s, key, cost, mode),
+            RuleStore::MemcachedDistinct(s) => Store::decide_now(s, key, cost, mode),
         }
     }
 
@@ -266,6 +280,9 @@ impl Store for RuleStore {
         match self {
             RuleStore::Distinct(s) => Store::decide_value(s, client, key, value, mode).await,
             RuleStore::RedisDistinct(s) => {
+                Box::pin(Store::decide_value(s, client, key, value, mode)).await
+            }
+            RuleStore::MemcachedDistinct(s) => {
                 Box::pin(Store::decide_value(s, client, key, value, mode)).await
             }
             RuleStore::Memory(s) => Store::decide_value(s, client, key, value, mode).await,
@@ -285,6 +302,7 @@ impl Store for RuleStore {
         match self {
             RuleStore::Distinct(s) => Store::decide_value_now(s, client, key, value, mode),
             RuleStore::RedisDistinct(s) => Store::decide_value_now(s, client, key, value, mode),
+            RuleStore::MemcachedDistinct(s) => Store::decide_value_now(s, client, key, value, mode),
             RuleStore::Memory(s) => Store::decide_value_now(s, client, key, value, mode),
             RuleStore::Redis(s) => Store::decide_value_now(s, client, key, value, mode),
             RuleStore::Memcached(s) => Store::decide_value_now(s, client, key, value, mode),
@@ -305,9 +323,8 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Box::pin(Store::decide_at(s, key, now, cost, mode)).await,
             RuleStore::Sketch(s) => Store::decide_at(s, key, now, cost, mode).await,
             RuleStore::Distinct(s) => Store::decide_at(s, key, now, cost, mode).await,
-            RuleStore::RedisDistinct(s) => {
-                Box::pin(Store::decide_at(s, key, now, cost, mode)).await
-            }
+            RuleStore::RedisDistinct(s) => Store::decide_at(s, key, now, cost, mode).await,
+            RuleStore::MemcachedDistinct(s) => Store::decide_at(s, key, now, cost, mode).await,
         }
     }
 
@@ -324,9 +341,8 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Store::settle(s, key, now, receipt, cost).await,
             RuleStore::Sketch(s) => Store::settle(s, key, now, receipt, cost).await,
             RuleStore::Distinct(s) => Store::settle(s, key, now, receipt, cost).await,
-            RuleStore::RedisDistinct(s) => {
-                Box::pin(Store::settle(s, key, now, receipt, cost)).await
-            }
+            RuleStore::RedisDistinct(s) => Store::settle(s, key, now, receipt, cost).await,
+            RuleStore::MemcachedDistinct(s) => Store::settle(s, key, now, receipt, cost).await,
         }
     }
 
@@ -342,7 +358,8 @@ impl Store for RuleStore {
             RuleStore::Memcached(s) => Store::renew(s, key, now, receipt).await,
             RuleStore::Sketch(s) => Store::renew(s, key, now, receipt).await,
             RuleStore::Distinct(s) => Store::renew(s, key, now, receipt).await,
-            RuleStore::RedisDistinct(s) => Box::pin(Store::renew(s, key, now, receipt)).await,
+            RuleStore::RedisDistinct(s) => Store::renew(s, key, now, receipt).await,
+            RuleStore::MemcachedDistinct(s) => Store::renew(s, key, now, receipt).await,
         }
     }
 
@@ -354,6 +371,7 @@ impl Store for RuleStore {
             RuleStore::Sketch(s) => Store::local(s),
             RuleStore::Distinct(s) => Store::local(s),
             RuleStore::RedisDistinct(s) => Store::local(s),
+            RuleStore::MemcachedDistinct(s) => Store::local(s),
         }
     }
 
@@ -481,10 +499,7 @@ impl StoreOptions {
                 Some(client) => MemcachedStore::new(client, rule, name)
                     .map(RuleStore::Memcached)
                     .map_err(|e| e.to_string()),
-                None => Err(
-                    "store = \"memcached\" needs memcached: start with --store memcached://HOST:PORT"
-                        .into(),
-                ),
+                None => Err(NO_MEMCACHED.into()),
             },
         }
     }
@@ -493,8 +508,8 @@ impl StoreOptions {
 impl StoreOptions {
     /// The store of the rule of distinct values named `name`: in `kind`,
     /// or where the server keeps rules by default (Redis when it has one).
-    /// Memory and Redis keep distinct values (and their sketches: Redis's
-    /// own HyperLogLogs); memcached does not.
+    /// Memory, Redis and memcached keep distinct values; their sketches,
+    /// memory and Redis (its own HyperLogLogs).
     ///
     /// ```
     /// use limits::Distinct;
@@ -506,7 +521,7 @@ impl StoreOptions {
     /// let store = options.distinct_store(None, "logins", usernames).unwrap();
     /// assert_eq!(store.place(), "memory (distinct values)");
     /// let err = options.distinct_store(Some(StoreKind::Memcached), "logins", usernames).err().unwrap();
-    /// assert!(err.contains("store = \"memory\""), "{err}");
+    /// assert!(err.contains("--store memcached://"), "{err}");
     /// ```
     pub fn distinct_store(
         &self,
@@ -514,21 +529,33 @@ impl StoreOptions {
         name: &str,
         rule: Distinct,
     ) -> Result<RuleStore, String> {
-        match (kind.unwrap_or(self.default_kind()), &self.redis) {
-            (StoreKind::Memory, _) => Ok(RuleStore::distinct(rule)),
-            (StoreKind::Redis, Some(connection)) => RedisDistinct::new(connection, rule, name)
-                .map(RuleStore::RedisDistinct)
-                .map_err(|e| format!("{e}: write store = \"memory\" to keep it in this instance")),
-            (StoreKind::Redis, None) => Err(NO_REDIS.into()),
-            (StoreKind::Memcached, _) => Err(
-                "memcached keeps no distinct values: write store = \"memory\" to keep them in this instance".into(),
-            ),
+        let in_memory = |e: limits::UnsupportedRule| {
+            format!("{e}: write store = \"memory\" to keep it in this instance")
+        };
+        match kind.unwrap_or(self.default_kind()) {
+            StoreKind::Memory => Ok(RuleStore::distinct(rule)),
+            StoreKind::Redis => match &self.redis {
+                Some(connection) => RedisDistinct::new(connection, rule, name)
+                    .map(RuleStore::RedisDistinct)
+                    .map_err(in_memory),
+                None => Err(NO_REDIS.into()),
+            },
+            StoreKind::Memcached => match &self.memcached {
+                Some(client) => MemcachedDistinct::new(client, rule, name)
+                    .map(RuleStore::MemcachedDistinct)
+                    .map_err(in_memory),
+                None => Err(NO_MEMCACHED.into()),
+            },
         }
     }
 }
 
 /// Why `store = "redis"` cannot be: the server has no Redis.
 const NO_REDIS: &str = "store = \"redis\" needs a Redis: start with --store redis://HOST:PORT";
+
+/// Why `store = "memcached"` cannot be: the server has no memcached.
+const NO_MEMCACHED: &str =
+    "store = \"memcached\" needs memcached: start with --store memcached://HOST:PORT";
 
 /// A size as people write it (`16MB`, `16 MiB`, `1048576`), in bytes.
 ///

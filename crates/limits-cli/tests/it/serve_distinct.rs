@@ -1,10 +1,11 @@
 //! `limits serve` with `distinct = {...}`: credential stuffing against a
 //! real proxy and upstream. One address may try two usernames an hour,
 //! each as often as it likes; a third is refused before it reaches the
-//! upstream, with a 429 that says a new value was refused; with Redis,
-//! whichever instance it reaches.
+//! upstream, with a 429 that says a new value was refused; with Redis or
+//! memcached, whichever instance it reaches.
 
 use crate::common;
+use crate::memcached_server::MemcachedServer;
 use crate::redis_server;
 
 use common::client;
@@ -62,11 +63,22 @@ async fn a_third_username_from_one_address_never_reaches_the_upstream() {
 #[tokio::test(flavor = "multi_thread")]
 async fn instances_on_one_redis_share_the_usernames_an_address_tried() {
     let redis = RedisServer::start();
+    instances_share_the_usernames_an_address_tried(&redis.url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn instances_on_one_memcached_share_the_usernames_an_address_tried() {
+    let memcached = MemcachedServer::start();
+    instances_share_the_usernames_an_address_tried(&memcached.url()).await;
+}
+
+/// Two instances on the store at `url`: three usernames from one address
+/// pass on either, a fourth is refused on both.
+async fn instances_share_the_usernames_an_address_tried(url: &str) {
     let upstream = RecordingUpstream::start();
     let rules = "[[rule]]\nname = \"logins\"\npath = \"/login\"\n\
                  distinct = { of = \"form:username\", at_most = 3, window = \"1h\" }\n";
-    let url = redis.url();
-    let args = ["--store", url.as_str()];
+    let args = ["--store", url];
     let (a, _dir_a) = Server::with_rules(rules, &upstream.url, &args);
     let (b, _dir_b) = Server::with_rules(rules, &upstream.url, &args);
     let http = client();

@@ -8,6 +8,7 @@ mod server_port;
 mod clock_offset;
 mod conformance;
 mod contention;
+mod distinct;
 mod outage;
 mod servers;
 mod store;

@@ -113,7 +113,7 @@ pub(super) fn with_penalty(
             p.add(span, "a penalty bans keys one by one, and a sketch (memory) keeps no key: leave one of them out");
             None
         }
-        RuleStore::Distinct(_) | RuleStore::RedisDistinct(_) => {
+        RuleStore::Distinct(_) | RuleStore::RedisDistinct(_) | RuleStore::MemcachedDistinct(_) => {
             p.add(span, "a penalty counts a key's denials, and a limit on distinct values (distinct) keeps none: leave one of them out");
             None
         }

@@ -358,7 +358,8 @@ impl RlsService {
                 RuleStore::Memory(_)
                 | RuleStore::Sketch(_)
                 | RuleStore::Distinct(_)
-                | RuleStore::RedisDistinct(_) => in_memory.push(InMemory {
+                | RuleStore::RedisDistinct(_)
+                | RuleStore::MemcachedDistinct(_) => in_memory.push(InMemory {
                     index,
                     store,
                     key,

@@ -47,6 +47,52 @@ impl Seen {
         matches!(self.held, Held::Sketched { .. })
     }
 
+    /// The values held exactly, as numbers: the key's latest time, then
+    /// each value's hash and last use, oldest first. What a store keeping a
+    /// key's values outside the process writes; `None` for sketches.
+    ///
+    /// ```
+    /// use limits::{Distinct, Mode, Seen};
+    /// use std::time::Duration;
+    ///
+    /// let rule = Distinct::new(2, Duration::from_nanos(100)).unwrap();
+    /// let mut seen = Seen::default();
+    /// rule.decide(&mut seen, 7, 10, Mode::Record);
+    /// rule.decide(&mut seen, 8, 20, Mode::Record);
+    /// let numbers = seen.to_numbers().unwrap();
+    /// assert_eq!(numbers, [20, 7, 10, 8, 20]);
+    /// assert_eq!(Seen::from_numbers(&numbers), Some(seen));
+    /// assert_eq!(Seen::from_numbers(&[20, 7]), None, "a value without its time");
+    /// ```
+    pub fn to_numbers(&self) -> Option<Vec<u64>> {
+        let Held::Exact(values) = &self.held else {
+            return None;
+        };
+        let mut numbers = Vec::with_capacity(1 + 2 * values.len());
+        numbers.push(self.latest);
+        numbers.extend(values.iter().flat_map(|&(value, at)| [value, at]));
+        Some(numbers)
+    }
+
+    /// The values [`to_numbers`](Seen::to_numbers) wrote; `None` for
+    /// numbers it cannot have written (a value without its time, times
+    /// out of order or after the latest).
+    pub fn from_numbers(numbers: &[u64]) -> Option<Seen> {
+        let (&latest, pairs) = numbers.split_first()?;
+        if pairs.len() % 2 != 0 {
+            return None;
+        }
+        let values: Vec<(u64, u64)> = pairs.chunks_exact(2).map(|p| (p[0], p[1])).collect();
+        let ordered = values.windows(2).all(|w| w[0].1 <= w[1].1);
+        if !ordered || values.last().is_some_and(|&(_, at)| at > latest) {
+            return None;
+        }
+        Some(Seen {
+            held: Held::Exact(values),
+            latest,
+        })
+    }
+
     /// The time to decide at: `now`, or the key's latest if later.
     pub(super) fn advance(&mut self, now: u64) -> u64 {
         self.latest = self.latest.max(now);

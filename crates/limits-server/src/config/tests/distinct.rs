@@ -138,7 +138,7 @@ fn distinct_values_are_kept_where_store_says() {
         USERNAMES,
         "store = \"memcached\"\n",
         5,
-        "memcached keeps no distinct values",
+        "store = \"memcached\" needs memcached",
     );
     assert_problem(USERNAMES, "store = \"disk\"\n", 5, "unknown store \"disk\"");
 }
