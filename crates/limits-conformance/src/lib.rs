@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 mod distinct_model;
+mod distinct_trace;
 mod driver;
 mod invariants;
 mod large_costs;
@@ -35,6 +36,7 @@ mod suite;
 mod trace;
 
 pub use distinct_model::{DistinctAnswer, DistinctModel};
+pub use distinct_trace::{DistinctStep, DistinctTrace};
 pub use driver::{allowed_by_key, check_retry_is_exact, compare_with_model, config, limiter};
 pub use invariants::{check_rate, within_burst_and_refill, worst_window};
 pub use large_costs::{large_cost_cases, LARGE_COST_LIMIT, LARGE_COST_WINDOW};

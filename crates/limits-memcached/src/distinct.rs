@@ -20,7 +20,6 @@ use limits::{
     Verdict,
 };
 use sha2::{Digest, Sha256};
-use smallvec::smallvec;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -142,12 +141,7 @@ impl<C: Clock> MemcachedDistinct<C> {
         })
         .await?;
         let decision = decided?;
-        Ok(Verdict {
-            decision,
-            per_rate: smallvec![decision],
-            decided_at: None,
-            ban: None,
-        })
+        Ok(Verdict::of(decision))
     }
 
     /// The values `found` holds (none for a new key), and the bytes they

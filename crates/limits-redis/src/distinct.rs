@@ -23,7 +23,6 @@ use crate::scripts::{Lua, DISTINCT, DISTINCT_SKETCHED};
 use crate::shape::fingerprint;
 use crate::store::{micros, query_loaded, EXPLICIT_TTL_MS};
 use limits::{Algorithm, Distinct, Mode, Rule, Store, StoreError, UnsupportedRule, Verdict};
-use smallvec::smallvec;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -166,12 +165,7 @@ fn verdict(rule: &Distinct, answer: &[i64]) -> Result<Verdict, StoreError> {
         .at_most()
         .saturating_sub(u64::try_from(remaining).unwrap_or(0));
     let decision = rule.decision(allowed == 1, counted, until(oldest), until(newest));
-    Ok(Verdict {
-        decision,
-        per_rate: smallvec![decision],
-        decided_at: None,
-        ban: None,
-    })
+    Ok(Verdict::of(decision))
 }
 
 impl Store for RedisDistinct {

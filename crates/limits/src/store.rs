@@ -30,6 +30,24 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// The verdict of one decision, a rule of one rate's (a limit on
+    /// distinct values): no receipt, no ban.
+    ///
+    /// ```
+    /// use limits::{Decision, Verdict};
+    ///
+    /// let verdict = Verdict::of(Decision::allow(3));
+    /// assert_eq!((verdict.per_rate.len(), verdict.receipt(1)), (1, None));
+    /// ```
+    pub fn of(decision: Decision) -> Verdict {
+        Verdict {
+            decision,
+            per_rate: smallvec::smallvec![decision],
+            decided_at: None,
+            ban: None,
+        }
+    }
+
     /// The receipt of the request this verdict recorded at `cost`, to
     /// settle it with [`Store::settle`]: `None` if it was denied, cost
     /// nothing, or the store cannot settle. (A peek records nothing: its

@@ -7,9 +7,8 @@
 use crate::memcached_server::MemcachedServer;
 
 use limits::{Distinct, DistinctSketch, ManualClock, Mode, Store};
-use limits_conformance::{DistinctAnswer, DistinctModel};
+use limits_conformance::{DistinctAnswer, DistinctTrace};
 use limits_memcached::{MemcachedClient, MemcachedDistinct, MemcachedOptions};
-use std::collections::HashMap;
 use std::time::Duration;
 
 fn client(server: &MemcachedServer) -> MemcachedClient {
@@ -20,53 +19,26 @@ fn client(server: &MemcachedServer) -> MemcachedClient {
     MemcachedClient::new(&server.url(), options).unwrap()
 }
 
-/// xorshift64*: the traces are the same on every run, and the seed of a
-/// failing one is printed.
-struct Seeded(u64);
-
-impl Seeded {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
-    }
-}
-
 #[tokio::test]
 async fn memcached_decides_distinct_values_as_the_model_on_random_traces() {
     let server = MemcachedServer::start();
     let client = client(&server);
     for seed in 1..=16u64 {
-        let mut rng = Seeded(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let at_most = 1 + rng.below(4);
-        let window = 2 + rng.below(50);
-        let rule = Distinct::new(at_most, Duration::from_nanos(window)).unwrap();
+        // In nanoseconds, the core's unit.
+        let trace = DistinctTrace::seeded(seed, 100, 1);
+        let rule = Distinct::new(trace.at_most, Duration::from_nanos(trace.window)).unwrap();
         let store = MemcachedDistinct::new(&client, rule, &format!("trace{seed}")).unwrap();
-        let mut models: HashMap<u64, DistinctModel> = HashMap::new();
-        let mut t = 0;
-        for step in 0..100 {
-            t += match rng.below(8) {
-                0..=2 => 0,
-                3 => window - 1,
-                4 => window,
-                5 => window + 1,
-                _ => rng.below(window),
-            };
-            let (key, value) = (rng.below(3), rng.below(6));
-            let peek = rng.below(7) == 0;
-            let mode = if peek { Mode::Peek } else { Mode::Record };
+        for (n, (step, want)) in trace.steps.iter().zip(trace.expected()).enumerate() {
+            let mode = if step.peek { Mode::Peek } else { Mode::Record };
+            let (key, value) = (step.key.to_string(), step.value.to_string());
             let got = store
-                .decide_value_at(&key.to_string(), &value.to_string(), Some(t), mode)
+                .decide_value_at(&key, &value, Some(step.at), mode)
                 .await
                 .unwrap();
-            // The model tells values apart by equality alone.
-            let want = models.entry(key).or_default();
-            let want = want.decide(at_most, window, value, t, !peek);
             assert_eq!(
                 DistinctAnswer::from(got.decision),
                 want,
-                "seed {seed} step {step}: key {key} value {value} at {t} ns, {at_most} per {window} ns"
+                "seed {seed} step {n}: {step:?}"
             );
         }
     }

@@ -8,35 +8,20 @@ use crate::redis_server;
 use crate::redis_store::connect;
 
 use limits::{Distinct, DistinctSketch, Mode, Store};
-use limits_conformance::{DistinctAnswer, DistinctModel};
+use limits_conformance::{DistinctAnswer, DistinctTrace};
 use limits_redis::RedisDistinct;
 use redis_server::RedisServer;
-use std::collections::HashMap;
 use std::time::Duration;
-
-/// xorshift64*: the traces are the same on every run, and the seed of a
-/// failing one is printed.
-struct Seeded(u64);
-
-impl Seeded {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
-    }
-}
 
 #[tokio::test]
 async fn redis_decides_distinct_values_as_the_model_on_random_traces() {
     let server = RedisServer::start();
     let conn = connect(&server).await;
     for seed in 1..=24u64 {
-        let mut rng = Seeded(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let at_most = 1 + rng.below(4);
-        let window_us = 2 * (1 + rng.below(20));
-        let window = window_us * 1000;
-        let exact = Distinct::new(at_most, Duration::from_nanos(window)).unwrap();
+        // In microseconds, Redis's unit.
+        let trace = DistinctTrace::seeded(seed, 120, 1000);
+        let window = Duration::from_nanos(trace.window);
+        let exact = Distinct::new(trace.at_most, window).unwrap();
         // Odd seeds through the sketch's script, whose threshold these
         // traces never reach: its exact part must decide as the model.
         let rule = match seed % 2 {
@@ -51,30 +36,18 @@ async fn redis_decides_distinct_values_as_the_model_on_random_traces() {
             }
         };
         let store = RedisDistinct::new(&conn, rule, &format!("trace{seed}")).unwrap();
-        let mut models: HashMap<u64, DistinctModel> = HashMap::new();
-        let mut us = 0;
-        for step in 0..120 {
-            us += match rng.below(8) {
-                0..=2 => 0,
-                3 => window_us - 1,
-                4 => window_us,
-                5 => window_us + 1,
-                _ => rng.below(window_us),
-            };
-            let (key, value) = (rng.below(3), rng.below(6));
-            let peek = rng.below(7) == 0;
-            let mode = if peek { Mode::Peek } else { Mode::Record };
-            let now = us * 1000;
+        for (n, (step, want)) in trace.steps.iter().zip(trace.expected()).enumerate() {
+            let mode = if step.peek { Mode::Peek } else { Mode::Record };
+            let (key, value) = (step.key.to_string(), step.value.to_string());
+            let now = Some(step.at);
             let got = store
-                .decide_value_at(&key.to_string(), &value.to_string(), Some(now), mode)
+                .decide_value_at(&key, &value, now, mode)
                 .await
                 .unwrap();
-            let model = models.entry(key).or_default();
-            let want = model.decide(at_most, window, value, now, !peek);
             assert_eq!(
                 DistinctAnswer::from(got.decision),
                 want,
-                "seed {seed} step {step}: key {key} value {value} at {us} us, {at_most} per {window_us} us"
+                "seed {seed} step {n}: {step:?}"
             );
         }
     }

@@ -4,8 +4,7 @@
 //! and says so.
 
 use super::DistinctLimiter;
-use crate::{Clock, Decision, LocalStore, Mode, Rule, Store, StoreError, Verdict};
-use smallvec::smallvec;
+use crate::{Clock, LocalStore, Mode, Rule, Store, StoreError, Verdict};
 use std::future::Future;
 use std::net::IpAddr;
 
@@ -55,7 +54,7 @@ impl<C: Clock + 'static> Store for DistinctLimiter<String, C> {
         mode: Mode,
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
         let _ = client;
-        std::future::ready(Ok(verdict(self.decide(key, value, None, mode))))
+        std::future::ready(Ok(Verdict::of(self.decide(key, value, None, mode))))
     }
 
     fn decide_value_now(
@@ -66,22 +65,11 @@ impl<C: Clock + 'static> Store for DistinctLimiter<String, C> {
         mode: Mode,
     ) -> Option<Result<Verdict, StoreError>> {
         let _ = client;
-        Some(Ok(verdict(self.decide(key, value, None, mode))))
+        Some(Ok(Verdict::of(self.decide(key, value, None, mode))))
     }
 
     fn local(&self) -> Option<&dyn LocalStore> {
         Some(self)
-    }
-}
-
-/// One decision as a verdict: one rate, no receipt (a value held is not
-/// given back), no ban.
-fn verdict(decision: Decision) -> Verdict {
-    Verdict {
-        decision,
-        per_rate: smallvec![decision],
-        decided_at: None,
-        ban: None,
     }
 }
 
