@@ -3,7 +3,9 @@
 //! value repeated free (credential stuffing tries many usernames from one
 //! address, a scraper many pages). Optionally `sketch = { from = 256 }`
 //! (with `registers` and `sub_windows`): past `from` values a key's values
-//! turn into HyperLogLogs ([`limits::Distinct::with_sketch`]).
+//! turn into HyperLogLogs ([`limits::Distinct::with_sketch`]); and
+//! `missing` and `normalize` for the value, as a rule's own are for its
+//! key.
 //!
 //! The rule counts values, not requests, in memory or in Redis (`store`,
 //! by default the server's): what counts requests (rates, a limiter,
@@ -70,6 +72,7 @@ pub(super) fn distinct(
             }
         },
     };
+    let of = super::fields::key_options(of, raw.missing, raw.normalize, p);
     let limit = limit(raw.at_most, raw.window, &span, p);
     let limit = match (limit, raw.sketch) {
         (Some(limit), Some(sketch)) => with_sketch(limit, sketch, p),

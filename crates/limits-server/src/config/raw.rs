@@ -81,6 +81,8 @@ pub(super) struct RawPenalty {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawDistinct {
     pub of: Option<Spanned<String>>,
+    pub missing: Option<Spanned<String>>,
+    pub normalize: Option<Spanned<Vec<Spanned<String>>>>,
     pub at_most: Option<Spanned<Whole>>,
     pub window: Option<Spanned<String>>,
     pub sketch: Option<Spanned<RawSketch>>,

@@ -64,6 +64,20 @@ fn a_sketch_past_a_threshold_is_placed_and_checked() {
 }
 
 #[test]
+fn the_value_is_normalized_and_missing_as_the_table_says() {
+    let table = "{ of = \"header:x-user\", normalize = [\"lowercase\"], missing = \"reject\", at_most = 1, window = \"1h\" }";
+    let rules = rules(table, "").unwrap();
+    let of = rules[0].distinct.as_ref().unwrap();
+    assert_eq!(of.missing(), Some(limits_http::Missing::Reject));
+    assert_eq!(
+        of.normalize().map(|n| n.to_string()).as_deref(),
+        Some("[lowercase]")
+    );
+    let bad = "{ of = \"path\", normalize = [\"shout\"], at_most = 1, window = \"1h\" }";
+    assert_problem(bad, "", 4, "normalize: ");
+}
+
+#[test]
 fn each_field_of_the_table_is_needed_and_checked() {
     let no_of = "{ at_most = 2, window = \"1h\" }";
     assert_problem(
