@@ -217,7 +217,14 @@ fn rule_config(
         None => Some(KeySpec::ip()),
         Some(key) => fields::key_spec(key, p),
     };
-    let key = fields::key_options(key, raw.missing, raw.normalize, p);
+    let (missing, normalize) = match (&raw.distinct, &key) {
+        (Some(_), Some(spec)) if !spec.reads_client_values() => {
+            distinct::options_beside(spec, raw.missing, raw.normalize, p);
+            (None, None)
+        }
+        _ => (raw.missing, raw.normalize),
+    };
+    let key = fields::key_options(key, missing, normalize, p);
 
     let raw_lists = lists::RawLists {
         allow: raw.allow,

@@ -84,6 +84,28 @@ pub(super) fn distinct(
     }
 }
 
+/// The problem of a rule's own `missing` or `normalize` beside `distinct`
+/// when its key (`key`) has no client value to apply them to: they were
+/// surely meant for the value, which takes them inside the table.
+pub(super) fn options_beside(
+    key: &KeySpec,
+    missing: Option<Spanned<String>>,
+    normalize: Option<Spanned<Vec<Spanned<String>>>>,
+    p: &mut Problems<'_>,
+) {
+    let given = [
+        ("missing", missing.as_ref().map(Spanned::span)),
+        ("normalize", normalize.as_ref().map(Spanned::span)),
+    ];
+    for (field, span) in given {
+        let Some(span) = span else { continue };
+        let problem = format!(
+            "{field} applies to the rule's key, here \"{key}\", which has none; for the value distinct counts, write it inside distinct = {{ of = ..., {field} = ... }}"
+        );
+        p.add(&span, problem);
+    }
+}
+
 /// `at_most` values in any `window`, both given and checked.
 fn limit(
     at_most: Option<Spanned<Whole>>,

@@ -75,6 +75,14 @@ fn the_value_is_normalized_and_missing_as_the_table_says() {
     );
     let bad = "{ of = \"path\", normalize = [\"shout\"], at_most = 1, window = \"1h\" }";
     assert_problem(bad, "", 4, "normalize: ");
+    // Beside the table, on a rule keyed by the address: meant for the value.
+    let outside = "normalize = [\"lowercase\"]\n";
+    assert_problem(
+        USERNAMES,
+        outside,
+        5,
+        "normalize applies to the rule's key, here \"ip\", which has none; for the value distinct counts, write it inside distinct = { of = ..., normalize = ... }",
+    );
 }
 
 #[test]
