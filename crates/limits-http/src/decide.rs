@@ -149,10 +149,11 @@ pub(crate) enum Step {
 }
 
 /// Where [`decide_rest`] starts: at the rule `at` of the matching rules,
-/// with its key if made already, on top of what the rules before it said.
+/// with its key (and value) if made already, on top of what the rules
+/// before it said.
 pub(crate) struct Resume {
     at: usize,
-    key: Option<Made>,
+    made: Option<Made>,
     passed: Passed,
 }
 
@@ -195,7 +196,7 @@ impl Resume {
     pub(crate) fn start() -> Resume {
         Resume {
             at: 0,
-            key: None,
+            made: None,
             passed: Passed::default(),
         }
     }
@@ -205,7 +206,7 @@ impl Resume {
     pub(crate) fn done(matched: &Matched, passed: Passed) -> Resume {
         Resume {
             at: matched.rules.len(),
-            key: None,
+            made: None,
             passed,
         }
     }
@@ -229,9 +230,9 @@ pub(crate) fn decide_now<S: Store, K: KeyExtractor>(
             Err(refusal) => return Step::Refused(refusal),
         };
         let Some(verdict) = made.decide_now(rule, matched.client) else {
-            let key = Some(made);
+            let made = Some(made);
             let passed = std::mem::take(passed);
-            return Step::Wait(Resume { at, key, passed });
+            return Step::Wait(Resume { at, made, passed });
         };
         if let Err(refusal) = fold(in_force, index, &made.key, verdict, None, passed) {
             return Step::Refused(refusal);
@@ -262,7 +263,7 @@ where
         .map_err(Refusal::Body)?;
     let Resume {
         mut at,
-        key: mut made,
+        mut made,
         mut passed,
     } = resume;
     let client = matched.client;
@@ -273,14 +274,14 @@ where
     };
     while let Some(&index) = matched.rules.get(at) {
         let rule = &policy.rules[index];
-        let key = match made.take() {
-            Some(key) => key,
+        let asked = match made.take() {
+            Some(made) => made,
             None => key(rule, parts, client, bytes.as_deref())?,
         };
         // A store that answers at once does so here too (after a body read,
         // or after a rule whose store waited): untimed, as in `decide_now`.
-        if let Some(verdict) = key.decide_now(rule, client) {
-            fold(in_force, index, &key.key, verdict, None, &mut passed)?;
+        if let Some(verdict) = asked.decide_now(rule, client) {
+            fold(in_force, index, &asked.key, verdict, None, &mut passed)?;
             at += 1;
             continue;
         }
@@ -289,16 +290,16 @@ where
         // comes in its turn); the store decides them in order, up to the
         // first denial, and the loop goes on from the first not decided.
         let mut waiting: SmallVec<[(usize, Made); 4]> = SmallVec::new();
-        waiting.push((index, key));
+        waiting.push((index, asked));
         for &next in &matched.rules[at + 1..] {
             let other = &policy.rules[next];
             if !other.store.shares_round_trip(&rule.store) {
                 break;
             }
-            let Ok(key) = make(other, parts, client, bytes.as_deref()) else {
+            let Ok(made) = make(other, parts, client, bytes.as_deref()) else {
                 break;
             };
-            waiting.push((next, key));
+            waiting.push((next, made));
         }
         let asked: SmallVec<[Asked<'_, S>; 4]> = waiting
             .iter()

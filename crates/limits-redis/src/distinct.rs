@@ -84,6 +84,10 @@ impl RedisDistinct {
         })
     }
 
+    /// The registers of Redis's own HyperLogLogs, which sketch a key's
+    /// values past a threshold whatever the rule's `registers` says.
+    pub const SKETCH_REGISTERS: usize = 16_384;
+
     /// The limit.
     pub fn distinct(&self) -> Distinct {
         self.rule
@@ -107,9 +111,11 @@ impl RedisDistinct {
         let Some(sketch) = self.rule.sketch() else {
             return (&DISTINCT, vec![values]);
         };
-        let mut keys = vec![format!("{values}:s")];
-        keys.extend((0..sketch.sub_windows).map(|i| format!("{values}:h{i}")));
-        keys.insert(0, values);
+        let slots = format!("{values}:s");
+        let sketches: Vec<String> = (0..sketch.sub_windows)
+            .map(|i| format!("{values}:h{i}"))
+            .collect();
+        let keys = [values, slots].into_iter().chain(sketches).collect();
         (&DISTINCT_SKETCHED, keys)
     }
 
@@ -137,7 +143,7 @@ impl RedisDistinct {
             .arg(value)
             .arg(self.rule.at_most())
             .arg(self.rule.window_nanos() / 1000)
-            .arg(u8::from(mode != Mode::Peek))
+            .arg(u8::from(mode.records()))
             .arg(if now.is_some() { EXPLICIT_TTL_MS } else { 0 });
         if let Some(sketch) = self.rule.sketch() {
             command.arg(sketch.from).arg(sketch.sub_windows);

@@ -235,29 +235,30 @@ fn rule_config(
     let lists = lists::lists(raw_lists, folder, p);
 
     if let Some(limit) = raw.distinct {
-        let span = |s: &Option<Spanned<_>>| s.as_ref().map(Spanned::span);
         let beside = [
-            ("limiter", span(&raw.limiter)),
-            ("rates", span(&raw.rates)),
-            ("limit", raw.limit.as_ref().map(Spanned::span)),
-            ("window", span(&raw.window)),
-            ("cost", raw.cost.as_ref().map(Spanned::span)),
-            ("burst", raw.burst.as_ref().map(Spanned::span)),
-            ("memory", span(&raw.memory)),
-            ("count", raw.count.as_ref().map(Spanned::span)),
-            ("cost_from", span(&raw.cost_from)),
-            ("max_cost", raw.max_cost.as_ref().map(Spanned::span)),
-            ("penalty", raw.penalty.as_ref().map(Spanned::span)),
-            ("tiers", raw.tiers.as_ref().map(Spanned::span)),
-            ("tier_from", span(&raw.tier_from)),
-            ("tier_file", span(&raw.tier_file)),
-            ("default_tier", span(&raw.default_tier)),
-            ("concurrency", raw.concurrency.as_ref().map(Spanned::span)),
-            ("lease", span(&raw.lease)),
+            ("limiter", span_of(&raw.limiter)),
+            ("rates", span_of(&raw.rates)),
+            ("limit", span_of(&raw.limit)),
+            ("window", span_of(&raw.window)),
+            ("cost", span_of(&raw.cost)),
+            ("burst", span_of(&raw.burst)),
+            ("memory", span_of(&raw.memory)),
+            ("count", span_of(&raw.count)),
+            ("cost_from", span_of(&raw.cost_from)),
+            ("max_cost", span_of(&raw.max_cost)),
+            ("penalty", span_of(&raw.penalty)),
+            ("tiers", span_of(&raw.tiers)),
+            ("tier_from", span_of(&raw.tier_from)),
+            ("tier_file", span_of(&raw.tier_file)),
+            ("default_tier", span_of(&raw.default_tier)),
+            ("concurrency", span_of(&raw.concurrency)),
+            ("lease", span_of(&raw.lease)),
         ];
         let limit = distinct::distinct(limit, &beside, p);
-        let store = (limit.as_ref())
-            .and_then(|&(_, l)| distinct::store(raw.store, &table, stores, (&name, l), p));
+        let store = limit.as_ref().and_then(|&(_, limit)| {
+            let build = |kind| stores.distinct_store(kind, &name, limit);
+            fields::store_named(raw.store, &table, &name, build, p)
+        });
         let (Some((of, _)), Some(store), Some(key)) = (limit, store, key) else {
             return Vec::new();
         };
@@ -285,10 +286,10 @@ fn rule_config(
     };
 
     let beside_memory = [
-        ("store", raw.store.as_ref().map(Spanned::span)),
-        ("count", raw.count.as_ref().map(Spanned::span)),
-        ("cost_from", raw.cost_from.as_ref().map(Spanned::span)),
-        ("concurrency", raw.concurrency.as_ref().map(Spanned::span)),
+        ("store", span_of(&raw.store)),
+        ("count", span_of(&raw.count)),
+        ("cost_from", span_of(&raw.cost_from)),
+        ("concurrency", span_of(&raw.concurrency)),
     ];
     let memory = raw
         .memory
@@ -416,6 +417,11 @@ fn rule_config(
         return Vec::new();
     }
     rules
+}
+
+/// Where a field of the file was given, if it was.
+fn span_of<T>(field: &Option<Spanned<T>>) -> Option<Range<usize>> {
+    field.as_ref().map(Spanned::span)
 }
 
 /// Checks the name `NAME.SUFFIX` a tier's rule or a concurrency cap

@@ -106,7 +106,9 @@ impl RuleStore {
         match self {
             RuleStore::Sketch(s) => format!("a sketch of {}", format_memory(s.memory())),
             RuleStore::Distinct(s) => distinct_place("memory", s.rule(), None),
-            RuleStore::RedisDistinct(s) => distinct_place("redis", s.distinct(), Some(16_384)),
+            RuleStore::RedisDistinct(s) => {
+                distinct_place("redis", s.distinct(), Some(RedisDistinct::SKETCH_REGISTERS))
+            }
             RuleStore::MemcachedDistinct(s) => distinct_place("memcached", s.distinct(), None),
             other => other.kind().to_string(),
         }
@@ -268,8 +270,9 @@ impl Store for RuleStore {
         }
     }
 
-    /// A rule of distinct values decides in memory, at once; any other
-    /// store answers that it counts none.
+    /// A store of distinct values decides (in memory at once, in Redis or
+    /// memcached boxed, as in `decide`); any other answers that it counts
+    /// none.
     async fn decide_value(
         &self,
         client: Option<IpAddr>,
@@ -503,9 +506,7 @@ impl StoreOptions {
             },
         }
     }
-}
 
-impl StoreOptions {
     /// The store of the rule of distinct values named `name`: in `kind`,
     /// or where the server keeps rules by default (Redis when it has one).
     /// Memory, Redis and memcached keep distinct values; their sketches,

@@ -149,7 +149,8 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
         ));
     }
     let bytes_read = Arc::new(AtomicU64::new(0));
-    let (format, mut events) = trace::open(&args.trace, args.format, bytes_read.clone())?;
+    let values = args.distinct.is_some();
+    let (format, mut events) = trace::open(&args.trace, args.format, bytes_read.clone(), values)?;
     let mut run = Run::new(&args, &rates, window, bytes_read)?;
     let name = args.trace.display().to_string();
     let mut reorder = Reorder::new(match format {

@@ -75,13 +75,15 @@ impl Events {
     }
 }
 
-/// Opens `path` (`-`: standard input) and streams its events. `bytes_read`
-/// counts the bytes consumed, for progress. Returns the format in use with
-/// the stream.
+/// Opens `path` (`-`: standard input) and streams its events, with their
+/// values if `values` (a limit on distinct values counts them; otherwise
+/// no line pays for hashing one). `bytes_read` counts the bytes consumed,
+/// for progress. Returns the format in use with the stream.
 pub fn open(
     path: &Path,
     format: TraceFormat,
     bytes_read: Arc<AtomicU64>,
+    values: bool,
 ) -> Result<(TraceFormat, Events), String> {
     let source: Box<dyn Read + Send> = if path == Path::new("-") {
         Box::new(io::stdin())
@@ -119,8 +121,8 @@ pub fn open(
     };
     let whole = Cursor::new(first).chain(reader);
     let events = match format {
-        TraceFormat::Log => Events::Log(LogEvents::new(BufReader::new(whole))),
-        _ => Events::Csv(CsvEvents::new(whole)),
+        TraceFormat::Log => Events::Log(LogEvents::new(BufReader::new(whole), values)),
+        _ => Events::Csv(CsvEvents::new(whole, values)),
     };
     Ok((format, events))
 }
@@ -134,10 +136,12 @@ pub struct CsvEvents {
     reader: csv::Reader<Input>,
     record: csv::StringRecord,
     first: bool,
+    /// Whether events carry their values.
+    values: bool,
 }
 
 impl CsvEvents {
-    fn new(input: Input) -> CsvEvents {
+    fn new(input: Input, values: bool) -> CsvEvents {
         // Fields are trimmed as borrowed slices (`field`): the reader's own
         // trimming, `csv::Trim::All`, builds a new record for every line.
         let reader = csv::ReaderBuilder::new()
@@ -149,6 +153,7 @@ impl CsvEvents {
             reader,
             record: csv::StringRecord::new(),
             first: true,
+            values,
         }
     }
 
@@ -176,7 +181,7 @@ impl CsvEvents {
             if record.len() == 1 && time.is_empty() {
                 continue; // a blank line
             }
-            return Some(csv_event(line, record, keys));
+            return Some(csv_event(line, record, keys, self.values));
         }
     }
 }
@@ -198,7 +203,12 @@ fn trim(field: &str) -> &str {
     }
 }
 
-fn csv_event(line: u64, record: &csv::StringRecord, keys: &mut Keys) -> Result<Event, LineError> {
+fn csv_event(
+    line: u64,
+    record: &csv::StringRecord,
+    keys: &mut Keys,
+    values: bool,
+) -> Result<Event, LineError> {
     let fail = |message: String| LineError { line, message };
     if record.len() < 2 || record.len() > 4 {
         return Err(fail(format!(
@@ -228,7 +238,8 @@ fn csv_event(line: u64, record: &csv::StringRecord, keys: &mut Keys) -> Result<E
         },
     };
     let key = intern(keys, key).map_err(fail)?;
-    let value = field(record, 3).filter(|v| !v.is_empty()).map(value_hash);
+    let value = field(record, 3).filter(|v| values && !v.is_empty());
+    let value = value.map(value_hash);
     Ok(Event {
         line,
         t,
@@ -262,14 +273,17 @@ pub struct LogEvents {
     input: BufReader<Input>,
     line_no: u64,
     buf: Vec<u8>,
+    /// Whether events carry their paths as values.
+    values: bool,
 }
 
 impl LogEvents {
-    fn new(input: BufReader<Input>) -> LogEvents {
+    fn new(input: BufReader<Input>, values: bool) -> LogEvents {
         LogEvents {
             input,
             line_no: 0,
             buf: Vec::new(),
+            values,
         }
     }
 
@@ -299,7 +313,7 @@ impl LogEvents {
                     t: read.t,
                     key: intern(keys, read.client)?,
                     cost: 1,
-                    value: read.path.map(value_hash),
+                    value: read.path.filter(|_| self.values).map(value_hash),
                 })
             });
             return Some(event.map_err(|message| LineError { line, message }));

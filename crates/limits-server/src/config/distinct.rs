@@ -14,7 +14,6 @@
 
 use super::raw::{RawDistinct, RawSketch, Whole};
 use super::Problems;
-use crate::store::{RuleStore, StoreKind, StoreOptions};
 use limits::{parse_duration, Distinct, DistinctSketch};
 use limits_http::KeySpec;
 use serde_spanned::Spanned;
@@ -94,8 +93,8 @@ pub(super) fn options_beside(
     p: &mut Problems<'_>,
 ) {
     let given = [
-        ("missing", missing.as_ref().map(Spanned::span)),
-        ("normalize", normalize.as_ref().map(Spanned::span)),
+        ("missing", super::span_of(&missing)),
+        ("normalize", super::span_of(&normalize)),
     ];
     for (field, span) in given {
         let Some(span) = span else { continue };
@@ -157,30 +156,5 @@ fn with_sketch(limit: Distinct, raw: Spanned<RawSketch>, p: &mut Problems<'_>) -
     limit
         .with_sketch(sketch)
         .map_err(|e| p.add(&span, format!("distinct.sketch: {e}")))
-        .ok()
-}
-
-/// The store of `limit` for the rule named `name`: in the store `kind`
-/// names (a problem at its line if it cannot be), else the server's.
-pub(super) fn store(
-    kind: Option<Spanned<String>>,
-    table: &Range<usize>,
-    stores: &StoreOptions,
-    (name, limit): (&str, Distinct),
-    p: &mut Problems<'_>,
-) -> Option<RuleStore> {
-    let (kind, span) = match kind {
-        None => (None, table.clone()),
-        Some(kind) => match kind.get_ref().parse::<StoreKind>() {
-            Ok(k) => (Some(k), kind.span()),
-            Err(e) => {
-                p.add(&kind.span(), e);
-                return None;
-            }
-        },
-    };
-    stores
-        .distinct_store(kind, name, limit)
-        .map_err(|e| p.add(&span, format!("rule {name:?}: {e}")))
         .ok()
 }

@@ -221,10 +221,28 @@ pub(super) fn rule_store(
     (name, rule): (&str, Rule),
     p: &mut Problems<'_>,
 ) -> Option<RuleStore> {
+    let build = |kind: Option<StoreKind>| match kind {
+        Some(kind) => stores.store_in(kind, name, rule),
+        None => stores.store(name, rule),
+    };
+    store_named(kind, table, name, build, p)
+}
+
+/// The store `build` makes in the kind `kind` names (`None`: the
+/// server's default), or its problem, on the `store` line or the rule's
+/// (`table`), for the rule named `name`: how a rate rule and a rule of
+/// distinct values ([`distinct`](super::distinct)) get theirs.
+pub(super) fn store_named(
+    kind: Option<Spanned<String>>,
+    table: &Range<usize>,
+    name: &str,
+    build: impl FnOnce(Option<StoreKind>) -> Result<RuleStore, String>,
+    p: &mut Problems<'_>,
+) -> Option<RuleStore> {
     let (store, span) = match &kind {
-        None => (stores.store(name, rule), table.clone()),
+        None => (build(None), table.clone()),
         Some(kind) => match kind.get_ref().parse::<StoreKind>() {
-            Ok(k) => (stores.store_in(k, name, rule), kind.span()),
+            Ok(k) => (build(Some(k)), kind.span()),
             Err(e) => {
                 p.add(&kind.span(), e);
                 return None;
