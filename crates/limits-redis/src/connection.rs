@@ -17,6 +17,7 @@ use crate::clock;
 use crate::dial::{redact, Dial, Target};
 use crate::link::{Conn, Health};
 use crate::memory_policy;
+use crate::module::{self, RedisModule};
 use crate::slots::SlotCache;
 use crate::tls::TlsFiles;
 use limits::{Rate, StoreError};
@@ -71,6 +72,9 @@ pub struct RedisOptions {
     /// certificate and key for a Redis that asks for one. Refused with any
     /// other URL.
     pub tls: TlsFiles,
+    /// Whether decisions go to the limits Redis module where it can decide
+    /// them (default [`RedisModule::Auto`]: when Redis has it loaded).
+    pub module: RedisModule,
 }
 
 /// What a store does when Redis cannot decide.
@@ -101,6 +105,7 @@ impl Default for RedisOptions {
             ),
             local_max_keys: 1_000_000,
             tls: TlsFiles::default(),
+            module: RedisModule::Auto,
         }
     }
 }
@@ -236,10 +241,11 @@ impl RedisConnection {
     }
 
     /// What is done on each new connection: its `maxmemory-policy` read (a
-    /// warning if it may evict the limiter's keys) and its clock compared,
-    /// now and from then on.
+    /// warning if it may evict the limiter's keys), the limits module
+    /// looked for, and its clock compared, now and from then on.
     async fn watch(conn: &Conn, health: &Arc<Health>, options: &RedisOptions) {
         memory_policy::check(conn, health, options.timeout).await;
+        module::detect(conn, health, options.module, options.timeout).await;
         clock::spawn(
             conn.clone(),
             Arc::downgrade(health),
@@ -278,6 +284,18 @@ impl RedisConnection {
                 return;
             }
         });
+    }
+
+    /// Whether decisions go to the limits module (where it decides them).
+    pub(crate) fn uses_module(&self) -> bool {
+        self.health.module.load(Ordering::Relaxed)
+    }
+
+    /// Whether Redis has the limits module loaded and the store decides
+    /// with it ([`RedisOptions::module`]), as last found: on each new
+    /// connection, and until Redis answers that it does not know it.
+    pub fn decides_in_module(&self) -> bool {
+        self.uses_module()
     }
 
     /// The options it was made with.
@@ -447,6 +465,7 @@ impl RedisConnection {
                     tracing::warn!("the Redis store answers again");
                     let options = &probe.options;
                     memory_policy::check(&conn, &probe.health, options.timeout).await;
+                    module::detect(&conn, &probe.health, options.module, options.timeout).await;
                     if let Some(offset) = clock::measure(&conn, options.timeout).await {
                         clock::record(&probe.health, offset, options.clock_warning);
                     }

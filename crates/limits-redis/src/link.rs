@@ -105,6 +105,9 @@ pub(crate) struct Health {
     /// Requests denied because their client created too many new keys
     /// ([`RedisOptions::new_keys_per_client`]).
     pub new_keys_refused: AtomicU64,
+    /// Whether decisions go to the limits module ([`crate::RedisModule`]):
+    /// set on each new connection, cleared when Redis does not know it.
+    pub module: AtomicBool,
 }
 
 impl Default for Health {
@@ -123,6 +126,7 @@ impl Default for Health {
             config_unreadable: AtomicBool::new(false),
             local_decisions: AtomicU64::new(0),
             new_keys_refused: AtomicU64::new(0),
+            module: AtomicBool::new(false),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::connection::{Fallback, RedisConnection};
 use crate::deny_cache::DenyCache;
+use crate::module::{self, RedisModule};
 use crate::new_keys::NewKeyCap;
 use crate::scripts::{penalized_script_for, script_for, settle_script_for, Lua};
 use crate::shape::{fingerprint, Shape, EXACT};
@@ -204,12 +205,32 @@ impl RedisStore {
         cost: u64,
         mode: Mode,
     ) -> Result<Verdict, StoreError> {
-        let Some((script, command)) = self.command(key, now, cost, mode) else {
+        let Some(call) = self.script_call(key, now, cost, mode) else {
             return Ok(self.stateless(cost, mode));
         };
+        let algorithm = self.rule.algorithm();
+        let in_module =
+            self.penalty.is_none() && module::decides(algorithm) && self.connection.uses_module();
+        let module_command = in_module.then(|| module::command(&call, algorithm));
+        let (script, command) = call.command();
+        let health = &self.connection.health;
         let packed: Vec<u8> = self
             .connection
-            .run(|conn| query_loaded(conn, script, command))
+            .run(|mut conn| async move {
+                let Some(module_command) = module_command else {
+                    return query_loaded(conn, script, command).await;
+                };
+                match module_command.query_async(&mut conn).await {
+                    Err(e)
+                        if module::is_unknown(&e)
+                            && self.connection.options.module != RedisModule::On =>
+                    {
+                        module::gone(health);
+                        query_loaded(conn, script, command).await
+                    }
+                    answered => answered,
+                }
+            })
             .await?;
         self.answer(&packed, mode)
     }

@@ -18,6 +18,7 @@ mod failure;
 mod in_order;
 mod large_costs;
 mod local_fallback;
+mod module;
 mod new_keys_cap;
 mod redis_store;
 mod sentinel;

@@ -50,6 +50,15 @@ impl RedisServer {
         panic!("could not start redis-server: {last}");
     }
 
+    /// Starts one with the limits Redis module loaded ([`module_path`]),
+    /// and `extra` arguments.
+    pub fn start_with_module(extra: &[&str]) -> RedisServer {
+        let module = module_path();
+        let mut args = vec!["--loadmodule", module.as_str()];
+        args.extend_from_slice(extra);
+        Self::start_with(&args)
+    }
+
     /// Starts one on `port` (one that a test kept free for it, e.g. a
     /// client already pointed at it) and waits until it answers PING.
     pub fn start_on(port: u16) -> Result<RedisServer, String> {
@@ -351,6 +360,25 @@ fn exchange(stream: &mut TcpStream, args: &[&str]) -> Result<String, String> {
 }
 
 pub use crate::server_port::free_port;
+
+/// The limits Redis module as the workspace builds it for its tests
+/// (`cargo build --profile test -p limits-redis-module`, which
+/// scripts/test runs first), or `LIMITS_REDIS_MODULE`.
+pub fn module_path() -> String {
+    if let Ok(path) = std::env::var("LIMITS_REDIS_MODULE") {
+        return path;
+    }
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let path = target.join("debug/liblimits_redis_module.so");
+    assert!(
+        path.exists(),
+        "no Redis module at {}: build it with `cargo build --profile test -p limits-redis-module` (scripts/test does), or set LIMITS_REDIS_MODULE",
+        path.display()
+    );
+    path.display().to_string()
+}
 
 /// A free port whose cluster bus port (+10000) is free too, both below
 /// the ephemeral ports.

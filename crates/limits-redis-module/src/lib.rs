@@ -1,0 +1,111 @@
+//! The core's decision inside Redis: a module, loaded with
+//! `redis-server --loadmodule liblimits_redis_module.so`, whose
+//! `LIMITS.DECIDE` decides a request for a key with the core's own
+//! algorithms, at Redis's clock, on the state the store's Lua scripts keep.
+//!
+//! `LIMITS.DECIDE KEY LIMITER NOW COST MODE FLOOR N (LIMIT WINDOW BURST)...`
+//! takes the key, the limiter's name (`fixed-window`, `token-bucket`,
+//! `sliding-window`, `leaky-bucket`), then a script's arguments
+//! ([`Request::parse`]), and answers what the script answers. So the
+//! Redis store sends either the same request, and a deployment moves
+//! between the module and the scripts (managed Redis services load no
+//! modules) without losing a count: the state is the scripts' layout
+//! ([`layout`]), a string key, which Redis persists and replicates as any
+//! other (the module replicates its write as a `SET`, never the decision,
+//! which a replica's clock would decide otherwise).
+//!
+//! The decision, apart from Redis:
+//!
+//! ```
+//! use limits_redis_module::{decide, Request};
+//!
+//! let args: Vec<&[u8]> = ["token-bucket", "", "2", "1", "0", "1", "2", "1000000", "0"]
+//!     .iter()
+//!     .map(|a| a.as_bytes())
+//!     .collect();
+//! let request = Request::parse(&args).unwrap();
+//! let first = decide(&request, None, 1_000_000);
+//! let (stored, _ttl_ms) = first.write.expect("the bucket emptied");
+//! let again = decide(&request, Some(&stored), 1_000_000);
+//! assert!(again.write.is_none(), "denied: nothing written");
+//! ```
+
+pub mod layout;
+
+mod decide;
+mod request;
+
+pub use decide::{decide, Outcome};
+pub use request::{BadArgument, Request, DECIDED};
+
+use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
+use std::time::Duration;
+
+/// Redis's time in microseconds: its own clock, as the scripts' `TIME`.
+fn redis_micros(ctx: &Context) -> Result<u64, RedisError> {
+    // SAFETY: set by Redis when the module loads, or left unset by a Redis
+    // older than the function (7.2), which then answers TIME.
+    if let Some(micros) = unsafe { raw::RedisModule_Microseconds } {
+        // SAFETY: a function Redis gave, taking nothing.
+        return u64::try_from(unsafe { micros() })
+            .map_err(|_| RedisError::Str("Redis's clock is before 1970"));
+    }
+    let number = |v: &RedisValue| match v {
+        RedisValue::SimpleString(s) | RedisValue::BulkString(s) => s.parse::<u64>().ok(),
+        RedisValue::Integer(i) => u64::try_from(*i).ok(),
+        _ => None,
+    };
+    match ctx.call("TIME", &[] as &[&str])? {
+        RedisValue::Array(parts) => match (parts.first(), parts.get(1)) {
+            (Some(s), Some(us)) => match (number(s), number(us)) {
+                (Some(s), Some(us)) => Ok(s * 1_000_000 + us),
+                _ => Err(RedisError::Str("TIME answered no numbers")),
+            },
+            _ => Err(RedisError::Str("TIME answered too little")),
+        },
+        _ => Err(RedisError::Str("TIME answered no array")),
+    }
+}
+
+/// `LIMITS.DECIDE`: the decision of one request for one key.
+fn decide_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let (key, rest) = match args.split_first().map(|(_, rest)| rest.split_first()) {
+        Some(Some((key, rest))) => (key, rest),
+        _ => return Err(RedisError::WrongArity),
+    };
+    let rest: Vec<&[u8]> = rest.iter().map(RedisString::as_slice).collect();
+    let request = Request::parse(&rest).map_err(|e| RedisError::String(e.0))?;
+    let now = match request.now {
+        Some(now) => now,
+        None => redis_micros(ctx)?,
+    };
+    let redis_key = ctx.open_key_writable(key);
+    let outcome = if redis_key.is_empty() {
+        decide(&request, None, now)
+    } else {
+        let value = redis_key.as_string_dma()?;
+        decide(&request, Some(&value), now)
+    };
+    if let Some((value, ttl_ms)) = &outcome.write {
+        redis_key.as_string_dma()?.write(value)?;
+        redis_key.set_expire(Duration::from_millis(*ttl_ms))?;
+        let ttl = ttl_ms.to_string();
+        let set: [&[u8]; 4] = [key.as_slice(), value, b"PX", ttl.as_bytes()];
+        ctx.replicate("SET", &set);
+    }
+    Ok(RedisValue::StringBuffer(outcome.answer))
+}
+
+// The system's allocator, not Redis's (which Redis counts): the module holds
+// no memory between calls, every state being a Redis string, and the
+// crate's tests and examples, which run outside Redis, could not allocate
+// with Redis's.
+redis_module::redis_module! {
+    name: "limits",
+    version: 1,
+    allocator: (std::alloc::System, std::alloc::System),
+    data_types: [],
+    commands: [
+        ["limits.decide", decide_command, "write deny-oom", 1, 1, 1, ""],
+    ],
+}

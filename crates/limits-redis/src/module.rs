@@ -1,0 +1,182 @@
+//! The limits Redis module (`crates/limits-redis-module`): where Redis has
+//! it loaded, a decision is its `LIMITS.DECIDE`, the core's own code run
+//! inside Redis, instead of the limiter's Lua script. The module takes the
+//! script's arguments after the key and the limiter's name, answers what
+//! the script answers and keeps the state in the scripts' layout, so the
+//! two decide alike and a deployment moves between them without losing a
+//! count; what the module does not decide (the sliding log, penalties,
+//! settling, several decisions in one call) stays with the scripts, on the
+//! same keys.
+
+use crate::link::{Conn, Health};
+use crate::store::ScriptCall;
+use limits::Algorithm;
+use redis::Cmd;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// Whether the store decides with the module ([`RedisOptions::module`](crate::RedisOptions)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RedisModule {
+    /// When Redis has it loaded (`MODULE LIST`, asked on every new
+    /// connection); the scripts otherwise, and from the first call Redis
+    /// answers that it does not know the command (a failover to a node
+    /// without it).
+    #[default]
+    Auto,
+    /// Always: a Redis without it answers every decision with an error.
+    On,
+    /// Never: the Lua scripts only.
+    Off,
+}
+
+/// The module's name in `MODULE LIST`.
+const NAME: &str = "limits";
+
+/// The module's command.
+const DECIDE: &str = "LIMITS.DECIDE";
+
+/// Whether the module decides `algorithm` (the counters; the sliding log
+/// keeps a key per rate, which the scripts decide).
+pub(crate) fn decides(algorithm: Algorithm) -> bool {
+    matches!(
+        algorithm,
+        Algorithm::FixedWindow
+            | Algorithm::TokenBucket
+            | Algorithm::SlidingWindow
+            | Algorithm::LeakyBucket
+    )
+}
+
+/// The module's command for the script call `call` of `algorithm`: the
+/// key first (where a cluster client finds the slot), the limiter, then
+/// the script's arguments.
+pub(crate) fn command(call: &ScriptCall, algorithm: Algorithm) -> Cmd {
+    let mut command = redis::cmd(DECIDE);
+    command.arg(&call.keys).arg(algorithm.name());
+    for arg in call.argv() {
+        command.arg(arg);
+    }
+    command
+}
+
+/// Whether `e` is Redis not knowing the module's command.
+pub(crate) fn is_unknown(e: &redis::RedisError) -> bool {
+    let text = e.to_string();
+    text.contains("unknown command") && text.to_ascii_uppercase().contains(DECIDE)
+}
+
+/// Records whether the store decides with the module on the connection
+/// `conn` just made, as `setting` says (asking Redis for `Auto`).
+pub(crate) async fn detect(conn: &Conn, health: &Health, setting: RedisModule, timeout: Duration) {
+    let loaded = match setting {
+        RedisModule::On => true,
+        RedisModule::Off => false,
+        RedisModule::Auto => loaded(conn, timeout).await,
+    };
+    let was = health.module.swap(loaded, Ordering::Relaxed);
+    if loaded && !was && setting == RedisModule::Auto {
+        tracing::info!("the Redis store decides with the limits module ({DECIDE}) where it can");
+    }
+}
+
+/// Stops deciding with the module: Redis answered that it does not know it.
+pub(crate) fn gone(health: &Health) {
+    if health.module.swap(false, Ordering::Relaxed) {
+        tracing::warn!(
+            "the Redis store's Redis does not know {DECIDE} (no longer loaded, or a failover to a node without it): deciding with the Lua scripts from now on"
+        );
+    }
+}
+
+/// Whether `MODULE LIST` names the module; no if Redis refuses to say
+/// (a managed service, an ACL).
+async fn loaded(conn: &Conn, timeout: Duration) -> bool {
+    let mut conn = conn.clone();
+    let mut cmd = redis::cmd("MODULE");
+    cmd.arg("LIST");
+    let list = tokio::time::timeout(timeout, cmd.query_async::<redis::Value>(&mut conn)).await;
+    match list {
+        Ok(Ok(value)) => names(&value).iter().any(|name| name == NAME),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "MODULE LIST refused: deciding with the Lua scripts");
+            false
+        }
+        Err(_) => false,
+    }
+}
+
+/// The module names in a `MODULE LIST` answer: a list of maps (RESP3) or
+/// of flat `name VALUE ...` lists (RESP2).
+fn names(list: &redis::Value) -> Vec<String> {
+    use redis::Value;
+    let text = |v: &Value| match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    };
+    let Value::Array(modules) = list else {
+        return Vec::new();
+    };
+    modules
+        .iter()
+        .filter_map(|module| {
+            let pairs: Vec<(&Value, &Value)> = match module {
+                Value::Array(flat) => flat
+                    .chunks_exact(2)
+                    .map(|pair| (&pair[0], &pair[1]))
+                    .collect(),
+                Value::Map(map) => map.iter().map(|(k, v)| (k, v)).collect(),
+                _ => return None,
+            };
+            pairs
+                .into_iter()
+                .find(|(k, _)| text(k).as_deref() == Some("name"))
+                .and_then(|(_, v)| text(v))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::Value;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn module_list_names_are_read_from_resp2_and_resp3_answers() {
+        let resp2 = Value::Array(vec![
+            Value::Array(vec![
+                bulk("name"),
+                bulk("limits"),
+                bulk("ver"),
+                Value::Int(1),
+            ]),
+            Value::Array(vec![bulk("name"), bulk("search")]),
+        ]);
+        assert_eq!(names(&resp2), ["limits", "search"]);
+        let resp3 = Value::Array(vec![Value::Map(vec![(bulk("name"), bulk("limits"))])]);
+        assert_eq!(names(&resp3), ["limits"]);
+        assert!(names(&Value::Nil).is_empty());
+    }
+
+    #[test]
+    fn only_the_module_s_own_command_unknown_is_its_absence() {
+        let unknown = |what: &str| {
+            redis::RedisError::from((
+                redis::ErrorKind::Server(redis::ServerErrorKind::ResponseError),
+                "An error was signalled by the server",
+                what.to_owned(),
+            ))
+        };
+        assert!(is_unknown(&unknown(
+            "unknown command 'LIMITS.DECIDE', with args beginning with: 'k'"
+        )));
+        assert!(is_unknown(&unknown("unknown command 'limits.decide'")));
+        assert!(!is_unknown(&unknown("unknown command 'FOO'")));
+        assert!(!is_unknown(&unknown("wrong number of arguments")));
+    }
+}

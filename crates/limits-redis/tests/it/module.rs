@@ -1,0 +1,409 @@
+//! The store on a Redis with the limits module loaded: the conformance
+//! suite passes (one node and a cluster), the module and the Lua scripts
+//! answer alike and write the same bytes, a key moves between them without
+//! losing a count, the module's writes reach a replica that a failover
+//! promotes, and a Redis without it (or that loses it) is decided by the
+//! scripts.
+
+use crate::redis_server::{module_path, RedisCluster, RedisServer};
+
+use limits::{Algorithm, Mode, Rule, Store};
+use limits_conformance::{run_suite, Config};
+use limits_redis::{RedisConnection, RedisModule, RedisOptions, RedisStore};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn options(prefix: &str, module: RedisModule) -> RedisOptions {
+    RedisOptions {
+        prefix: prefix.to_owned(),
+        timeout: Duration::from_secs(5),
+        deny_cache: 0,
+        new_keys_per_client: None,
+        module,
+        ..RedisOptions::default()
+    }
+}
+
+async fn connect(url: &str, prefix: &str, module: RedisModule) -> RedisConnection {
+    RedisConnection::connect(url, options(prefix, module))
+        .await
+        .unwrap()
+}
+
+/// A store factory on `url` (a Redis with the module), each store under a
+/// prefix of its own, each checked to decide with the module.
+fn stores_on(url: String) -> impl Fn(Rule) -> Pin<Box<dyn Future<Output = RedisStore>>> {
+    let counter = Arc::new(AtomicU64::new(0));
+    move |rule| {
+        let url = url.clone();
+        let n = counter.fetch_add(1, Ordering::Relaxed);
+        Box::pin(async move {
+            let connection = connect(&url, &format!("m{n}:"), RedisModule::Auto).await;
+            assert!(connection.decides_in_module(), "MODULE LIST names limits");
+            RedisStore::new(&connection, rule, "r").expect("the suite's rules fit Redis")
+        })
+    }
+}
+
+#[test]
+fn the_conformance_suite_passes_with_the_module() {
+    let server = RedisServer::start_with_module(&[]);
+    if let Err(failure) = run_suite(stores_on(server.url()), &crate::conformance::config()) {
+        panic!("the store does not conform with the module: {failure}");
+    }
+}
+
+#[test]
+fn the_conformance_suite_passes_on_a_cluster_with_the_module() {
+    let module = module_path();
+    let cluster = RedisCluster::start_with(&["--loadmodule", &module]);
+    let config = Config {
+        cases: 24,
+        ..crate::conformance::config()
+    };
+    if let Err(failure) = run_suite(stores_on(cluster.url()), &config) {
+        panic!("the store does not conform on a cluster with the module: {failure}");
+    }
+}
+
+/// A small deterministic generator (xorshift64*), so that a failure
+/// names its seed and replays.
+struct Random(u64);
+
+impl Random {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
+}
+
+/// The limiters the module decides, and a random rule of each, of one to
+/// three rates with windows in whole microseconds (some not whole
+/// milliseconds) and limits that often leave W / L fractional.
+fn random_rule(random: &mut Random, algorithm: Algorithm) -> Rule {
+    let rates: Vec<String> = (0..1 + random.below(3))
+        .map(|_| {
+            let limit = 1 + random.below(12);
+            let window_us = [1_000, 7_000, 250_000, 1_000_000, 3_300_007][random.below(5) as usize];
+            format!("{limit}/{window_us}us")
+        })
+        .collect();
+    let rule = Rule::new(algorithm, rates.join("; ").parse().unwrap());
+    match (algorithm, random.below(2)) {
+        (Algorithm::LeakyBucket, 1) => rule.with_burst(random.below(5)),
+        _ => rule,
+    }
+}
+
+const MODULE_DECIDES: [Algorithm; 4] = [
+    Algorithm::FixedWindow,
+    Algorithm::TokenBucket,
+    Algorithm::SlidingWindow,
+    Algorithm::LeakyBucket,
+];
+
+fn random_mode(random: &mut Random) -> Mode {
+    [Mode::Record, Mode::Record, Mode::Peek, Mode::RecordAlways][random.below(4) as usize]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_module_answers_what_the_scripts_answer_and_writes_the_same_bytes() {
+    let server = RedisServer::start_with_module(&[]);
+    let url = server.url();
+    let scripts = connect(&url, "s:", RedisModule::Off).await;
+    let module = connect(&url, "m:", RedisModule::On).await;
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut raw = client.get_multiplexed_async_connection().await.unwrap();
+    for seed in 1..=40u64 {
+        let mut random = Random(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let algorithm = MODULE_DECIDES[(seed % 4) as usize];
+        let rule = random_rule(&mut random, algorithm);
+        let by_script = RedisStore::new(&scripts, rule.clone(), "r").unwrap();
+        let by_module = RedisStore::new(&module, rule.clone(), "r").unwrap();
+        let mut now_us = 1_700_000_000_000_000 + random.below(10_000_000);
+        for step in 0..60 {
+            now_us += [0, 1, 999, 1_000, 120_000, 1_000_000][random.below(6) as usize];
+            let cost = random.below(rule.max_cost() + 2);
+            let mode = random_mode(&mut random);
+            let key = format!("k{}", random.below(2));
+            let expected = by_script.decide_at(&key, now_us * 1000, cost, mode).await;
+            let answered = by_module.decide_at(&key, now_us * 1000, cost, mode).await;
+            let context = format!(
+                "seed {seed}, step {step}, {algorithm} {}, cost {cost}, {mode:?}",
+                rule.rates()
+            );
+            assert_eq!(answered.unwrap(), expected.unwrap(), "{context}");
+            let script_bytes: Option<Vec<u8>> = redis::cmd("GET")
+                .arg(&by_script.redis_keys(&key)[0])
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            let module_bytes: Option<Vec<u8>> = redis::cmd("GET")
+                .arg(&by_module.redis_keys(&key)[0])
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            assert_eq!(module_bytes, script_bytes, "the state after {context}");
+        }
+    }
+    let stats = server.command(&["INFO", "commandstats"]).unwrap();
+    assert!(
+        stats.contains("cmdstat_limits.decide:calls=2400"),
+        "{stats}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_moves_between_the_scripts_and_the_module_keeping_its_count() {
+    let server = RedisServer::start_with_module(&[]);
+    let scripts = connect(&server.url(), "p:", RedisModule::Off).await;
+    let module = connect(&server.url(), "p:", RedisModule::On).await;
+    for seed in 1..=24u64 {
+        let mut random = Random(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) + 7);
+        let algorithm = MODULE_DECIDES[(seed % 4) as usize];
+        let rule = random_rule(&mut random, algorithm);
+        let name = format!("r{seed}");
+        let stores = [
+            RedisStore::new(&scripts, rule.clone(), &name).unwrap(),
+            RedisStore::new(&module, rule.clone(), &name).unwrap(),
+        ];
+        let mut state = rule.new_state();
+        let mut now_us = 1_700_000_000_000_000 + random.below(10_000_000);
+        for step in 0..80 {
+            now_us += [0, 1, 999, 120_000, 1_000_000][random.below(5) as usize];
+            let cost = random.below(rule.max_cost() + 2);
+            let mode = random_mode(&mut random);
+            let store = &stores[random.below(2) as usize];
+            let verdict = store
+                .decide_at("k", now_us * 1000, cost, mode)
+                .await
+                .unwrap();
+            let core = rule.decide(&mut state, now_us * 1000, cost, mode, |_| {});
+            assert_eq!(
+                verdict.decision,
+                core,
+                "seed {seed}, step {step}: {algorithm} {}, cost {cost}, {mode:?}",
+                rule.rates()
+            );
+        }
+    }
+}
+
+/// `INFO replication`'s `name:value`.
+fn info_field(server: &RedisServer, name: &str) -> Option<String> {
+    let info = server.command(&["INFO", "replication"]).ok()?;
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .map(|v| v.trim().to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_module_s_writes_reach_a_replica_that_a_failover_promotes() {
+    let mut master = RedisServer::start_with_module(&[]);
+    let primary = master.port.to_string();
+    let replica = RedisServer::start_with_module(&["--replicaof", "127.0.0.1", &primary]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while info_field(&replica, "master_link_status").as_deref() != Some("up") {
+        assert!(Instant::now() < deadline, "the replica never synced");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let rule = || Rule::new(Algorithm::TokenBucket, "5/h".parse().unwrap());
+    let connection = connect(&master.url(), "f:", RedisModule::Auto).await;
+    assert!(connection.decides_in_module());
+    let store = RedisStore::new(&connection, rule(), "login").unwrap();
+    for _ in 0..4 {
+        assert!(
+            store
+                .decide("alice", 1, Mode::Record)
+                .await
+                .unwrap()
+                .decision
+                .allowed
+        );
+    }
+    let key = store.redis_keys("alice").remove(0);
+    assert_eq!(
+        master.integer(&["WAIT", "1", "5000"]),
+        1,
+        "the replica acknowledged"
+    );
+    let on_master = master.command(&["GET", &key]).unwrap();
+    assert_eq!(replica.command(&["GET", &key]).unwrap(), on_master);
+    assert!(
+        replica.integer(&["PTTL", &key]) > 0,
+        "the key expires on the replica too"
+    );
+
+    // The failover: the master is gone, the replica promoted.
+    master.stop();
+    let promoted = replica.command(&["REPLICAOF", "NO", "ONE"]).unwrap();
+    assert!(promoted.starts_with("+OK"), "{promoted}");
+    let connection = connect(&replica.url(), "f:", RedisModule::Auto).await;
+    assert!(connection.decides_in_module());
+    let store = RedisStore::new(&connection, rule(), "login").unwrap();
+    let fifth = store.decide("alice", 1, Mode::Record).await.unwrap();
+    assert!(
+        fifth.decision.allowed,
+        "four of five were used before the failover"
+    );
+    let sixth = store.decide("alice", 1, Mode::Record).await.unwrap();
+    assert!(
+        !sixth.decision.allowed,
+        "the promoted replica holds every count"
+    );
+    let wait = sixth.decision.retry_after.duration().unwrap();
+    assert!(
+        wait > Duration::from_secs(700) && wait <= Duration::from_secs(720),
+        "{wait:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_without_the_module_is_decided_by_the_scripts_unless_the_module_is_required() {
+    let server = RedisServer::start();
+    let rule = || Rule::new(Algorithm::FixedWindow, "2/h".parse().unwrap());
+    let auto = connect(&server.url(), "a:", RedisModule::Auto).await;
+    assert!(!auto.decides_in_module());
+    let store = RedisStore::new(&auto, rule(), "r").unwrap();
+    assert!(
+        store
+            .decide("k", 1, Mode::Record)
+            .await
+            .unwrap()
+            .decision
+            .allowed
+    );
+
+    let required = connect(&server.url(), "a:", RedisModule::On).await;
+    let store = RedisStore::new(&required, rule(), "r").unwrap();
+    let err = store.decide("k", 1, Mode::Record).await.unwrap_err();
+    assert!(err.to_string().contains("LIMITS.DECIDE"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_unloaded_under_the_store_hands_its_keys_to_the_scripts() {
+    let server = RedisServer::start_with_module(&["--enable-module-command", "yes"]);
+    let connection = connect(&server.url(), "u:", RedisModule::Auto).await;
+    assert!(connection.decides_in_module());
+    let rule = Rule::new(Algorithm::SlidingWindow, "3/h".parse().unwrap());
+    let store = RedisStore::new(&connection, rule, "r").unwrap();
+    for _ in 0..2 {
+        assert!(
+            store
+                .decide("k", 1, Mode::Record)
+                .await
+                .unwrap()
+                .decision
+                .allowed
+        );
+    }
+    let unloaded = server.command(&["MODULE", "UNLOAD", "limits"]).unwrap();
+    assert!(unloaded.starts_with("+OK"), "{unloaded}");
+    let third = store.decide("k", 1, Mode::Record).await.unwrap();
+    assert!(
+        third.decision.allowed,
+        "answered by the script, not an error"
+    );
+    assert!(!connection.decides_in_module());
+    let fourth = store.decide("k", 1, Mode::Record).await.unwrap();
+    assert!(
+        !fourth.decision.allowed,
+        "the module's two counts are the script's"
+    );
+}
+
+#[test]
+fn the_module_names_a_bad_argument() {
+    let server = RedisServer::start_with_module(&[]);
+    let cases = [
+        (
+            vec![
+                "k",
+                "sliding-log",
+                "",
+                "1",
+                "1",
+                "0",
+                "1",
+                "5",
+                "1000000",
+                "0",
+            ],
+            "the store's Lua scripts decide sliding-log",
+        ),
+        (
+            vec![
+                "k",
+                "token-bucket",
+                "",
+                "1",
+                "3",
+                "0",
+                "1",
+                "5",
+                "1000000",
+                "0",
+            ],
+            "the mode is 0",
+        ),
+        (
+            vec![
+                "k",
+                "token-bucket",
+                "",
+                "x",
+                "1",
+                "0",
+                "1",
+                "5",
+                "1000000",
+                "0",
+            ],
+            "the cost is a whole number",
+        ),
+        (
+            vec![
+                "k",
+                "token-bucket",
+                "",
+                "1",
+                "1",
+                "0",
+                "2",
+                "5",
+                "1000000",
+                "0",
+            ],
+            "limit of rate 2 is missing",
+        ),
+        (
+            vec![
+                "k",
+                "token-bucket",
+                "",
+                "1",
+                "1",
+                "0",
+                "1",
+                "0",
+                "1000000",
+                "0",
+            ],
+            "rate 1",
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut command = vec!["LIMITS.DECIDE"];
+        command.extend(args);
+        let reply = server.command(&command).unwrap();
+        assert!(
+            reply.starts_with('-') && reply.contains(expected),
+            "{command:?}: {reply}"
+        );
+    }
+}
