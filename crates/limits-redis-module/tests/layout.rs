@@ -7,7 +7,10 @@ use limits_redis_module::{layout, DECIDED};
 use proptest::prelude::*;
 
 fn rule() -> impl Strategy<Value = Rule> {
-    let rate = (1u64..50, prop::sample::select(vec![1u64, 7, 1_000, 250_000, 3_300_007]));
+    let rate = (
+        1u64..50,
+        prop::sample::select(vec![1u64, 7, 1_000, 250_000, 3_300_007]),
+    );
     (
         prop::sample::select(DECIDED.to_vec()),
         prop::collection::vec(rate, 1..4),

@@ -50,7 +50,7 @@ mod tasks;
 pub use events::ServerEvent;
 /// The Redis store's connection, for [`StoreOptions::redis`].
 pub use limits_memcached::{MemcachedClient, MemcachedOptions};
-pub use limits_redis::{Fallback, RedisConnection, RedisOptions};
+pub use limits_redis::{Fallback, RedisConnection, RedisModule, RedisOptions};
 pub use listener::connection_caps::{
     connections_within_file_limit, ADMIN_MAX_CONNECTIONS, ADMIN_MAX_CONNECTIONS_PER_CLIENT,
     RESERVED_DESCRIPTORS,

@@ -241,3 +241,43 @@ fn run_as_written(command: &str, args: Vec<String>) -> std::process::Output {
 fn blocks() -> Vec<(String, String)> {
     fenced_blocks(&read("README.md"), "README.md")
 }
+
+/// The README's module block: the package it builds is the workspace's,
+/// and its `redis-server --loadmodule` line starts a Redis that lists the
+/// module (the library as the tests build it, of the same file name: a
+/// release build would cost the suite minutes).
+#[test]
+fn readme_module_block_builds_and_loads_the_module() {
+    let blocks = blocks();
+    let (_, block) = blocks
+        .iter()
+        .find(|(lang, text)| lang == "sh" && text.contains("--loadmodule"))
+        .expect("the README's module block");
+    let package = block
+        .split_whitespace()
+        .skip_while(|w| *w != "-p")
+        .nth(1)
+        .expect("cargo build -p PACKAGE");
+    assert!(
+        root()
+            .join("crates")
+            .join(package)
+            .join("Cargo.toml")
+            .exists(),
+        "{package}"
+    );
+    let line = block
+        .lines()
+        .find(|l| l.starts_with("redis-server --loadmodule "))
+        .expect("the redis-server line");
+    let named = Path::new(line.split_whitespace().nth(2).unwrap());
+    let built = crate::redis_server::module_path();
+    assert_eq!(
+        named.file_name(),
+        Path::new(&built).file_name(),
+        "the library cargo builds for {package}"
+    );
+    let server = crate::redis_server::RedisServer::start_with_module(&[]);
+    let modules = server.command(&["MODULE", "LIST"]).unwrap();
+    assert!(modules.contains("limits"), "{modules}");
+}

@@ -206,6 +206,38 @@ async fn two_instances_allow_exactly_50_between_them(url: &str) {
     assert!(limited > 50, "the clients kept trying: {limited}");
 }
 
+/// A deployment moving to the limits Redis module: one instance decides
+/// with the module, the other with the Lua scripts, on the same keys; the
+/// limit is still exact between them, and each decided in its own way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_instance_on_the_redis_module_and_one_on_the_scripts_share_one_exact_limit() {
+    let redis = RedisServer::start_with_module(&[]);
+    let url = redis.url();
+    let args = |module| {
+        [
+            "--limiter",
+            "token-bucket",
+            "--limit",
+            "50",
+            "--window",
+            "1h",
+            "--store",
+            url.as_str(),
+            "--store-timeout",
+            "2s",
+            "--redis-module",
+            module,
+        ]
+    };
+    let a = Server::start(&args("on"), false);
+    let b = Server::start(&args("off"), false);
+    let (ok, limited) = load(&[a.url.clone(), b.url.clone()], 8, Duration::from_secs(3)).await;
+    assert_eq!(ok, 50, "exactly the limit between them ({limited} limited)");
+    let stats = redis.command(&["INFO", "commandstats"]).unwrap();
+    assert!(stats.contains("cmdstat_limits.decide:calls="), "{stats}");
+    assert!(stats.contains("cmdstat_evalsha:calls="), "{stats}");
+}
+
 /// Rules mixed per store in one file: `store = "memory"` keeps a rule per
 /// instance even when `--store` names a Redis, while the other rules share
 /// Redis. Two instances, 3 per minute each rule, requests alternating
