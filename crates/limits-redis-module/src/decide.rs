@@ -4,7 +4,7 @@
 
 use crate::layout;
 use crate::request::Request;
-use limits::{Decision, Mode, RetryAfter};
+use limits::{Decision, KeyState, Mode, RetryAfter};
 use std::time::Duration;
 
 /// What a decision does to Redis.
@@ -14,12 +14,13 @@ pub struct Outcome {
     /// per rate allowed, remaining, never, and (µs, ns) pairs for the
     /// retry, reset, refill and delay, each a little-endian double.
     pub answer: Vec<u8>,
-    /// The key's new value and its time to live in milliseconds, when the
-    /// decision recorded something.
-    pub write: Option<(Vec<u8>, u64)>,
+    /// Each key's new value and its time to live in milliseconds, when the
+    /// decision recorded something (else none).
+    pub writes: Vec<(Vec<u8>, u64)>,
 }
 
-/// Decides `request` at `now` (microseconds) on the key's `stored` value.
+/// Decides `request` at `now` (microseconds) on its keys' `stored` values
+/// (`None` for a key that does not exist).
 ///
 /// ```
 /// use limits_redis_module::{decide, Request};
@@ -29,18 +30,18 @@ pub struct Outcome {
 ///     .map(|a| a.as_bytes())
 ///     .collect();
 /// let request = Request::parse(&args).unwrap();
-/// let first = decide(&request, None, 5_000_000);
-/// let (stored, ttl_ms) = first.write.unwrap();
-/// assert_eq!(ttl_ms, 1001); // to the window's end, a millisecond to spare
+/// let first = decide(&request, &[None], 5_000_000);
+/// let (stored, ttl_ms) = &first.writes[0];
+/// assert_eq!(*ttl_ms, 1001); // to the window's end, a millisecond to spare
 /// // The second request in the same window finds the first counted.
-/// let second = decide(&request, Some(&stored), 5_000_001);
-/// assert!(second.write.is_none());
+/// let second = decide(&request, &[Some(stored)], 5_000_001);
+/// assert!(second.writes.is_empty());
 /// assert_ne!(first.answer, second.answer);
 /// ```
-pub fn decide(request: &Request, stored: Option<&[u8]>, now: u64) -> Outcome {
+pub fn decide(request: &Request, stored: &[Option<&[u8]>], now: u64) -> Outcome {
     let rule = &request.rule;
     let mut state = layout::read(rule, stored);
-    let before = rule.encode_state(&state);
+    let before = state.clone();
     let mut rows: Vec<Decision> = Vec::with_capacity(rule.rates().len());
     let (decision, at) = rule.decide_timed(
         &mut state,
@@ -63,13 +64,58 @@ pub fn decide(request: &Request, stored: Option<&[u8]>, now: u64) -> Outcome {
             push(nanos % 1000);
         }
     }
-    let counted = decision.allowed || request.mode == Mode::RecordAlways;
-    let records = request.mode.records() && request.cost > 0 && counted;
-    let write = (records && rule.encode_state(&state) != before).then(|| {
-        let ttl = ttl_ms(decision.reset_after).max(request.ttl_floor_ms);
-        (layout::write(rule, &state), ttl)
-    });
-    Outcome { answer, write }
+    if !recorded(request, decision.allowed, before, &state, now) {
+        return Outcome {
+            answer,
+            writes: Vec::new(),
+        };
+    }
+    // A key per rate lives as long as its rate's state; one key for all as
+    // long as the longest.
+    let resets = rows.iter().map(|row| row.reset_after);
+    let resets: Vec<Duration> = match request.keys {
+        1 => vec![decision.reset_after],
+        _ => resets.collect(),
+    };
+    let values = layout::write(rule, &state, stored);
+    let writes = values
+        .into_iter()
+        .zip(resets)
+        .map(|(value, reset)| (value, ttl_ms(reset).max(request.ttl_floor_ms)))
+        .collect();
+    Outcome { answer, writes }
+}
+
+/// Whether a decision that left `state` recorded anything, as the scripts
+/// write only then: an admitted request of some cost, unless only looked
+/// at; a denied one only if counted ([`Mode::RecordAlways`]) by a limiter
+/// that keeps such counts, which a look from the state `before` tells.
+fn recorded(
+    request: &Request,
+    allowed: bool,
+    before: KeyState,
+    state: &KeyState,
+    now: u64,
+) -> bool {
+    let (rule, cost) = (&request.rule, request.cost);
+    if cost == 0 || !request.mode.records() {
+        return false;
+    }
+    if allowed {
+        return true;
+    }
+    if request.mode != Mode::RecordAlways {
+        return false;
+    }
+    let mut looked = before;
+    rule.decide_timed(
+        &mut looked,
+        now.saturating_mul(1000),
+        cost,
+        Mode::Peek,
+        |_| {},
+    );
+    rule.encode_state(&looked) != rule.encode_state(state)
 }
 
 /// A key's time to live for a state back to full after `reset`, as the

@@ -3,10 +3,12 @@
 //! `LIMITS.DECIDE` decides a request for a key with the core's own
 //! algorithms, at Redis's clock, on the state the store's Lua scripts keep.
 //!
-//! `LIMITS.DECIDE KEY LIMITER NOW COST MODE FLOOR N (LIMIT WINDOW BURST)...`
-//! takes the key, the limiter's name (`fixed-window`, `token-bucket`,
-//! `sliding-window`, `leaky-bucket`), then a script's arguments
-//! ([`Request::parse`]), and answers what the script answers. So the
+//! `LIMITS.DECIDE KEY LIMITER NOW COST MODE FLOOR N (LIMIT WINDOW BURST)...
+//! [KEY...]` takes the key, the limiter's name (`fixed-window`,
+//! `sliding-log`, `token-bucket`, `sliding-window`, `leaky-bucket`), then a
+//! script's arguments ([`Request::parse`]) and, for a sliding log of
+//! several rates, its other rates' keys; it answers what the script
+//! answers. So the
 //! Redis store sends either the same request, and a deployment moves
 //! between the module and the scripts (managed Redis services load no
 //! modules) without losing a count: the state is the scripts' layout
@@ -24,10 +26,10 @@
 //!     .map(|a| a.as_bytes())
 //!     .collect();
 //! let request = Request::parse(&args).unwrap();
-//! let first = decide(&request, None, 1_000_000);
-//! let (stored, _ttl_ms) = first.write.expect("the bucket emptied");
-//! let again = decide(&request, Some(&stored), 1_000_000);
-//! assert!(again.write.is_none(), "denied: nothing written");
+//! let first = decide(&request, &[None], 1_000_000);
+//! let (stored, _ttl_ms) = &first.writes[0];
+//! let again = decide(&request, &[Some(stored)], 1_000_000);
+//! assert!(again.writes.is_empty(), "denied: nothing written");
 //! ```
 
 pub mod layout;
@@ -67,30 +69,45 @@ fn redis_micros(ctx: &Context) -> Result<u64, RedisError> {
     }
 }
 
-/// `LIMITS.DECIDE`: the decision of one request for one key.
+/// `LIMITS.DECIDE`: the decision of one request for one key (a key per
+/// rate for the sliding log: the first, then the others after the rates).
 fn decide_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (key, rest) = match args.split_first().map(|(_, rest)| rest.split_first()) {
-        Some(Some((key, rest))) => (key, rest),
-        _ => return Err(RedisError::WrongArity),
+    let Some((key, rest)) = args.get(1..).and_then(<[RedisString]>::split_first) else {
+        return Err(RedisError::WrongArity);
     };
     let rest: Vec<&[u8]> = rest.iter().map(RedisString::as_slice).collect();
     let request = Request::parse(&rest).map_err(|e| RedisError::String(e.0))?;
+    let more = &args[args.len() + 1 - request.keys..];
+    if ctx.is_keys_position_request() {
+        // The keys, for Redis Cluster's slot checks and ACLs.
+        ctx.key_at_pos(1);
+        (args.len() + 1 - request.keys..args.len()).for_each(|at| ctx.key_at_pos(at as i32));
+        return Ok(RedisValue::NoReply);
+    }
     let now = match request.now {
         Some(now) => now,
         None => redis_micros(ctx)?,
     };
-    let redis_key = ctx.open_key_writable(key);
-    let outcome = if redis_key.is_empty() {
-        decide(&request, None, now)
-    } else {
-        let value = redis_key.as_string_dma()?;
-        decide(&request, Some(&value), now)
-    };
-    if let Some((value, ttl_ms)) = &outcome.write {
-        redis_key.as_string_dma()?.write(value)?;
-        redis_key.set_expire(Duration::from_millis(*ttl_ms))?;
+    let names: Vec<&RedisString> = std::iter::once(key).chain(more).collect();
+    let keys: Vec<_> = names
+        .iter()
+        .map(|name| ctx.open_key_writable(name))
+        .collect();
+    let values = keys
+        .iter()
+        .map(|key| match key.is_empty() {
+            true => Ok(None),
+            false => key.as_string_dma().map(Some),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let stored: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
+    let outcome = decide(&request, &stored, now);
+    drop(values);
+    for ((name, key), (value, ttl_ms)) in names.iter().zip(&keys).zip(&outcome.writes) {
+        key.as_string_dma()?.write(value)?;
+        key.set_expire(Duration::from_millis(*ttl_ms))?;
         let ttl = ttl_ms.to_string();
-        let set: [&[u8]; 4] = [key.as_slice(), value, b"PX", ttl.as_bytes()];
+        let set: [&[u8]; 4] = [name.as_slice(), value, b"PX", ttl.as_bytes()];
         ctx.replicate("SET", &set);
     }
     Ok(RedisValue::StringBuffer(outcome.answer))
@@ -106,6 +123,6 @@ redis_module::redis_module! {
     allocator: (std::alloc::System, std::alloc::System),
     data_types: [],
     commands: [
-        ["limits.decide", decide_command, "write deny-oom", 1, 1, 1, ""],
+        ["limits.decide", decide_command, "write deny-oom getkeys-api", 1, 1, 1, ""],
     ],
 }

@@ -17,8 +17,11 @@ pub struct Request {
     pub cost: u64,
     /// Peek, record, or record a denial too.
     pub mode: Mode,
-    /// The key's least time to live in milliseconds, whatever its state.
+    /// The keys' least time to live in milliseconds, whatever their state.
     pub ttl_floor_ms: u64,
+    /// How many keys hold the state ([`layout::keys`](crate::layout::keys)):
+    /// the command's first, and the rest after the rates.
+    pub keys: usize,
 }
 
 /// An argument that is not what the command takes: which one, and why.
@@ -31,22 +34,23 @@ impl fmt::Display for BadArgument {
     }
 }
 
-/// The limiters the module decides: those whose state is one string key
-/// of counters in the scripts' layout.
-pub const DECIDED: [Algorithm; 4] = [
+/// The limiters the module decides: every one the store's scripts do.
+pub const DECIDED: [Algorithm; 5] = [
     Algorithm::FixedWindow,
+    Algorithm::SlidingLog,
     Algorithm::TokenBucket,
     Algorithm::SlidingWindow,
     Algorithm::LeakyBucket,
 ];
 
 impl Request {
-    /// Reads `ALGORITHM NOW COST MODE FLOOR N (LIMIT WINDOW BURST)...`
-    /// (the arguments after the key): the limiter by the core's name, the
-    /// time in microseconds or empty for Redis's clock, the mode as the
-    /// scripts take it (0 peek, 1 record, 2 record a denial too), and per
-    /// rate its limit, its window in microseconds and the leaky bucket's
-    /// burst.
+    /// Reads `ALGORITHM NOW COST MODE FLOOR N (LIMIT WINDOW BURST)...
+    /// [KEY...]` (the arguments after the first key): the limiter by the
+    /// core's name, the time in microseconds or empty for Redis's clock, the
+    /// mode as the scripts take it (0 peek, 1 record, 2 record a denial
+    /// too), per rate its limit, its window in microseconds and the leaky
+    /// bucket's burst, and for the sliding log the keys of its other rates
+    /// (a key per rate, as the scripts keep it), which are not read here.
     ///
     /// ```
     /// use limits::{Algorithm, Mode};
@@ -74,7 +78,7 @@ impl Request {
         let algorithm: Algorithm = name.parse().map_err(|e| BadArgument(format!("{e}")))?;
         if !DECIDED.contains(&algorithm) {
             return Err(BadArgument(format!(
-                "LIMITS.DECIDE decides fixed-window, token-bucket, sliding-window and leaky-bucket; the store's Lua scripts decide {algorithm}"
+                "LIMITS.DECIDE decides what the store's scripts decide, not {algorithm}"
             )));
         }
         let now = match next("time")? {
@@ -106,11 +110,7 @@ impl Request {
             rates.push(rate);
             bursts.push(burst);
         }
-        if args.next().is_some() {
-            return Err(BadArgument(format!(
-                "LIMITS.DECIDE: more arguments than {count} rates take"
-            )));
-        }
+        let more_keys = args.count();
         let rates = limits::Rates::new(rates)
             .ok_or_else(|| BadArgument("LIMITS.DECIDE: a rule has at least one rate".into()))?;
         let mut rule = Rule::new(algorithm, rates);
@@ -124,12 +124,20 @@ impl Request {
         if algorithm == Algorithm::LeakyBucket && !own_limits {
             rule = rule.with_burst(bursts[0]);
         }
+        let keys = crate::layout::keys(&rule);
+        if more_keys + 1 != keys {
+            return Err(BadArgument(format!(
+                "LIMITS.DECIDE: {algorithm} of {count} rates keeps {keys} keys; {} given",
+                more_keys + 1
+            )));
+        }
         Ok(Request {
             rule,
             now,
             cost,
             mode,
             ttl_floor_ms,
+            keys,
         })
     }
 }

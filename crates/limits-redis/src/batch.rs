@@ -24,12 +24,12 @@ use crate::connection::RedisConnection;
 use crate::link::Conn;
 use crate::scripts::{Lua, ALL_OR_NOTHING};
 use crate::slots::{key_slot, SlotMap};
-use crate::store::query_loaded;
 use crate::store::RedisStore;
+use crate::store::{query_loaded, DecisionCommand};
 use limits::{Asked, Mode, Store, StoreError, Until, Verdict};
 use redis::aio::ConnectionLike;
 use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
-use redis::{Arg, Cmd, ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
+use redis::{Cmd, ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -38,11 +38,12 @@ use std::time::Instant;
 /// that decides it.
 pub type BatchDecision<'a> = Asked<'a, RedisStore>;
 
-/// A decision Redis must make: its place in the batch and its command.
+/// A decision Redis must make: its place in the batch, its command and
+/// its key's cluster slot.
 struct Pending {
     index: usize,
-    script: &'static Lua,
-    command: Cmd,
+    decision: DecisionCommand,
+    slot: u16,
 }
 
 impl RedisStore {
@@ -68,11 +69,11 @@ impl RedisStore {
             let answer = match at_once {
                 Some(verdict) => Some(Ok(verdict)),
                 None => match d.store.command(d.key, None, d.cost, d.mode) {
-                    Some((script, command)) => {
+                    Some(decision) => {
                         pending.push(Pending {
                             index,
-                            script,
-                            command,
+                            decision,
+                            slot: d.store.slot(d.key).unwrap_or(0),
                         });
                         None
                     }
@@ -422,7 +423,7 @@ impl RedisConnection {
                         send_per_node(cluster, batch, &map).await?
                     }
                 };
-                again(conn, batch, replies, slots).await
+                again(conn, batch, replies, self).await
             })
             .await;
         let replies = match replies {
@@ -459,7 +460,7 @@ impl RedisConnection {
 async fn send_single(conn: &Conn, batch: &[Pending]) -> RedisResult<Vec<RedisResult<Value>>> {
     let mut pipeline = redis::pipe();
     for p in batch {
-        pipeline.add_command(p.command.clone());
+        pipeline.add_command(p.decision.command.clone());
     }
     let values = conn
         .clone()
@@ -478,10 +479,7 @@ async fn send_per_node(
     // (node, the first command's slot, the commands' places in the batch)
     let mut groups: Vec<(Option<usize>, u16, Vec<usize>)> = Vec::new();
     for (i, p) in batch.iter().enumerate() {
-        let slot = match p.command.args_iter().nth(3) {
-            Some(Arg::Simple(key)) => key_slot(key),
-            _ => 0,
-        };
+        let slot = p.slot;
         let node = map.node_of(slot);
         match groups.iter_mut().find(|g| node.is_some() && g.0 == node) {
             Some(group) => group.2.push(i),
@@ -492,7 +490,7 @@ async fn send_per_node(
     for (g, (_, slot, members)) in groups.iter().enumerate() {
         let mut pipeline = redis::pipe();
         for &i in members {
-            pipeline.add_command(batch[i].command.clone());
+            pipeline.add_command(batch[i].decision.command.clone());
         }
         let mut cluster = cluster.clone();
         // Routed by the first command's slot: redis-rs's own view of the
@@ -563,23 +561,25 @@ fn failed_in_script(value: Value) -> RedisResult<Value> {
 /// The commands Redis could not run where they were sent, sent again: a
 /// script Redis has forgotten (a restart, `SCRIPT FLUSH`) loaded first, in
 /// the same pipeline as the commands that need it on one Redis (each
-/// command alone on a cluster, where a load goes to every primary), and a
+/// command alone on a cluster, where a load goes to every primary), a
 /// slot the cluster moved followed, the slot map read again by the next
-/// batch.
+/// batch, and the module's command that Redis does not know sent as the
+/// script's.
 async fn again(
     mut conn: Conn,
     batch: &[Pending],
     mut replies: Vec<RedisResult<Value>>,
-    slots: &crate::slots::SlotCache,
+    connection: &RedisConnection,
 ) -> RedisResult<Vec<RedisResult<Value>>> {
     let mut missing: Vec<&'static Lua> = Vec::new();
-    let mut resend = Vec::new();
+    let mut resend: Vec<(usize, &Cmd)> = Vec::new();
     for (i, (p, reply)) in batch.iter().zip(&replies).enumerate() {
         let Err(e) = reply else { continue };
+        let decision = &p.decision;
         match e.kind() {
             ErrorKind::Server(ServerErrorKind::NoScript) => {
-                if !missing.iter().any(|s| std::ptr::eq(*s, p.script)) {
-                    missing.push(p.script);
+                if !missing.iter().any(|s| std::ptr::eq(*s, decision.script)) {
+                    missing.push(decision.script);
                 }
             }
             ErrorKind::Server(
@@ -588,10 +588,20 @@ async fn again(
                 | ServerErrorKind::TryAgain
                 | ServerErrorKind::ClusterDown
                 | ServerErrorKind::CrossSlot,
-            ) => slots.forget(),
-            _ => continue,
+            ) => connection.slots.forget(),
+            _ => match decision.instead_of_module(e, connection) {
+                Some(script) => {
+                    // Its script may not be loaded either: loaded first.
+                    if !missing.iter().any(|s| std::ptr::eq(*s, decision.script)) {
+                        missing.push(decision.script);
+                    }
+                    resend.push((i, script));
+                    continue;
+                }
+                None => continue,
+            },
         }
-        resend.push(i);
+        resend.push((i, &decision.command));
     }
     if resend.is_empty() {
         return Ok(replies);
@@ -601,22 +611,22 @@ async fn again(
         for script in &missing {
             pipeline.add_command(script.load_command());
         }
-        for &i in &resend {
-            pipeline.add_command(batch[i].command.clone());
+        for (_, command) in &resend {
+            pipeline.add_command((*command).clone());
         }
         let values = conn
             .req_packed_commands(&pipeline, 0, pipeline.len())
             .await?;
-        for (&i, value) in resend.iter().zip(values.into_iter().skip(missing.len())) {
-            replies[i] = reply(value);
+        for ((i, _), value) in resend.iter().zip(values.into_iter().skip(missing.len())) {
+            replies[*i] = reply(value);
         }
         return Ok(replies);
     }
     for script in missing {
         script.script.load_async(&mut conn).await?;
     }
-    for i in resend {
-        replies[i] = batch[i].command.query_async::<Value>(&mut conn).await;
+    for (i, command) in resend {
+        replies[i] = command.query_async::<Value>(&mut conn).await;
     }
     Ok(replies)
 }

@@ -4,9 +4,8 @@
 //! script's arguments after the key and the limiter's name, answers what
 //! the script answers and keeps the state in the scripts' layout, so the
 //! two decide alike and a deployment moves between them without losing a
-//! count; what the module does not decide (the sliding log, penalties,
-//! settling, several decisions in one call) stays with the scripts, on the
-//! same keys.
+//! count; what the module does not decide (penalties, settling, several
+//! decisions in one call) stays with the scripts, on the same keys.
 
 use crate::link::{Conn, Health};
 use crate::store::ScriptCall;
@@ -36,12 +35,12 @@ const NAME: &str = "limits";
 /// The module's command.
 const DECIDE: &str = "LIMITS.DECIDE";
 
-/// Whether the module decides `algorithm` (the counters; the sliding log
-/// keeps a key per rate, which the scripts decide).
+/// Whether the module decides `algorithm`: every limiter with a script.
 pub(crate) fn decides(algorithm: Algorithm) -> bool {
     matches!(
         algorithm,
         Algorithm::FixedWindow
+            | Algorithm::SlidingLog
             | Algorithm::TokenBucket
             | Algorithm::SlidingWindow
             | Algorithm::LeakyBucket
@@ -49,14 +48,15 @@ pub(crate) fn decides(algorithm: Algorithm) -> bool {
 }
 
 /// The module's command for the script call `call` of `algorithm`: the
-/// key first (where a cluster client finds the slot), the limiter, then
-/// the script's arguments.
+/// first key (where a cluster client finds the slot), the limiter, the
+/// script's arguments, then the other keys (the sliding log's other rates).
 pub(crate) fn command(call: &ScriptCall, algorithm: Algorithm) -> Cmd {
     let mut command = redis::cmd(DECIDE);
-    command.arg(&call.keys).arg(algorithm.name());
+    command.arg(&call.keys[..1]).arg(algorithm.name());
     for arg in call.argv() {
         command.arg(arg);
     }
+    command.arg(&call.keys[1..]);
     command
 }
 

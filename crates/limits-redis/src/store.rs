@@ -205,29 +205,21 @@ impl RedisStore {
         cost: u64,
         mode: Mode,
     ) -> Result<Verdict, StoreError> {
-        let Some(call) = self.script_call(key, now, cost, mode) else {
+        let Some(command) = self.command(key, now, cost, mode) else {
             return Ok(self.stateless(cost, mode));
         };
-        let algorithm = self.rule.algorithm();
-        let in_module =
-            self.penalty.is_none() && module::decides(algorithm) && self.connection.uses_module();
-        let module_command = in_module.then(|| module::command(&call, algorithm));
-        let (script, command) = call.command();
-        let health = &self.connection.health;
-        let packed: Vec<u8> = self
-            .connection
+        let connection = &self.connection;
+        let packed: Vec<u8> = connection
             .run(|mut conn| async move {
-                let Some(module_command) = module_command else {
-                    return query_loaded(conn, script, command).await;
-                };
-                match module_command.query_async(&mut conn).await {
-                    Err(e)
-                        if module::is_unknown(&e)
-                            && self.connection.options.module != RedisModule::On =>
-                    {
-                        module::gone(health);
-                        query_loaded(conn, script, command).await
+                match command.command.query_async(&mut conn).await {
+                    Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                        command.script.script.load_async(&mut conn).await?;
+                        command.command.query_async(&mut conn).await
                     }
+                    Err(e) => match command.instead_of_module(&e, connection) {
+                        Some(script) => query_loaded(conn, command.script, script.clone()).await,
+                        None => Err(e),
+                    },
                     answered => answered,
                 }
             })
@@ -235,18 +227,34 @@ impl RedisStore {
         self.answer(&packed, mode)
     }
 
-    /// The `EVALSHA` of one decision, and its script; `None` for `none`,
-    /// which needs no state (and so no Redis): [`stateless`](Self::stateless)
-    /// answers it.
+    /// The command of one decision: the module's where it decides it, the
+    /// script's `EVALSHA` otherwise; `None` for `none`, which needs no
+    /// state (and so no Redis): [`stateless`](Self::stateless) answers it.
     pub(crate) fn command(
         &self,
         key: &str,
         now: Option<u64>,
         cost: u64,
         mode: Mode,
-    ) -> Option<(&'static Lua, Cmd)> {
-        self.script_call(key, now, cost, mode)
-            .map(ScriptCall::command)
+    ) -> Option<DecisionCommand> {
+        let call = self.script_call(key, now, cost, mode)?;
+        let algorithm = self.rule.algorithm();
+        let in_module =
+            self.penalty.is_none() && module::decides(algorithm) && self.connection.uses_module();
+        let module_command = in_module.then(|| module::command(&call, algorithm));
+        let (script, script_command) = call.command();
+        Some(match module_command {
+            Some(command) => DecisionCommand {
+                script,
+                command,
+                script_command: Some(script_command),
+            },
+            None => DecisionCommand {
+                script,
+                command: script_command,
+                script_command: None,
+            },
+        })
     }
 
     /// The script, keys and arguments of one decision; `None` for `none`.
@@ -605,6 +613,36 @@ impl Shape {
     /// The number of rates (the first script argument).
     fn key_count_rates(&self) -> usize {
         self.args[0] as usize
+    }
+}
+
+/// One decision's command, as sent.
+pub(crate) struct DecisionCommand {
+    /// The limiter's script, loaded again if Redis has forgotten it.
+    pub script: &'static Lua,
+    /// The module's command, or the script's.
+    pub command: Cmd,
+    /// The script's, when `command` is the module's: what decides instead
+    /// when Redis does not know the module.
+    pub script_command: Option<Cmd>,
+}
+
+impl DecisionCommand {
+    /// The script's command to send instead of the module's, when Redis
+    /// answered the module's with `e`, that it does not know it (and the
+    /// module is not required): the store then says so once and decides
+    /// with the scripts from now on.
+    pub(crate) fn instead_of_module(
+        &self,
+        e: &redis::RedisError,
+        connection: &RedisConnection,
+    ) -> Option<&Cmd> {
+        let script = self.script_command.as_ref()?;
+        if !module::is_unknown(e) || connection.options.module == RedisModule::On {
+            return None;
+        }
+        module::gone(&connection.health);
+        Some(script)
     }
 }
 

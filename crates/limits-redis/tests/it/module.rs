@@ -9,7 +9,7 @@ use crate::redis_server::{module_path, RedisCluster, RedisServer};
 
 use limits::{Algorithm, Mode, Rule, Store};
 use limits_conformance::{run_suite, Config};
-use limits_redis::{RedisConnection, RedisModule, RedisOptions, RedisStore};
+use limits_redis::{BatchDecision, RedisConnection, RedisModule, RedisOptions, RedisStore};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -100,12 +100,7 @@ fn random_rule(random: &mut Random, algorithm: Algorithm) -> Rule {
     }
 }
 
-const MODULE_DECIDES: [Algorithm; 4] = [
-    Algorithm::FixedWindow,
-    Algorithm::TokenBucket,
-    Algorithm::SlidingWindow,
-    Algorithm::LeakyBucket,
-];
+use limits_redis_module::DECIDED as MODULE_DECIDES;
 
 fn random_mode(random: &mut Random) -> Mode {
     [Mode::Record, Mode::Record, Mode::Peek, Mode::RecordAlways][random.below(4) as usize]
@@ -119,9 +114,9 @@ async fn the_module_answers_what_the_scripts_answer_and_writes_the_same_bytes() 
     let module = connect(&url, "m:", RedisModule::On).await;
     let client = redis::Client::open(url.as_str()).unwrap();
     let mut raw = client.get_multiplexed_async_connection().await.unwrap();
-    for seed in 1..=40u64 {
+    for seed in 1..=50u64 {
         let mut random = Random(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let algorithm = MODULE_DECIDES[(seed % 4) as usize];
+        let algorithm = MODULE_DECIDES[(seed % 5) as usize];
         let rule = random_rule(&mut random, algorithm);
         let by_script = RedisStore::new(&scripts, rule.clone(), "r").unwrap();
         let by_module = RedisStore::new(&module, rule.clone(), "r").unwrap();
@@ -138,24 +133,42 @@ async fn the_module_answers_what_the_scripts_answer_and_writes_the_same_bytes() 
                 rule.rates()
             );
             assert_eq!(answered.unwrap(), expected.unwrap(), "{context}");
-            let script_bytes: Option<Vec<u8>> = redis::cmd("GET")
-                .arg(&by_script.redis_keys(&key)[0])
-                .query_async(&mut raw)
-                .await
-                .unwrap();
-            let module_bytes: Option<Vec<u8>> = redis::cmd("GET")
-                .arg(&by_module.redis_keys(&key)[0])
-                .query_async(&mut raw)
-                .await
-                .unwrap();
-            assert_eq!(module_bytes, script_bytes, "the state after {context}");
+            let script_values = values(&mut raw, &by_script.redis_keys(&key)).await;
+            let module_values = values(&mut raw, &by_module.redis_keys(&key)).await;
+            if algorithm == Algorithm::SlidingLog {
+                // The rings hold the same entries; the scripts' keep the
+                // bytes of expired entries and where the ring wrapped.
+                let entries = |values: &[Option<Vec<u8>>]| {
+                    let stored: Vec<Option<&[u8]>> = values.iter().map(Option::as_deref).collect();
+                    rule.encode_state(&limits_redis_module::layout::read(&rule, &stored))
+                };
+                assert_eq!(
+                    entries(&module_values),
+                    entries(&script_values),
+                    "the state after {context}"
+                );
+            } else {
+                assert_eq!(module_values, script_values, "the state after {context}");
+            }
         }
     }
     let stats = server.command(&["INFO", "commandstats"]).unwrap();
     assert!(
-        stats.contains("cmdstat_limits.decide:calls=2400"),
+        stats.contains("cmdstat_limits.decide:calls=3000"),
         "{stats}"
     );
+}
+
+/// The values of `keys` (`None`: no such key).
+async fn values(
+    conn: &mut redis::aio::MultiplexedConnection,
+    keys: &[String],
+) -> Vec<Option<Vec<u8>>> {
+    let mut values = Vec::new();
+    for key in keys {
+        values.push(redis::cmd("GET").arg(key).query_async(conn).await.unwrap());
+    }
+    values
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -165,7 +178,7 @@ async fn a_key_moves_between_the_scripts_and_the_module_keeping_its_count() {
     let module = connect(&server.url(), "p:", RedisModule::On).await;
     for seed in 1..=24u64 {
         let mut random = Random(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) + 7);
-        let algorithm = MODULE_DECIDES[(seed % 4) as usize];
+        let algorithm = MODULE_DECIDES[(seed % 5) as usize];
         let rule = random_rule(&mut random, algorithm);
         let name = format!("r{seed}");
         let stores = [
@@ -317,93 +330,105 @@ async fn a_module_unloaded_under_the_store_hands_its_keys_to_the_scripts() {
     );
 }
 
+/// `calls=N` of the module's command in `INFO commandstats` (0: none yet).
+fn module_calls(server: &RedisServer) -> u64 {
+    let stats = server.command(&["INFO", "commandstats"]).unwrap();
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_limits.decide:calls="))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_is_decided_by_the_module_and_after_an_unload_by_the_scripts() {
+    let server = RedisServer::start_with_module(&["--enable-module-command", "yes"]);
+    let connection = connect(&server.url(), "b:", RedisModule::Auto).await;
+    let stores: Vec<RedisStore> = MODULE_DECIDES
+        .iter()
+        .map(|&algorithm| {
+            let rule = Rule::new(algorithm, "2/h; 3/d".parse().unwrap());
+            RedisStore::new(&connection, rule, algorithm.name()).unwrap()
+        })
+        .collect();
+    let keys = ["ann", "bob", "cy"];
+    let batch = || {
+        let asks = stores
+            .iter()
+            .flat_map(|store| keys.map(move |key| (store, key)));
+        asks.map(|(store, key)| BatchDecision {
+            store,
+            client: None,
+            key,
+            cost: 1,
+            value: None,
+            mode: Mode::Record,
+        })
+        .collect::<Vec<_>>()
+    };
+    let allowed = |answers: Vec<Result<limits::Verdict, limits::StoreError>>| {
+        answers
+            .into_iter()
+            .map(|a| a.unwrap().decision.allowed)
+            .collect::<Vec<_>>()
+    };
+    let every = stores.len() * keys.len();
+    assert_eq!(
+        allowed(RedisStore::decide_batch(&batch()).await),
+        vec![true; every]
+    );
+    assert_eq!(
+        module_calls(&server),
+        every as u64,
+        "each decision one LIMITS.DECIDE"
+    );
+    let unloaded = server.command(&["MODULE", "UNLOAD", "limits"]).unwrap();
+    assert!(unloaded.starts_with("+OK"), "{unloaded}");
+    // Answered by the scripts, on the counts the module kept.
+    assert_eq!(
+        allowed(RedisStore::decide_batch(&batch()).await),
+        vec![true; every]
+    );
+    assert!(!connection.decides_in_module());
+    // A third within the hour: the leaky bucket queues it (its burst is
+    // the limit), the others deny it.
+    let third: Vec<bool> = stores
+        .iter()
+        .flat_map(|store| keys.map(|_| store.rule().algorithm() == Algorithm::LeakyBucket))
+        .collect();
+    assert_eq!(allowed(RedisStore::decide_batch(&batch()).await), third);
+}
+
 #[test]
 fn the_module_names_a_bad_argument() {
     let server = RedisServer::start_with_module(&[]);
     let cases = [
         (
-            vec![
-                "k",
-                "sliding-log",
-                "",
-                "1",
-                "1",
-                "0",
-                "1",
-                "5",
-                "1000000",
-                "0",
-            ],
-            "the store's Lua scripts decide sliding-log",
+            "k smoothed-rate '' 1 1 0 1 5 1000000 0",
+            "not smoothed-rate",
         ),
         (
-            vec![
-                "k",
-                "token-bucket",
-                "",
-                "1",
-                "3",
-                "0",
-                "1",
-                "5",
-                "1000000",
-                "0",
-            ],
-            "the mode is 0",
+            "k sliding-log '' 1 1 0 2 5 1000000 0 9 9000000 0",
+            "keeps 2 keys; 1 given",
         ),
+        ("k token-bucket '' 1 3 0 1 5 1000000 0", "the mode is 0"),
         (
-            vec![
-                "k",
-                "token-bucket",
-                "",
-                "x",
-                "1",
-                "0",
-                "1",
-                "5",
-                "1000000",
-                "0",
-            ],
+            "k token-bucket '' x 1 0 1 5 1000000 0",
             "the cost is a whole number",
         ),
         (
-            vec![
-                "k",
-                "token-bucket",
-                "",
-                "1",
-                "1",
-                "0",
-                "2",
-                "5",
-                "1000000",
-                "0",
-            ],
+            "k token-bucket '' 1 1 0 2 5 1000000 0",
             "limit of rate 2 is missing",
         ),
-        (
-            vec![
-                "k",
-                "token-bucket",
-                "",
-                "1",
-                "1",
-                "0",
-                "1",
-                "0",
-                "1000000",
-                "0",
-            ],
-            "rate 1",
-        ),
+        ("k token-bucket '' 1 1 0 1 0 1000000 0", "rate 1"),
     ];
     for (args, expected) in cases {
         let mut command = vec!["LIMITS.DECIDE"];
-        command.extend(args);
+        command.extend(args.split(' ').map(|a| if a == "''" { "" } else { a }));
         let reply = server.command(&command).unwrap();
         assert!(
             reply.starts_with('-') && reply.contains(expected),
-            "{command:?}: {reply}"
+            "{args}: {reply}"
         );
     }
 }
