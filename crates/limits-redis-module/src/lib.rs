@@ -35,11 +35,14 @@
 pub mod layout;
 
 mod decide;
+mod many;
 mod request;
 
 pub use decide::{decide, Outcome};
+pub use many::{drive, How, Many};
 pub use request::{BadArgument, Request, DECIDED};
 
+use limits::Mode;
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::time::Duration;
 
@@ -72,23 +75,92 @@ fn redis_micros(ctx: &Context) -> Result<u64, RedisError> {
 /// `LIMITS.DECIDE`: the decision of one request for one key (a key per
 /// rate for the sliding log: the first, then the others after the rates).
 fn decide_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let Some((key, rest)) = args.get(1..).and_then(<[RedisString]>::split_first) else {
-        return Err(RedisError::WrongArity);
-    };
-    let rest: Vec<&[u8]> = rest.iter().map(RedisString::as_slice).collect();
-    let request = Request::parse(&rest).map_err(|e| RedisError::String(e.0))?;
-    let more = &args[args.len() + 1 - request.keys..];
+    let args = &args[1..];
+    let request = read(args)?;
     if ctx.is_keys_position_request() {
-        // The keys, for Redis Cluster's slot checks and ACLs.
-        ctx.key_at_pos(1);
-        (args.len() + 1 - request.keys..args.len()).for_each(|at| ctx.key_at_pos(at as i32));
+        key_positions(ctx, 1, args.len(), &request);
         return Ok(RedisValue::NoReply);
     }
     let now = match request.now {
         Some(now) => now,
         None => redis_micros(ctx)?,
     };
-    let names: Vec<&RedisString> = std::iter::once(key).chain(more).collect();
+    Ok(RedisValue::StringBuffer(run(ctx, args, &request, now)?))
+}
+
+/// `LIMITS.REQUEST KEY HOW N (COUNT ARG...)...`: a request's decisions in
+/// one call ([`Many`], [`drive`]), each decision's arguments as
+/// `LIMITS.DECIDE` takes them (`KEY`, the first decision's key, is where a
+/// cluster client finds the slot). One time for all of them: Redis's, read
+/// once, where a decision asks for it. The answers are an array, each a
+/// decision's answer or an array of one text, the error it failed with.
+fn request_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let bytes: Vec<&[u8]> = args.iter().skip(2).map(RedisString::as_slice).collect();
+    let many = Many::parse(&bytes).map_err(|e| RedisError::String(e.0))?;
+    let at = |range: &std::ops::Range<usize>| &args[range.start + 2..range.end + 2];
+    let requests: Vec<Request> = many
+        .decisions
+        .iter()
+        .map(|range| read(at(range)))
+        .collect::<Result<_, _>>()?;
+    if ctx.is_keys_position_request() {
+        ctx.key_at_pos(1);
+        for (range, request) in many.decisions.iter().zip(&requests) {
+            key_positions(ctx, range.start + 2, range.len(), request);
+        }
+        return Ok(RedisValue::NoReply);
+    }
+    let mut redis_now = None;
+    let modes: Vec<Mode> = requests.iter().map(|r| r.mode).collect();
+    let answers = drive(many.how, &modes, |i, mode| {
+        let request = Request {
+            mode,
+            ..requests[i].clone()
+        };
+        let now = match (request.now, redis_now) {
+            (Some(now), _) | (None, Some(now)) => now,
+            (None, None) => *redis_now.insert(redis_micros(ctx).map_err(|e| e.to_string())?),
+        };
+        run(ctx, at(&many.decisions[i]), &request, now).map_err(|e| e.to_string())
+    });
+    Ok(RedisValue::Array(
+        answers
+            .into_iter()
+            .map(|answer| match answer {
+                Ok(packed) => RedisValue::StringBuffer(packed),
+                Err(text) => RedisValue::Array(vec![RedisValue::BulkString(text)]),
+            })
+            .collect(),
+    ))
+}
+
+/// A decision's request, read from its arguments (its key first).
+fn read(args: &[RedisString]) -> Result<Request, RedisError> {
+    let Some((_, rest)) = args.split_first() else {
+        return Err(RedisError::WrongArity);
+    };
+    let rest: Vec<&[u8]> = rest.iter().map(RedisString::as_slice).collect();
+    Request::parse(&rest).map_err(|e| RedisError::String(e.0))
+}
+
+/// Declares the keys of a decision whose `len` arguments start at `start`:
+/// the first, and the sliding log's other rates' at the end.
+fn key_positions(ctx: &Context, start: usize, len: usize, request: &Request) {
+    ctx.key_at_pos(start as i32);
+    let others = start + len + 1 - request.keys..start + len;
+    others.for_each(|at| ctx.key_at_pos(at as i32));
+}
+
+/// Decides `request` (read from `args`, its key first) at `now` on its
+/// keys, and writes what it recorded: the answer.
+fn run(
+    ctx: &Context,
+    args: &[RedisString],
+    request: &Request,
+    now: u64,
+) -> Result<Vec<u8>, RedisError> {
+    let names = std::iter::once(&args[0]).chain(&args[args.len() + 1 - request.keys..]);
+    let names: Vec<&RedisString> = names.collect();
     let keys: Vec<_> = names
         .iter()
         .map(|name| ctx.open_key_writable(name))
@@ -101,7 +173,7 @@ fn decide_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         })
         .collect::<Result<Vec<_>, _>>()?;
     let stored: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
-    let outcome = decide(&request, &stored, now);
+    let outcome = decide(request, &stored, now);
     drop(values);
     for ((name, key), (value, ttl_ms)) in names.iter().zip(&keys).zip(&outcome.writes) {
         key.as_string_dma()?.write(value)?;
@@ -110,7 +182,7 @@ fn decide_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         let set: [&[u8]; 4] = [name.as_slice(), value, b"PX", ttl.as_bytes()];
         ctx.replicate("SET", &set);
     }
-    Ok(RedisValue::StringBuffer(outcome.answer))
+    Ok(outcome.answer)
 }
 
 // The system's allocator, not Redis's (which Redis counts): the module holds
@@ -124,5 +196,6 @@ redis_module::redis_module! {
     data_types: [],
     commands: [
         ["limits.decide", decide_command, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["limits.request", request_command, "write deny-oom getkeys-api", 1, 1, 1, ""],
     ],
 }

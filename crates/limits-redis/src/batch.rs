@@ -22,6 +22,7 @@
 
 use crate::connection::RedisConnection;
 use crate::link::Conn;
+use crate::module;
 use crate::scripts::{Lua, ALL_OR_NOTHING};
 use crate::slots::{key_slot, SlotMap};
 use crate::store::RedisStore;
@@ -307,13 +308,34 @@ async fn in_one_call(
             .arg(args.len())
             .arg(args);
     }
+    // The module decides them all, or the script does.
+    let in_module = decisions
+        .iter()
+        .zip(&calls)
+        .all(|(d, call)| call.is_none() || d.store.in_module());
+    let module_request = in_module.then(|| {
+        let asked: Vec<module::Asked<'_>> = decisions
+            .iter()
+            .zip(&calls)
+            .filter_map(|(d, call)| Some(call.as_ref()?.in_module(d.store)))
+            .collect();
+        module::request(&asked, driver.arg())
+    });
     // `calls` counts decisions sent; `run` counts the call as one.
     let (calls_sent, more) = (&connection.health.calls, decisions.len().saturating_sub(1));
     let sent = Instant::now();
     let replies: Result<Vec<Value>, StoreError> = connection
-        .run(|conn| {
+        .run(|mut conn| async move {
             calls_sent.fetch_add(more as u64, Ordering::Relaxed);
-            query_loaded(conn, &ALL_OR_NOTHING, command)
+            if let Some(request) = module_request {
+                match request.query_async(&mut conn).await {
+                    Err(e)
+                        if module::forgotten(&e, connection.options.module, &connection.health) => {
+                    }
+                    answered => return answered,
+                }
+            }
+            query_loaded(conn, &ALL_OR_NOTHING, command).await
         })
         .await;
     // All or nothing answers every decision sent; in order, at least one.

@@ -8,7 +8,6 @@
 //! decisions in one call) stays with the scripts, on the same keys.
 
 use crate::link::{Conn, Health};
-use crate::store::ScriptCall;
 use limits::Algorithm;
 use redis::Cmd;
 use std::sync::atomic::Ordering;
@@ -32,8 +31,11 @@ pub enum RedisModule {
 /// The module's name in `MODULE LIST`.
 const NAME: &str = "limits";
 
-/// The module's command.
+/// The module's command deciding one request.
 const DECIDE: &str = "LIMITS.DECIDE";
+
+/// The module's command deciding a request's several decisions.
+const REQUEST: &str = "LIMITS.REQUEST";
 
 /// Whether the module decides `algorithm`: every limiter with a script.
 pub(crate) fn decides(algorithm: Algorithm) -> bool {
@@ -47,23 +49,60 @@ pub(crate) fn decides(algorithm: Algorithm) -> bool {
     )
 }
 
-/// The module's command for the script call `call` of `algorithm`: the
-/// first key (where a cluster client finds the slot), the limiter, the
-/// script's arguments, then the other keys (the sliding log's other rates).
-pub(crate) fn command(call: &ScriptCall, algorithm: Algorithm) -> Cmd {
-    let mut command = redis::cmd(DECIDE);
-    command.arg(&call.keys[..1]).arg(algorithm.name());
-    for arg in call.argv() {
-        command.arg(arg);
+/// A decision as the module takes it: a script call's keys and arguments,
+/// and its limiter.
+pub(crate) struct Asked<'a> {
+    /// The script's keys (the sliding log: one per rate).
+    pub keys: &'a [String],
+    /// The script's arguments.
+    pub argv: Vec<&'a [u8]>,
+    /// The limiter.
+    pub algorithm: Algorithm,
+}
+
+impl Asked<'_> {
+    /// `LIMITS.DECIDE`'s arguments: the first key (where a cluster client
+    /// finds the slot), the limiter, the script's arguments, then the
+    /// other keys (the sliding log's other rates).
+    fn arguments(&self) -> Vec<&[u8]> {
+        let first = self.keys[..1].iter().map(|k| k.as_bytes());
+        let others = self.keys[1..].iter().map(|k| k.as_bytes());
+        first
+            .chain([self.algorithm.name().as_bytes()])
+            .chain(self.argv.iter().copied())
+            .chain(others)
+            .collect()
     }
-    command.arg(&call.keys[1..]);
+
+    /// The module's command deciding it.
+    pub(crate) fn command(&self) -> Cmd {
+        let mut command = redis::cmd(DECIDE);
+        command.arg(self.arguments());
+        command
+    }
+}
+
+/// The module's command deciding `asked` as `how` says
+/// (`all_or_nothing.lua`'s first argument): the first one's key first,
+/// where a cluster client finds the slot.
+pub(crate) fn request(asked: &[Asked<'_>], how: &str) -> Cmd {
+    let mut command = redis::cmd(REQUEST);
+    let first = asked.first().map(|a| a.keys[0].as_str());
+    command
+        .arg(first.unwrap_or_default())
+        .arg(how)
+        .arg(asked.len());
+    for one in asked {
+        let args = one.arguments();
+        command.arg(args.len()).arg(args);
+    }
     command
 }
 
-/// Whether `e` is Redis not knowing the module's command.
-pub(crate) fn is_unknown(e: &redis::RedisError) -> bool {
+/// Whether `e` is Redis not knowing one of the module's commands.
+fn is_unknown(e: &redis::RedisError) -> bool {
     let text = e.to_string();
-    text.contains("unknown command") && text.to_ascii_uppercase().contains(DECIDE)
+    text.contains("unknown command") && text.to_ascii_uppercase().contains("'LIMITS.")
 }
 
 /// Records whether the store decides with the module on the connection
@@ -80,13 +119,20 @@ pub(crate) async fn detect(conn: &Conn, health: &Health, setting: RedisModule, t
     }
 }
 
-/// Stops deciding with the module: Redis answered that it does not know it.
-pub(crate) fn gone(health: &Health) {
+/// Whether Redis's answer `e` to the module's command says
+/// it does not know it, and the scripts are to decide instead (the module
+/// is not required): the store then says so once and decides with the
+/// scripts from now on.
+pub(crate) fn forgotten(e: &redis::RedisError, setting: RedisModule, health: &Health) -> bool {
+    if !is_unknown(e) || setting == RedisModule::On {
+        return false;
+    }
     if health.module.swap(false, Ordering::Relaxed) {
         tracing::warn!(
             "the Redis store's Redis does not know {DECIDE} (no longer loaded, or a failover to a node without it): deciding with the Lua scripts from now on"
         );
     }
+    true
 }
 
 /// Whether `MODULE LIST` names the module; no if Redis refuses to say
@@ -176,6 +222,7 @@ mod tests {
             "unknown command 'LIMITS.DECIDE', with args beginning with: 'k'"
         )));
         assert!(is_unknown(&unknown("unknown command 'limits.decide'")));
+        assert!(is_unknown(&unknown("unknown command 'LIMITS.REQUEST'")));
         assert!(!is_unknown(&unknown("unknown command 'FOO'")));
         assert!(!is_unknown(&unknown("wrong number of arguments")));
     }

@@ -3,7 +3,7 @@
 
 use crate::connection::{Fallback, RedisConnection};
 use crate::deny_cache::DenyCache;
-use crate::module::{self, RedisModule};
+use crate::module;
 use crate::new_keys::NewKeyCap;
 use crate::scripts::{penalized_script_for, script_for, settle_script_for, Lua};
 use crate::shape::{fingerprint, Shape, EXACT};
@@ -227,6 +227,15 @@ impl RedisStore {
         self.answer(&packed, mode)
     }
 
+    /// Whether the limits module decides this store's requests: loaded (as
+    /// last found), deciding its limiter, and no penalty (whose script
+    /// decides around the limiter's).
+    pub(crate) fn in_module(&self) -> bool {
+        self.penalty.is_none()
+            && module::decides(self.rule.algorithm())
+            && self.connection.uses_module()
+    }
+
     /// The command of one decision: the module's where it decides it, the
     /// script's `EVALSHA` otherwise; `None` for `none`, which needs no
     /// state (and so no Redis): [`stateless`](Self::stateless) answers it.
@@ -238,10 +247,7 @@ impl RedisStore {
         mode: Mode,
     ) -> Option<DecisionCommand> {
         let call = self.script_call(key, now, cost, mode)?;
-        let algorithm = self.rule.algorithm();
-        let in_module =
-            self.penalty.is_none() && module::decides(algorithm) && self.connection.uses_module();
-        let module_command = in_module.then(|| module::command(&call, algorithm));
+        let module_command = self.in_module().then(|| call.in_module(self).command());
         let (script, script_command) = call.command();
         Some(match module_command {
             Some(command) => DecisionCommand {
@@ -638,11 +644,8 @@ impl DecisionCommand {
         connection: &RedisConnection,
     ) -> Option<&Cmd> {
         let script = self.script_command.as_ref()?;
-        if !module::is_unknown(e) || connection.options.module == RedisModule::On {
-            return None;
-        }
-        module::gone(&connection.health);
-        Some(script)
+        let setting = connection.options.module;
+        module::forgotten(e, setting, &connection.health).then_some(script)
     }
 }
 
@@ -669,6 +672,15 @@ impl ScriptCall {
             command.arg(arg);
         }
         (self.script, command)
+    }
+
+    /// The decision as the module takes it, for `store`'s limiter.
+    pub fn in_module(&self, store: &RedisStore) -> module::Asked<'_> {
+        module::Asked {
+            keys: &self.keys,
+            argv: self.argv().collect(),
+            algorithm: store.rule.algorithm(),
+        }
     }
 
     /// The arguments, each as Redis receives it.

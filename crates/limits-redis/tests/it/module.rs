@@ -330,16 +330,6 @@ async fn a_module_unloaded_under_the_store_hands_its_keys_to_the_scripts() {
     );
 }
 
-/// `calls=N` of the module's command in `INFO commandstats` (0: none yet).
-fn module_calls(server: &RedisServer) -> u64 {
-    let stats = server.command(&["INFO", "commandstats"]).unwrap();
-    stats
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_limits.decide:calls="))
-        .and_then(|rest| rest.split(',').next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_is_decided_by_the_module_and_after_an_unload_by_the_scripts() {
     let server = RedisServer::start_with_module(&["--enable-module-command", "yes"]);
@@ -378,7 +368,7 @@ async fn a_batch_is_decided_by_the_module_and_after_an_unload_by_the_scripts() {
         vec![true; every]
     );
     assert_eq!(
-        module_calls(&server),
+        calls_of(&server, "limits.decide"),
         every as u64,
         "each decision one LIMITS.DECIDE"
     );
@@ -397,6 +387,97 @@ async fn a_batch_is_decided_by_the_module_and_after_an_unload_by_the_scripts() {
         .flat_map(|store| keys.map(|_| store.rule().algorithm() == Algorithm::LeakyBucket))
         .collect();
     assert_eq!(allowed(RedisStore::decide_batch(&batch()).await), third);
+}
+
+/// `calls=N` of `command` in `INFO commandstats` (0: none yet).
+fn calls_of(server: &RedisServer, command: &str) -> u64 {
+    let stats = server.command(&["INFO", "commandstats"]).unwrap();
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Each store of `stores` asked for key `k` at a cost of 1 in `mode`.
+fn asks(stores: &[RedisStore], mode: Mode) -> Vec<BatchDecision<'_>> {
+    stores
+        .iter()
+        .map(|store| BatchDecision {
+            store,
+            client: None,
+            key: "k",
+            cost: 1,
+            value: None,
+            mode,
+        })
+        .collect()
+}
+
+/// A request's rules in one call: the module's `LIMITS.REQUEST` answers
+/// what the script answers, in order up to the first denial and all or
+/// nothing, each call one command; the scripts' are another store's keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_s_rules_in_one_call_are_decided_by_the_module_as_by_the_scripts() {
+    let server = RedisServer::start_with_module(&[]);
+    let url = server.url();
+    let scripts = connect(&url, "s:", RedisModule::Off).await;
+    let module = connect(&url, "m:", RedisModule::On).await;
+    let rules = [
+        (Algorithm::SlidingLog, "3/h; 5/d"),
+        (Algorithm::TokenBucket, "2/h"),
+        (Algorithm::FixedWindow, "4/h"),
+    ];
+    let stores = |connection: &RedisConnection| -> Vec<RedisStore> {
+        rules
+            .iter()
+            .map(|(algorithm, rates)| {
+                let rule = Rule::new(*algorithm, rates.parse().unwrap());
+                RedisStore::new(connection, rule, algorithm.name()).unwrap()
+            })
+            .collect()
+    };
+    let (by_script, by_module) = (stores(&scripts), stores(&module));
+    let timeless = |answers: Vec<Result<limits::Verdict, limits::StoreError>>| {
+        let answers = answers.into_iter().map(|a| {
+            let verdict = a.unwrap();
+            let per_rate = verdict
+                .per_rate
+                .iter()
+                .map(|d| (d.allowed, d.remaining, d.retry_after.is_never()));
+            per_rate.collect::<Vec<_>>()
+        });
+        answers.collect::<Vec<_>>()
+    };
+    let evalsha = calls_of(&server, "evalsha");
+    for round in 0..4 {
+        let modes = [Mode::Record, Mode::RecordAlways, Mode::Peek];
+        for mode in modes {
+            let until = limits::Until::Denied;
+            let expected = RedisStore::decide_in_order(&asks(&by_script, mode), until).await;
+            let answered = RedisStore::decide_in_order(&asks(&by_module, mode), until).await;
+            assert_eq!(
+                timeless(answered),
+                timeless(expected),
+                "in order, round {round}, {mode:?}"
+            );
+            let expected = RedisStore::decide_all_or_nothing(&asks(&by_script, mode), false).await;
+            let answered = RedisStore::decide_all_or_nothing(&asks(&by_module, mode), false).await;
+            assert_eq!(
+                timeless(answered),
+                timeless(expected),
+                "all or nothing, round {round}, {mode:?}"
+            );
+        }
+    }
+    assert_eq!(
+        calls_of(&server, "limits.request"),
+        24,
+        "one call a request"
+    );
+    // The scripts' store's; once more for the script Redis did not have yet.
+    let by_scripts = calls_of(&server, "evalsha") - evalsha;
+    assert!((24..=25).contains(&by_scripts), "{by_scripts}");
 }
 
 #[test]
