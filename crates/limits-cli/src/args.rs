@@ -3,7 +3,7 @@
 
 use clap::Args;
 use limits::{parse_duration, Algorithm, Rate, Rates, Rule, DEFAULT_WINDOW};
-use limits_redis::TlsFiles;
+use limits_redis::{RedisModule, TlsFiles};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
@@ -51,6 +51,39 @@ impl RedisTlsArgs {
         }
         Ok(files)
     }
+}
+
+/// `--redis-module WHEN`, beside every `--store` that takes a Redis URL.
+#[derive(Args, Clone, Copy, Debug)]
+pub struct RedisModuleArgs {
+    /// With a Redis store: decide with the limits Redis module
+    /// (`LIMITS.DECIDE`) where Redis has it loaded (`auto`, found with
+    /// MODULE LIST), always (`on`), or never, with the Lua scripts only
+    /// (`off`). Both keep the same state: switching loses no count.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ModuleFlag::Auto)]
+    redis_module: ModuleFlag,
+}
+
+impl RedisModuleArgs {
+    /// The store's setting.
+    pub fn setting(self) -> RedisModule {
+        match self.redis_module {
+            ModuleFlag::Auto => RedisModule::Auto,
+            ModuleFlag::On => RedisModule::On,
+            ModuleFlag::Off => RedisModule::Off,
+        }
+    }
+}
+
+/// `--redis-module`: when the Redis store decides with the limits module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ModuleFlag {
+    /// Where Redis has it loaded.
+    Auto,
+    /// Always (a Redis without it answers every decision with an error).
+    On,
+    /// Never: the Lua scripts only.
+    Off,
 }
 
 /// `--limiter NAME --limit N [--window D] [--burst B]`, or `--limit 100/min`.

@@ -81,6 +81,9 @@ pub struct BenchArgs {
     #[command(flatten)]
     redis_tls: crate::args::RedisTlsArgs,
 
+    #[command(flatten)]
+    redis_module: crate::args::RedisModuleArgs,
+
     /// Print JSON on stdout instead of the table.
     #[arg(long)]
     json: bool,
@@ -259,7 +262,8 @@ pub fn bench(args: BenchArgs, matches: Option<&ArgMatches>) -> Result<(), String
         }
         Some(url) if limits_redis::is_redis_url(url) => {
             let tls = args.redis_tls.for_store(url)?;
-            results = redis::run(url, tls, &args.limiter.0, &plan)?
+            let module = args.redis_module.setting();
+            results = redis::run(url, (tls, module), &args.limiter.0, &plan)?
         }
         Some(url) => {
             return Err(format!(

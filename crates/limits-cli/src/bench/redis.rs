@@ -15,10 +15,10 @@ use std::future::Future;
 const SAMPLE: usize = 100;
 
 /// Measures each of `algorithms` in the Redis at `url` (with the `tls`
-/// files of a TLS one).
+/// files of a TLS one, deciding with the limits module as `module` says).
 pub fn run(
     url: &str,
-    tls: limits_redis::TlsFiles,
+    (tls, module): (limits_redis::TlsFiles, limits_redis::RedisModule),
     algorithms: &[Algorithm],
     plan: &Plan,
 ) -> Result<Vec<Measured>, String> {
@@ -29,6 +29,7 @@ pub fn run(
             timeout: TIMEOUT,
             deny_cache: 0,
             tls,
+            module,
             ..RedisOptions::default()
         };
         let connection = RedisConnection::connect(url, options)

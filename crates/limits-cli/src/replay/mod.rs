@@ -83,6 +83,9 @@ pub struct ReplayArgs {
     #[command(flatten)]
     redis_tls: crate::args::RedisTlsArgs,
 
+    #[command(flatten)]
+    redis_module: crate::args::RedisModuleArgs,
+
     /// Also replay the sliding-window counter in a sketch of SIZE bytes
     /// (`16MB`, `64KiB`), in memory whatever `--store` says: a row
     /// `sketch SIZE`, whose false denials are what the fixed memory

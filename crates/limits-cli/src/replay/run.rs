@@ -88,7 +88,8 @@ impl Run {
                 None
             }
             url => {
-                let shared = Shared::connect(url, args.redis_tls.for_store(url)?)?;
+                let tls = args.redis_tls.for_store(url)?;
+                let shared = Shared::connect(url, tls, args.redis_module.setting())?;
                 eprintln!(
                     "replaying in {}, keys under {}",
                     limits_redis::redact(url),

@@ -102,7 +102,12 @@ impl Shared {
     /// Connects to `url` (any URL `serve --store` takes but `memory`), with
     /// the `tls` files of a TLS Redis, under a key prefix no other run has
     /// used.
-    pub fn connect(url: &str, tls: limits_redis::TlsFiles) -> Result<Shared, String> {
+    /// With a Redis, `module` says whether the limits module decides.
+    pub fn connect(
+        url: &str,
+        tls: limits_redis::TlsFiles,
+        module: limits_redis::RedisModule,
+    ) -> Result<Shared, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -115,6 +120,7 @@ impl Shared {
                 // The deny cache only serves decisions at Redis's own time.
                 deny_cache: 0,
                 tls,
+                module,
                 ..RedisOptions::default()
             };
             let connect = RedisConnection::connect(url, options);

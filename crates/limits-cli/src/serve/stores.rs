@@ -8,8 +8,7 @@ use crate::args::{RedisTlsArgs, STORE_URLS};
 use clap::{Args, ValueEnum};
 use limits::Rate;
 use limits_server::{
-    Fallback, MemcachedClient, MemcachedOptions, RedisConnection, RedisModule, RedisOptions,
-    StoreOptions,
+    Fallback, MemcachedClient, MemcachedOptions, RedisConnection, RedisOptions, StoreOptions,
 };
 use std::time::Duration;
 
@@ -69,12 +68,8 @@ pub struct StoreArgs {
     #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = parse_clock_check)]
     clock_check_every: ClockCheck,
 
-    /// With a Redis store: decide with the limits Redis module
-    /// (`LIMITS.DECIDE`) where Redis has it loaded (`auto`, found with
-    /// MODULE LIST), always (`on`), or never, with the Lua scripts only
-    /// (`off`). Both keep the same state: switching loses no count.
-    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ModuleFlag::Auto)]
-    redis_module: ModuleFlag,
+    #[command(flatten)]
+    redis_module: crate::args::RedisModuleArgs,
 
     /// Exit at start if the Redis of --store does not answer. Without it,
     /// the command starts anyway, answers per --on-store-error while Redis
@@ -87,27 +82,6 @@ pub struct StoreArgs {
     /// flag: `limits rls` sets it from the reference's CACHE_KEY_PREFIX).
     #[arg(skip)]
     prefix: Option<String>,
-}
-
-/// `--redis-module`: when the Redis store decides with the limits module.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ModuleFlag {
-    /// Where Redis has it loaded.
-    Auto,
-    /// Always (a Redis without it answers every decision with an error).
-    On,
-    /// Never: the Lua scripts only.
-    Off,
-}
-
-impl From<ModuleFlag> for RedisModule {
-    fn from(flag: ModuleFlag) -> RedisModule {
-        match flag {
-            ModuleFlag::Auto => RedisModule::Auto,
-            ModuleFlag::On => RedisModule::On,
-            ModuleFlag::Off => RedisModule::Off,
-        }
-    }
 }
 
 /// `--clock-check-every`: a period of whole seconds, or never.
@@ -207,7 +181,7 @@ impl StoreArgs {
                     new_keys_per_client: self.max_new_keys_per_client.0,
                     local_max_keys: self.max_keys,
                     tls: self.redis_tls.for_store(url)?,
-                    module: self.redis_module.into(),
+                    module: self.redis_module.setting(),
                     ..default
                 };
                 let connection = if self.require_store {

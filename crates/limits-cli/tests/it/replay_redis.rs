@@ -126,6 +126,55 @@ fn every_limiter_decides_in_redis_as_in_memory_row_for_row() {
     }
 }
 
+/// The limits Redis module decides the trace as the Lua scripts do, row
+/// for row (`--redis-module on` and `off` on one Redis with the module).
+#[test]
+fn the_redis_module_decides_a_trace_as_the_scripts_row_for_row() {
+    let redis = RedisServer::start_with_module(&[]);
+    let url = redis.url();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write(dir.path(), "t.csv", &trace(2000, 0));
+    let trace = trace.to_str().unwrap();
+    for limiter in [
+        "fixed-window",
+        "sliding-log",
+        "sliding-window",
+        "token-bucket",
+        "leaky-bucket",
+    ] {
+        let rows = |module: &str| {
+            let csv = dir.path().join(format!("{limiter}-{module}.csv"));
+            let csv_arg = csv.to_str().unwrap();
+            let args = [
+                "--limiter",
+                limiter,
+                trace,
+                "--limit",
+                "10/s; 25/3s",
+                "--decisions",
+                csv_arg,
+                "--store",
+                &url,
+                "--redis-module",
+                module,
+            ];
+            let (summary, _) = replay(&args);
+            (summary, read(&csv))
+        };
+        let (scripts, module) = (rows("off"), rows("on"));
+        assert_eq!(module.0, scripts.0, "{limiter}: the summary");
+        assert_eq!(module.1.lines().count(), 2001);
+        for (i, (m, s)) in module.1.lines().zip(scripts.1.lines()).enumerate() {
+            assert_eq!(m, s, "{limiter}: row {i}");
+        }
+    }
+    let stats = redis.command(&["INFO", "commandstats"]).unwrap();
+    assert!(
+        stats.contains("cmdstat_limits.decide:calls=10000,"),
+        "{stats}"
+    );
+}
+
 #[test]
 fn two_runs_do_not_share_state_and_all_limiters_summarise_alike() {
     let redis = RedisServer::start();
