@@ -43,33 +43,17 @@ pub use many::{drive, How, Many};
 pub use request::{BadArgument, Request, DECIDED};
 
 use limits::Mode;
-use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
-use std::time::Duration;
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Redis's time in microseconds: its own clock, as the scripts' `TIME`.
-fn redis_micros(ctx: &Context) -> Result<u64, RedisError> {
-    // SAFETY: set by Redis when the module loads, or left unset by a Redis
-    // older than the function (7.2), which then answers TIME.
-    if let Some(micros) = unsafe { raw::RedisModule_Microseconds } {
-        // SAFETY: a function Redis gave, taking nothing.
-        return u64::try_from(unsafe { micros() })
-            .map_err(|_| RedisError::Str("Redis's clock is before 1970"));
-    }
-    let number = |v: &RedisValue| match v {
-        RedisValue::SimpleString(s) | RedisValue::BulkString(s) => s.parse::<u64>().ok(),
-        RedisValue::Integer(i) => u64::try_from(*i).ok(),
-        _ => None,
-    };
-    match ctx.call("TIME", &[] as &[&str])? {
-        RedisValue::Array(parts) => match (parts.first(), parts.get(1)) {
-            (Some(s), Some(us)) => match (number(s), number(us)) {
-                (Some(s), Some(us)) => Ok(s * 1_000_000 + us),
-                _ => Err(RedisError::Str("TIME answered no numbers")),
-            },
-            _ => Err(RedisError::Str("TIME answered too little")),
-        },
-        _ => Err(RedisError::Str("TIME answered no array")),
-    }
+/// Redis's time in microseconds: the host's clock, which Redis's `TIME`
+/// reads too (a `TIME` call from here costs more than the decision).
+fn redis_micros() -> Result<u64, RedisError> {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH);
+    since
+        .ok()
+        .and_then(|d| u64::try_from(d.as_micros()).ok())
+        .ok_or(RedisError::Str("Redis's clock is before 1970"))
 }
 
 /// `LIMITS.DECIDE`: the decision of one request for one key (a key per
@@ -83,7 +67,7 @@ fn decide_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let now = match request.now {
         Some(now) => now,
-        None => redis_micros(ctx)?,
+        None => redis_micros()?,
     };
     Ok(RedisValue::StringBuffer(run(ctx, args, &request, now)?))
 }
@@ -119,7 +103,7 @@ fn request_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         };
         let now = match (request.now, redis_now) {
             (Some(now), _) | (None, Some(now)) => now,
-            (None, None) => *redis_now.insert(redis_micros(ctx).map_err(|e| e.to_string())?),
+            (None, None) => *redis_now.insert(redis_micros().map_err(|e| e.to_string())?),
         };
         run(ctx, at(&many.decisions[i]), &request, now).map_err(|e| e.to_string())
     });

@@ -3,14 +3,18 @@
 //! the store sends the module and a script the same request.
 
 use limits::{Algorithm, Mode, Rate, Rule};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
+use std::rc::Rc;
 use std::time::Duration;
 
 /// One decision asked of the module.
 #[derive(Clone, Debug)]
 pub struct Request {
-    /// The rule, built from the limiter's name and the rates' numbers.
-    pub rule: Rule,
+    /// The rule, built from the limiter's name and the rates' numbers
+    /// (once: calls of the same rule share it).
+    pub rule: Rc<Rule>,
     /// The time in microseconds, or `None` for Redis's own clock.
     pub now: Option<u64>,
     /// The request's cost.
@@ -69,24 +73,14 @@ impl Request {
     /// assert!(err.0.contains("number of rates"), "{err}");
     /// ```
     pub fn parse(args: &[&[u8]]) -> Result<Request, BadArgument> {
-        let mut args = args.iter().copied();
-        let mut next = |what: &str| {
-            args.next()
-                .ok_or_else(|| BadArgument(format!("LIMITS.DECIDE: the {what} is missing")))
-        };
-        let name = text(next("limiter")?, "limiter")?;
-        let algorithm: Algorithm = name.parse().map_err(|e| BadArgument(format!("{e}")))?;
-        if !DECIDED.contains(&algorithm) {
-            return Err(BadArgument(format!(
-                "LIMITS.DECIDE decides what the store's scripts decide, not {algorithm}"
-            )));
-        }
-        let now = match next("time")? {
+        let missing = |what: &str| BadArgument(format!("LIMITS.DECIDE: the {what} is missing"));
+        let arg = |at: usize, what: &str| args.get(at).copied().ok_or_else(|| missing(what));
+        let now = match arg(1, "time")? {
             b"" => None,
             given => Some(number(given, "time")?),
         };
-        let cost = number(next("cost")?, "cost")?;
-        let mode = match next("mode")? {
+        let cost = number(arg(2, "cost")?, "cost")?;
+        let mode = match arg(3, "mode")? {
             b"0" => Mode::Peek,
             b"1" => Mode::Record,
             b"2" => Mode::RecordAlways,
@@ -97,37 +91,24 @@ impl Request {
                 )))
             }
         };
-        let ttl_floor_ms = number(next("time-to-live floor")?, "time-to-live floor")?;
-        let count = number(next("number of rates")?, "number of rates")?;
-        let mut rates = Vec::new();
-        let mut bursts = Vec::new();
-        for i in 1..=count {
-            let limit = number(next(&format!("limit of rate {i}"))?, "limit")?;
-            let window = number(next(&format!("window of rate {i}"))?, "window")?;
-            let burst = number(next(&format!("burst of rate {i}"))?, "burst")?;
-            let rate = Rate::new(limit, Duration::from_micros(window))
-                .map_err(|e| BadArgument(format!("LIMITS.DECIDE: rate {i}: {e}")))?;
-            rates.push(rate);
-            bursts.push(burst);
-        }
-        let more_keys = args.count();
-        let rates = limits::Rates::new(rates)
-            .ok_or_else(|| BadArgument("LIMITS.DECIDE: a rule has at least one rate".into()))?;
-        let mut rule = Rule::new(algorithm, rates);
-        // The scripts take each rate's burst: the rule's, or the rate's own
-        // limit when the rule sets none, which is what the core does too.
-        let own_limits = rule
-            .rates()
-            .iter()
-            .map(|r| r.limit())
-            .eq(bursts.iter().copied());
-        if algorithm == Algorithm::LeakyBucket && !own_limits {
-            rule = rule.with_burst(bursts[0]);
-        }
+        let ttl_floor_ms = number(arg(4, "time-to-live floor")?, "time-to-live floor")?;
+        let count = number(arg(5, "number of rates")?, "number of rates")?;
+        let rates_end = usize::try_from(count)
+            .ok()
+            .and_then(|n| n.checked_mul(3)?.checked_add(6))
+            .filter(|&end| end <= args.len());
+        let Some(rates_end) = rates_end else {
+            let given = args.len().saturating_sub(6) / 3 + 1;
+            let field = ["limit", "window", "burst"][args.len().saturating_sub(6) % 3];
+            return Err(missing(&format!("{field} of rate {given}")));
+        };
+        let rule = RULES.with(|rules| rules.borrow_mut().get(args[0], &args[5..rates_end]))?;
         let keys = crate::layout::keys(&rule);
+        let more_keys = args.len() - rates_end;
         if more_keys + 1 != keys {
             return Err(BadArgument(format!(
-                "LIMITS.DECIDE: {algorithm} of {count} rates keeps {keys} keys; {} given",
+                "LIMITS.DECIDE: {} of {count} rates keeps {keys} keys; {} given",
+                rule.algorithm(),
                 more_keys + 1
             )));
         }
@@ -140,6 +121,75 @@ impl Request {
             keys,
         })
     }
+}
+
+thread_local! {
+    /// The rules built lately (Redis calls a module's commands on one
+    /// thread).
+    static RULES: RefCell<Rules> = RefCell::default();
+}
+
+/// Rules by their arguments, so that a rule is built once rather than on
+/// every call: at most [`Rules::MOST`], forgotten all at once past it.
+#[derive(Default)]
+struct Rules {
+    built: HashMap<Vec<u8>, Rc<Rule>>,
+    /// The arguments of the rule looked up, joined (kept for its room).
+    key: Vec<u8>,
+}
+
+impl Rules {
+    const MOST: usize = 1024;
+
+    /// The rule of the limiter `name` and `N (LIMIT WINDOW BURST)...`.
+    fn get(&mut self, name: &[u8], rates: &[&[u8]]) -> Result<Rc<Rule>, BadArgument> {
+        self.key.clear();
+        for arg in std::iter::once(&name).chain(rates) {
+            self.key.extend_from_slice(arg);
+            self.key.push(b' ');
+        }
+        if let Some(rule) = self.built.get(&self.key) {
+            return Ok(rule.clone());
+        }
+        let rule = Rc::new(build(name, &rates[1..])?);
+        if self.built.len() >= Self::MOST {
+            self.built.clear();
+        }
+        self.built.insert(self.key.clone(), rule.clone());
+        Ok(rule)
+    }
+}
+
+/// The rule of the limiter `name` at `(LIMIT WINDOW BURST)...`.
+fn build(name: &[u8], rates: &[&[u8]]) -> Result<Rule, BadArgument> {
+    let algorithm: Algorithm = text(name, "limiter")?
+        .parse()
+        .map_err(|e| BadArgument(format!("{e}")))?;
+    if !DECIDED.contains(&algorithm) {
+        return Err(BadArgument(format!(
+            "LIMITS.DECIDE decides what the store's scripts decide, not {algorithm}"
+        )));
+    }
+    let mut parsed = Vec::with_capacity(rates.len() / 3);
+    let mut bursts = Vec::with_capacity(rates.len() / 3);
+    for (i, rate) in rates.chunks_exact(3).enumerate() {
+        let i = i + 1;
+        let (limit, window) = (number(rate[0], "limit")?, number(rate[1], "window")?);
+        bursts.push(number(rate[2], "burst")?);
+        let rate = Rate::new(limit, Duration::from_micros(window))
+            .map_err(|e| BadArgument(format!("LIMITS.DECIDE: rate {i}: {e}")))?;
+        parsed.push(rate);
+    }
+    let rates = limits::Rates::new(parsed)
+        .ok_or_else(|| BadArgument("LIMITS.DECIDE: a rule has at least one rate".into()))?;
+    let rule = Rule::new(algorithm, rates);
+    // The scripts take each rate's burst: the rule's, or the rate's own
+    // limit when the rule sets none, which is what the core does too.
+    let own_limits = rule.rates().iter().map(|r| r.limit()).eq(bursts.iter().copied());
+    Ok(match algorithm {
+        Algorithm::LeakyBucket if !own_limits => rule.with_burst(bursts[0]),
+        _ => rule,
+    })
 }
 
 fn text<'a>(arg: &'a [u8], what: &str) -> Result<&'a str, BadArgument> {
