@@ -185,7 +185,11 @@ fn build(name: &[u8], rates: &[&[u8]]) -> Result<Rule, BadArgument> {
     let rule = Rule::new(algorithm, rates);
     // The scripts take each rate's burst: the rule's, or the rate's own
     // limit when the rule sets none, which is what the core does too.
-    let own_limits = rule.rates().iter().map(|r| r.limit()).eq(bursts.iter().copied());
+    let own_limits = rule
+        .rates()
+        .iter()
+        .map(|r| r.limit())
+        .eq(bursts.iter().copied());
     Ok(match algorithm {
         Algorithm::LeakyBucket if !own_limits => rule.with_burst(bursts[0]),
         _ => rule,

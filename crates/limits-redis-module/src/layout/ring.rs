@@ -53,8 +53,11 @@ impl Shape {
     }
 }
 
+/// A little-endian number of at most 8 bytes.
 fn number(bytes: &[u8]) -> u64 {
-    bytes.iter().rev().fold(0, |n, &b| (n << 8) | u64::from(b))
+    let mut eight = [0; 8];
+    eight[..bytes.len()].copy_from_slice(bytes);
+    u64::from_le_bytes(eight)
 }
 
 fn put(out: &mut Vec<u8>, n: u64, width: usize) {
@@ -88,16 +91,22 @@ pub(super) fn read(rule: &Rule, stored: &[Option<&[u8]>], words: &mut Vec<u64>) 
         if room % shape.entry() != 0 || count > cap || (count > 0 && head >= cap) {
             return None;
         }
-        let (times, totals) = (shape.times(), shape.totals());
-        let low = newest % times;
-        let mut before = (total + totals - units % totals) % totals;
+        // Both moduli are powers of two: a remainder is a mask.
+        let (times, totals) = (shape.times() - 1, shape.totals() - 1);
+        let low = newest & times;
+        let mut before = total.wrapping_sub(units) & totals;
+        words.reserve(1 + 2 * count);
         words.push(count as u64);
-        for j in 0..count {
-            let at = HEADER + (head + j) % cap * shape.entry();
+        let mut at = HEADER + head * shape.entry();
+        for _ in 0..count {
+            if at == value.len() {
+                at = HEADER;
+            }
             let time = number(&value[at..at + shape.v]);
             let running = number(&value[at + shape.v..at + shape.entry()]);
-            let back = (low + times - time) % times;
-            let cost = (running + totals - before) % totals;
+            at += shape.entry();
+            let back = low.wrapping_sub(time) & times;
+            let cost = running.wrapping_sub(before) & totals;
             before = running;
             words.extend([newest.checked_sub(back)?.checked_mul(1000)?, cost]);
         }
