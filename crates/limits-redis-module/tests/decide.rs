@@ -1,9 +1,11 @@
 //! The module's decision, apart from Redis, on random traces: its answer
-//! is the core's decision, and the keys it writes hold the core's state
-//! (read back, the same words), for every limiter it decides.
+//! is the core's decision, and the keys it writes hold a state that
+//! decides as the core's does, for every limiter it decides.
+
+mod common;
 
 use limits::{Algorithm, Mode, Rule};
-use limits_redis_module::{decide, layout, Request, DECIDED};
+use limits_redis_module::{decide, layout, Request};
 use proptest::prelude::*;
 
 /// The script arguments of `rule`, after the key.
@@ -32,33 +34,10 @@ fn args(rule: &Rule, cost: u64, mode: Mode) -> Vec<String> {
     args
 }
 
-fn rule() -> impl Strategy<Value = Rule> {
-    let rate = (
-        1u64..20,
-        prop::sample::select(vec![1u64, 7, 1_000, 250_000, 3_300_007]),
-    );
-    (
-        prop::sample::select(DECIDED.to_vec()),
-        prop::collection::vec(rate, 1..4),
-        prop::option::of(0u64..6),
-    )
-        .prop_map(|(algorithm, rates, burst)| {
-            let rates: Vec<String> = rates
-                .iter()
-                .map(|(limit, us)| format!("{limit}/{us}us"))
-                .collect();
-            let rule = Rule::new(algorithm, rates.join("; ").parse().unwrap());
-            match (algorithm, burst) {
-                (Algorithm::LeakyBucket, Some(burst)) => rule.with_burst(burst),
-                _ => rule,
-            }
-        })
-}
-
 proptest! {
     #[test]
     fn the_module_decides_as_the_core_and_keeps_its_state(
-        rule in rule(),
+        rule in common::rule(20),
         trace in prop::collection::vec((prop_oneof![Just(0u64), Just(1), 0u64..300_000], 0u64..25, 0u8..4), 1..60),
     ) {
         let mut state = rule.new_state();

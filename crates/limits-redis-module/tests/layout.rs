@@ -3,32 +3,11 @@
 //! one that decides the same), so a key decided by the module and then by
 //! a script (or the other way) loses nothing; junk never panics.
 
-use limits::{Algorithm, Mode, Rule};
-use limits_redis_module::{layout, DECIDED};
-use proptest::prelude::*;
+mod common;
 
-fn rule() -> impl Strategy<Value = Rule> {
-    let rate = (
-        1u64..50,
-        prop::sample::select(vec![1u64, 7, 1_000, 250_000, 3_300_007]),
-    );
-    (
-        prop::sample::select(DECIDED.to_vec()),
-        prop::collection::vec(rate, 1..4),
-        prop::option::of(0u64..6),
-    )
-        .prop_map(|(algorithm, rates, burst)| {
-            let rates: Vec<String> = rates
-                .iter()
-                .map(|(limit, us)| format!("{limit}/{us}us"))
-                .collect();
-            let rule = Rule::new(algorithm, rates.join("; ").parse().unwrap());
-            match (algorithm, burst) {
-                (Algorithm::LeakyBucket, Some(burst)) => rule.with_burst(burst),
-                _ => rule,
-            }
-        })
-}
+use limits::{Algorithm, Mode, Rule};
+use limits_redis_module::layout;
+use proptest::prelude::*;
 
 /// What a state decides from `now` on: peeks a little and a window later.
 fn looks(rule: &Rule, state: &limits::KeyState, now: u64) -> Vec<limits::Decision> {
@@ -47,7 +26,7 @@ fn looks(rule: &Rule, state: &limits::KeyState, now: u64) -> Vec<limits::Decisio
 proptest! {
     #[test]
     fn every_state_reached_at_microsecond_times_reads_back_the_same(
-        rule in rule(),
+        rule in common::rule(50),
         trace in prop::collection::vec((prop_oneof![Just(0u64), 0u64..2_000_000], 0u64..60, any::<bool>()), 1..40),
     ) {
         let mut state = rule.new_state();
@@ -73,7 +52,7 @@ proptest! {
     }
 
     #[test]
-    fn a_value_of_another_shape_reads_as_a_fresh_state(rule in rule(), junk in prop::collection::vec(any::<u8>(), 0..64)) {
+    fn a_value_of_another_shape_reads_as_a_fresh_state(rule in common::rule(50), junk in prop::collection::vec(any::<u8>(), 0..64)) {
         let fresh = rule.encode_state(&rule.new_state());
         let values = vec![Some(junk.as_slice()); layout::keys(&rule)];
         let read = rule.encode_state(&layout::read(&rule, &values));
