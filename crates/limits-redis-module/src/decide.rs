@@ -4,7 +4,7 @@
 
 use crate::layout;
 use crate::request::Request;
-use limits::{Decision, KeyState, Mode, RetryAfter};
+use limits::{Decision, KeyState, Mode, RetryAfter, Rule};
 use std::time::Duration;
 
 /// What a decision does to Redis.
@@ -70,19 +70,13 @@ pub fn decide(request: &Request, stored: &[Option<&[u8]>], now: u64) -> Outcome 
             writes: Vec::new(),
         };
     }
-    // A key per rate lives as long as its rate's state; one key for all as
-    // long as the longest.
-    let resets = rows.iter().map(|row| row.reset_after);
-    let resets: Vec<Duration> = match request.keys {
-        1 => vec![decision.reset_after],
-        _ => resets.collect(),
-    };
-    let values = layout::write(rule, &state, stored);
-    let writes = values
-        .into_iter()
-        .zip(resets)
-        .map(|(value, reset)| (value, ttl_ms(reset).max(request.ttl_floor_ms)))
-        .collect();
+    let writes = written(
+        rule,
+        &state,
+        stored,
+        (decision, &rows),
+        request.ttl_floor_ms,
+    );
     Outcome { answer, writes }
 }
 
@@ -116,6 +110,29 @@ fn recorded(
         |_| {},
     );
     rule.encode_state(&looked) != rule.encode_state(state)
+}
+
+/// The keys' values holding `state` (of `rule`, read from `stored`), each
+/// with its time to live: as long as its rate's state matters, by
+/// `decided` (the decision, and each rate's), a key per rate; one key for
+/// all as long as the longest; never below `floor_ms`.
+pub(crate) fn written(
+    rule: &Rule,
+    state: &KeyState,
+    stored: &[Option<&[u8]>],
+    (decision, rows): (Decision, &[Decision]),
+    floor_ms: u64,
+) -> Vec<(Vec<u8>, u64)> {
+    let resets: Vec<Duration> = match layout::keys(rule) {
+        1 => vec![decision.reset_after],
+        _ => rows.iter().map(|row| row.reset_after).collect(),
+    };
+    let values = layout::write(rule, state, stored);
+    values
+        .into_iter()
+        .zip(resets)
+        .map(|(value, reset)| (value, ttl_ms(reset).max(floor_ms)))
+        .collect()
 }
 
 /// A key's time to live for a state back to full after `reset`, as the

@@ -8,7 +8,9 @@
 //! `sliding-log`, `token-bucket`, `sliding-window`, `leaky-bucket`), then a
 //! script's arguments ([`Request::parse`]) and, for a sliding log of
 //! several rates, its other rates' keys; it answers what the script
-//! answers. So the
+//! answers. `LIMITS.REQUEST` decides a request's several decisions in one
+//! call ([`Many`]), `LIMITS.SETTLE` settles an admitted request to its real
+//! cost ([`Settle`]). So the
 //! Redis store sends either the same request, and a deployment moves
 //! between the module and the scripts (managed Redis services load no
 //! modules) without losing a count: the state is the scripts' layout
@@ -37,10 +39,12 @@ pub mod layout;
 mod decide;
 mod many;
 mod request;
+mod settle;
 
 pub use decide::{decide, Outcome};
 pub use many::{drive, How, Many};
 pub use request::{BadArgument, Request, DECIDED};
+pub use settle::{settle, Settle, Settled, Settling};
 
 use limits::Mode;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
@@ -62,7 +66,7 @@ fn decide_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let args = &args[1..];
     let request = read(args)?;
     if ctx.is_keys_position_request() {
-        key_positions(ctx, 1, args.len(), &request);
+        key_positions(ctx, 1, args.len(), request.keys);
         return Ok(RedisValue::NoReply);
     }
     let now = match request.now {
@@ -90,7 +94,7 @@ fn request_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if ctx.is_keys_position_request() {
         ctx.key_at_pos(1);
         for (range, request) in many.decisions.iter().zip(&requests) {
-            key_positions(ctx, range.start + 2, range.len(), request);
+            key_positions(ctx, range.start + 2, range.len(), request.keys);
         }
         return Ok(RedisValue::NoReply);
     }
@@ -129,9 +133,9 @@ fn read(args: &[RedisString]) -> Result<Request, RedisError> {
 
 /// Declares the keys of a decision whose `len` arguments start at `start`:
 /// the first, and the sliding log's other rates' at the end.
-fn key_positions(ctx: &Context, start: usize, len: usize, request: &Request) {
+fn key_positions(ctx: &Context, start: usize, len: usize, keys: usize) {
     ctx.key_at_pos(start as i32);
-    let others = start + len + 1 - request.keys..start + len;
+    let others = start + len + 1 - keys..start + len;
     others.for_each(|at| ctx.key_at_pos(at as i32));
 }
 
@@ -143,7 +147,47 @@ fn run(
     request: &Request,
     now: u64,
 ) -> Result<Vec<u8>, RedisError> {
-    let names = std::iter::once(&args[0]).chain(&args[args.len() + 1 - request.keys..]);
+    on_keys(ctx, args, request.keys, |stored| {
+        let outcome = decide(request, stored, now);
+        (outcome.answer, outcome.writes)
+    })
+}
+
+/// `LIMITS.SETTLE KEY LIMITER NOW UNITS HOW FLOOR N (LIMIT WINDOW BURST)...
+/// AT [KEY...]`: a request settled after its response ([`Settle::parse`],
+/// [`settle`]), as `settle.lua` settles it; answers the time it settled at.
+fn settle_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let args = &args[1..];
+    let Some((_, rest)) = args.split_first() else {
+        return Err(RedisError::WrongArity);
+    };
+    let rest: Vec<&[u8]> = rest.iter().map(RedisString::as_slice).collect();
+    let request = Settle::parse(&rest).map_err(|e| RedisError::String(e.0))?;
+    if ctx.is_keys_position_request() {
+        key_positions(ctx, 1, args.len(), request.keys);
+        return Ok(RedisValue::NoReply);
+    }
+    let now = match request.now {
+        Some(now) => now,
+        None => redis_micros()?,
+    };
+    let at = on_keys(ctx, args, request.keys, |stored| {
+        let settled = settle(&request, stored, now);
+        (settled.at, settled.writes)
+    })?;
+    Ok(RedisValue::Integer(i64::try_from(at).unwrap_or(i64::MAX)))
+}
+
+/// Runs `act` on the values of a command's `keys` keys (its first
+/// argument, and the last `keys - 1`), and writes what it returns to write,
+/// replicated as `SET ... PX`: its answer.
+fn on_keys<T>(
+    ctx: &Context,
+    args: &[RedisString],
+    keys: usize,
+    act: impl FnOnce(&[Option<&[u8]>]) -> (T, Vec<(Vec<u8>, u64)>),
+) -> Result<T, RedisError> {
+    let names = std::iter::once(&args[0]).chain(&args[args.len() + 1 - keys..]);
     let names: Vec<&RedisString> = names.collect();
     let keys: Vec<_> = names
         .iter()
@@ -157,16 +201,16 @@ fn run(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let stored: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
-    let outcome = decide(request, &stored, now);
+    let (answer, writes) = act(&stored);
     drop(values);
-    for ((name, key), (value, ttl_ms)) in names.iter().zip(&keys).zip(&outcome.writes) {
+    for ((name, key), (value, ttl_ms)) in names.iter().zip(&keys).zip(&writes) {
         key.as_string_dma()?.write(value)?;
         key.set_expire(Duration::from_millis(*ttl_ms))?;
         let ttl = ttl_ms.to_string();
         let set: [&[u8]; 4] = [name.as_slice(), value, b"PX", ttl.as_bytes()];
         ctx.replicate("SET", &set);
     }
-    Ok(outcome.answer)
+    Ok(answer)
 }
 
 // The system's allocator, not Redis's (which Redis counts): the module holds
@@ -181,5 +225,6 @@ redis_module::redis_module! {
     commands: [
         ["limits.decide", decide_command, "write deny-oom getkeys-api", 1, 1, 1, ""],
         ["limits.request", request_command, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["limits.settle", settle_command, "write deny-oom getkeys-api", 1, 1, 1, ""],
     ],
 }

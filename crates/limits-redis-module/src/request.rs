@@ -73,14 +73,10 @@ impl Request {
     /// assert!(err.0.contains("number of rates"), "{err}");
     /// ```
     pub fn parse(args: &[&[u8]]) -> Result<Request, BadArgument> {
-        let missing = |what: &str| BadArgument(format!("LIMITS.DECIDE: the {what} is missing"));
-        let arg = |at: usize, what: &str| args.get(at).copied().ok_or_else(|| missing(what));
-        let now = match arg(1, "time")? {
-            b"" => None,
-            given => Some(number(given, "time")?),
-        };
-        let cost = number(arg(2, "cost")?, "cost")?;
-        let mode = match arg(3, "mode")? {
+        let shared = Shared::parse("LIMITS.DECIDE", args, 0)?;
+        let arg = |at: usize| args[at];
+        let cost = number(arg(2), "cost")?;
+        let mode = match arg(3) {
             b"0" => Mode::Peek,
             b"1" => Mode::Record,
             b"2" => Mode::RecordAlways,
@@ -91,12 +87,58 @@ impl Request {
                 )))
             }
         };
-        let ttl_floor_ms = number(arg(4, "time-to-live floor")?, "time-to-live floor")?;
-        let count = number(arg(5, "number of rates")?, "number of rates")?;
+        Ok(Request {
+            rule: shared.rule,
+            now: shared.now,
+            cost,
+            mode,
+            ttl_floor_ms: shared.ttl_floor_ms,
+            keys: shared.keys,
+        })
+    }
+}
+
+/// What the scripts' arguments hold for every command: the limiter (at
+/// 0), the time (1), two of the command's own (2, 3), the keys' least time
+/// to live (4), the rates (5 on), then `after` more of the command's own and
+/// the other keys.
+pub(crate) struct Shared {
+    pub rule: Rc<Rule>,
+    pub now: Option<u64>,
+    pub ttl_floor_ms: u64,
+    pub keys: usize,
+    /// Where the arguments after the rates start.
+    pub rates_end: usize,
+}
+
+impl Shared {
+    pub(crate) fn parse(
+        command: &str,
+        args: &[&[u8]],
+        after: usize,
+    ) -> Result<Shared, BadArgument> {
+        let missing = |what: &str| BadArgument(format!("{command}: the {what} is missing"));
+        let names = [
+            "limiter",
+            "time",
+            "cost",
+            "mode",
+            "time-to-live floor",
+            "number of rates",
+        ];
+        if let Some(absent) = names.get(args.len()) {
+            return Err(missing(absent));
+        }
+        let now = match args[1] {
+            b"" => None,
+            given => Some(number(given, "time")?),
+        };
+        let ttl_floor_ms = number(args[4], "time-to-live floor")?;
+        let count = number(args[5], "number of rates")?;
         let rates_end = usize::try_from(count)
             .ok()
             .and_then(|n| n.checked_mul(3)?.checked_add(6))
-            .filter(|&end| end <= args.len());
+            .filter(|&end| end + after <= args.len());
         let Some(rates_end) = rates_end else {
             let given = args.len().saturating_sub(6) / 3 + 1;
             let field = ["limit", "window", "burst"][args.len().saturating_sub(6) % 3];
@@ -104,21 +146,20 @@ impl Request {
         };
         let rule = RULES.with(|rules| rules.borrow_mut().get(args[0], &args[5..rates_end]))?;
         let keys = crate::layout::keys(&rule);
-        let more_keys = args.len() - rates_end;
+        let more_keys = args.len() - rates_end - after;
         if more_keys + 1 != keys {
             return Err(BadArgument(format!(
-                "LIMITS.DECIDE: {} of {count} rates keeps {keys} keys; {} given",
+                "{command}: {} of {count} rates keeps {keys} keys; {} given",
                 rule.algorithm(),
                 more_keys + 1
             )));
         }
-        Ok(Request {
+        Ok(Shared {
             rule,
             now,
-            cost,
-            mode,
             ttl_floor_ms,
             keys,
+            rates_end,
         })
     }
 }
@@ -197,14 +238,13 @@ fn build(name: &[u8], rates: &[&[u8]]) -> Result<Rule, BadArgument> {
 }
 
 fn text<'a>(arg: &'a [u8], what: &str) -> Result<&'a str, BadArgument> {
-    std::str::from_utf8(arg)
-        .map_err(|_| BadArgument(format!("LIMITS.DECIDE: the {what} is not text")))
+    std::str::from_utf8(arg).map_err(|_| BadArgument(format!("the {what} is not text")))
 }
 
-fn number(arg: &[u8], what: &str) -> Result<u64, BadArgument> {
+pub(crate) fn number(arg: &[u8], what: &str) -> Result<u64, BadArgument> {
     text(arg, what)?.parse().map_err(|_| {
         BadArgument(format!(
-            "LIMITS.DECIDE: the {what} is a whole number, not {:?}",
+            "the {what} is a whole number, not {:?}",
             String::from_utf8_lossy(arg)
         ))
     })

@@ -26,7 +26,7 @@ use crate::module;
 use crate::scripts::{Lua, ALL_OR_NOTHING};
 use crate::slots::{key_slot, SlotMap};
 use crate::store::RedisStore;
-use crate::store::{query_loaded, DecisionCommand};
+use crate::store::{module_or_script, DecisionCommand};
 use limits::{Asked, Mode, Store, StoreError, Until, Verdict};
 use redis::aio::ConnectionLike;
 use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
@@ -324,18 +324,15 @@ async fn in_one_call(
     // `calls` counts decisions sent; `run` counts the call as one.
     let (calls_sent, more) = (&connection.health.calls, decisions.len().saturating_sub(1));
     let sent = Instant::now();
+    let request = DecisionCommand {
+        script: &ALL_OR_NOTHING,
+        script_command: command,
+        module_command: module_request,
+    };
     let replies: Result<Vec<Value>, StoreError> = connection
-        .run(|mut conn| async move {
+        .run(|conn| {
             calls_sent.fetch_add(more as u64, Ordering::Relaxed);
-            if let Some(request) = module_request {
-                match request.query_async(&mut conn).await {
-                    Err(e)
-                        if module::forgotten(&e, connection.options.module, &connection.health) => {
-                    }
-                    answered => return answered,
-                }
-            }
-            query_loaded(conn, &ALL_OR_NOTHING, command).await
+            module_or_script(conn, connection, request)
         })
         .await;
     // All or nothing answers every decision sent; in order, at least one.
@@ -482,7 +479,7 @@ impl RedisConnection {
 async fn send_single(conn: &Conn, batch: &[Pending]) -> RedisResult<Vec<RedisResult<Value>>> {
     let mut pipeline = redis::pipe();
     for p in batch {
-        pipeline.add_command(p.decision.command.clone());
+        pipeline.add_command(p.decision.sent().clone());
     }
     let values = conn
         .clone()
@@ -512,7 +509,7 @@ async fn send_per_node(
     for (g, (_, slot, members)) in groups.iter().enumerate() {
         let mut pipeline = redis::pipe();
         for &i in members {
-            pipeline.add_command(batch[i].decision.command.clone());
+            pipeline.add_command(batch[i].decision.sent().clone());
         }
         let mut cluster = cluster.clone();
         // Routed by the first command's slot: redis-rs's own view of the
@@ -623,7 +620,7 @@ async fn again(
                 None => continue,
             },
         }
-        resend.push((i, &decision.command));
+        resend.push((i, decision.sent()));
     }
     if resend.is_empty() {
         return Ok(replies);

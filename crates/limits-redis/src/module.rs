@@ -32,10 +32,13 @@ pub enum RedisModule {
 const NAME: &str = "limits";
 
 /// The module's command deciding one request.
-const DECIDE: &str = "LIMITS.DECIDE";
+pub(crate) const DECIDE: &str = "LIMITS.DECIDE";
 
 /// The module's command deciding a request's several decisions.
 const REQUEST: &str = "LIMITS.REQUEST";
+
+/// The module's command settling a request after its response.
+pub(crate) const SETTLE: &str = "LIMITS.SETTLE";
 
 /// Whether the module decides `algorithm`: every limiter with a script.
 pub(crate) fn decides(algorithm: Algorithm) -> bool {
@@ -61,9 +64,10 @@ pub(crate) struct Asked<'a> {
 }
 
 impl Asked<'_> {
-    /// `LIMITS.DECIDE`'s arguments: the first key (where a cluster client
-    /// finds the slot), the limiter, the script's arguments, then the
-    /// other keys (the sliding log's other rates).
+    /// The module's arguments (`LIMITS.DECIDE`'s, `LIMITS.SETTLE`'s): the
+    /// first key (where a cluster client finds the slot), the limiter, the
+    /// script's arguments, then the other keys (the sliding log's other
+    /// rates).
     fn arguments(&self) -> Vec<&[u8]> {
         let first = self.keys[..1].iter().map(|k| k.as_bytes());
         let others = self.keys[1..].iter().map(|k| k.as_bytes());
@@ -74,9 +78,9 @@ impl Asked<'_> {
             .collect()
     }
 
-    /// The module's command deciding it.
-    pub(crate) fn command(&self) -> Cmd {
-        let mut command = redis::cmd(DECIDE);
+    /// The module's command `name` of it.
+    pub(crate) fn command(&self, name: &str) -> Cmd {
+        let mut command = redis::cmd(name);
         command.arg(self.arguments());
         command
     }

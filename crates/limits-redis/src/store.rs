@@ -210,19 +210,7 @@ impl RedisStore {
         };
         let connection = &self.connection;
         let packed: Vec<u8> = connection
-            .run(|mut conn| async move {
-                match command.command.query_async(&mut conn).await {
-                    Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                        command.script.script.load_async(&mut conn).await?;
-                        command.command.query_async(&mut conn).await
-                    }
-                    Err(e) => match command.instead_of_module(&e, connection) {
-                        Some(script) => query_loaded(conn, command.script, script.clone()).await,
-                        None => Err(e),
-                    },
-                    answered => answered,
-                }
-            })
+            .run(|conn| module_or_script(conn, connection, command))
             .await?;
         self.answer(&packed, mode)
     }
@@ -247,20 +235,19 @@ impl RedisStore {
         mode: Mode,
     ) -> Option<DecisionCommand> {
         let call = self.script_call(key, now, cost, mode)?;
-        let module_command = self.in_module().then(|| call.in_module(self).command());
+        Some(self.either(call, module::DECIDE))
+    }
+
+    /// The module's command `name` of `call`'s arguments where the module
+    /// decides this store's requests, and the script's call.
+    fn either(&self, call: ScriptCall, name: &str) -> DecisionCommand {
+        let module_command = self.in_module().then(|| call.in_module(self).command(name));
         let (script, script_command) = call.command();
-        Some(match module_command {
-            Some(command) => DecisionCommand {
-                script,
-                command,
-                script_command: Some(script_command),
-            },
-            None => DecisionCommand {
-                script,
-                command: script_command,
-                script_command: None,
-            },
-        })
+        DecisionCommand {
+            script,
+            script_command,
+            module_command,
+        }
     }
 
     /// The script, keys and arguments of one decision; `None` for `none`.
@@ -370,10 +357,10 @@ impl RedisStore {
         let Some(call) = self.settle_call(key, now, receipt, settlement)? else {
             return Ok(receipt);
         };
-        let (script, command) = call.command();
-        let settled_at = self
-            .connection
-            .run(|conn| query_loaded::<u64>(conn, script, command))
+        let command = self.either(call, module::SETTLE);
+        let connection = &self.connection;
+        let settled_at = connection
+            .run(|conn| module_or_script::<u64>(conn, connection, command))
             .await;
         let gives_back = match settlement {
             Settlement::To(cost) => cost < receipt.cost,
@@ -622,18 +609,23 @@ impl Shape {
     }
 }
 
-/// One decision's command, as sent.
+/// One call's commands: the module's where it decides, and the script's,
+/// which decides otherwise and when Redis does not know the module.
 pub(crate) struct DecisionCommand {
     /// The limiter's script, loaded again if Redis has forgotten it.
     pub script: &'static Lua,
-    /// The module's command, or the script's.
-    pub command: Cmd,
-    /// The script's, when `command` is the module's: what decides instead
-    /// when Redis does not know the module.
-    pub script_command: Option<Cmd>,
+    /// The script's call.
+    pub script_command: Cmd,
+    /// The module's, where it decides.
+    pub module_command: Option<Cmd>,
 }
 
 impl DecisionCommand {
+    /// The command sent first: the module's, or the script's.
+    pub(crate) fn sent(&self) -> &Cmd {
+        self.module_command.as_ref().unwrap_or(&self.script_command)
+    }
+
     /// The script's command to send instead of the module's, when Redis
     /// answered the module's with `e`, that it does not know it (and the
     /// module is not required): the store then says so once and decides
@@ -643,10 +635,27 @@ impl DecisionCommand {
         e: &redis::RedisError,
         connection: &RedisConnection,
     ) -> Option<&Cmd> {
-        let script = self.script_command.as_ref()?;
+        self.module_command.as_ref()?;
         let setting = connection.options.module;
-        module::forgotten(e, setting, &connection.health).then_some(script)
+        module::forgotten(e, setting, &connection.health).then_some(&self.script_command)
     }
+}
+
+/// `command`'s answer on `conn`: the module's, or the script's where the
+/// module does not decide or Redis does not know it (the script loaded
+/// again if Redis has forgotten it).
+pub(crate) async fn module_or_script<T: FromRedisValue>(
+    mut conn: impl ConnectionLike + Send,
+    connection: &RedisConnection,
+    command: DecisionCommand,
+) -> redis::RedisResult<T> {
+    if let Some(module_command) = &command.module_command {
+        match module_command.query_async(&mut conn).await {
+            Err(e) if command.instead_of_module(&e, connection).is_some() => {}
+            answered => return answered,
+        }
+    }
+    query_loaded(conn, command.script, command.script_command).await
 }
 
 /// One decision's script call in pieces: a batch joins several into one

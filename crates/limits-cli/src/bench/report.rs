@@ -205,7 +205,8 @@ impl Report {
              servers' own count of their items' bytes (stats: key, value and header), \
              per key written.\n"
         } else if redis {
-            "\nEvery decision is one script call (the deny cache is off); p50/p99: its latency \
+            "\nEvery decision is one call to Redis, its Lua script or the limits module's \
+             LIMITS.DECIDE (--redis-module; the deny cache is off); p50/p99: its latency \
              as a caller sees it. Redis B/key: MEMORY USAGE of a sample of keys (all of a \
              key's Redis keys), per key.\n"
         } else {

@@ -8,7 +8,7 @@
 use crate::redis_server::{module_path, RedisCluster, RedisServer};
 
 use limits::{Algorithm, Mode, Rule, Store};
-use limits_conformance::{run_suite, Config};
+use limits_conformance::{check_settle, run_suite, Config};
 use limits_redis::{BatchDecision, RedisConnection, RedisModule, RedisOptions, RedisStore};
 use std::future::Future;
 use std::pin::Pin;
@@ -57,6 +57,26 @@ fn the_conformance_suite_passes_with_the_module() {
 }
 
 #[test]
+fn settling_with_the_module_matches_the_models_for_every_limiter() {
+    let server = RedisServer::start_with_module(&[]);
+    let make = stores_on(server.url());
+    for algorithm in MODULE_DECIDES {
+        if let Err(failure) = check_settle(&make, algorithm, &crate::conformance::config()) {
+            panic!("the store does not settle as the models do with the module: {failure}");
+        }
+    }
+    assert!(
+        calls_of(&server, "limits.settle") > 1000,
+        "settled by LIMITS.SETTLE"
+    );
+    assert_eq!(
+        calls_of(&server, "evalsha"),
+        0,
+        "no script decided or settled"
+    );
+}
+
+#[test]
 fn the_conformance_suite_passes_on_a_cluster_with_the_module() {
     let module = module_path();
     let cluster = RedisCluster::start_with(&["--loadmodule", &module]);
@@ -66,6 +86,12 @@ fn the_conformance_suite_passes_on_a_cluster_with_the_module() {
     };
     if let Err(failure) = run_suite(stores_on(cluster.url()), &config) {
         panic!("the store does not conform on a cluster with the module: {failure}");
+    }
+    let make = stores_on(cluster.url());
+    for algorithm in MODULE_DECIDES {
+        if let Err(failure) = check_settle(&make, algorithm, &config) {
+            panic!("the store does not settle as the models do on a cluster with the module: {failure}");
+        }
     }
 }
 
