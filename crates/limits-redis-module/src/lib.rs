@@ -47,7 +47,7 @@ pub use request::{BadArgument, Request, DECIDED};
 pub use settle::{settle, Settle, Settled, Settling};
 
 use limits::Mode;
-use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Redis's time in microseconds: the host's clock, which Redis's `TIME`
@@ -84,7 +84,7 @@ fn decide_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// decision's answer or an array of one text, the error it failed with.
 fn request_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let bytes: Vec<&[u8]> = args.iter().skip(2).map(RedisString::as_slice).collect();
-    let many = Many::parse(&bytes).map_err(|e| RedisError::String(e.0))?;
+    let many = Many::parse(&bytes).map_err(refused)?;
     let at = |range: &std::ops::Range<usize>| &args[range.start + 2..range.end + 2];
     let requests: Vec<Request> = many
         .decisions
@@ -128,7 +128,25 @@ fn read(args: &[RedisString]) -> Result<Request, RedisError> {
         return Err(RedisError::WrongArity);
     };
     let rest: Vec<&[u8]> = rest.iter().map(RedisString::as_slice).collect();
-    Request::parse(&rest).map_err(|e| RedisError::String(e.0))
+    Request::parse(&rest).map_err(refused)
+}
+
+/// A bad argument, as Redis answers it: an `ERR` error naming it.
+fn refused(e: BadArgument) -> RedisError {
+    RedisError::String(format!("ERR {e}"))
+}
+
+/// Whether Redis is over its `maxmemory`, where it would refuse a write
+/// (as it refuses a script's): the module's commands take no `deny-oom`,
+/// so that a decision that writes nothing (a denial, a look) is still
+/// answered, as the scripts' are.
+fn over_maxmemory() -> bool {
+    // SAFETY: set by Redis when the module loads (Redis 6.0 and later).
+    match unsafe { raw::RedisModule_GetUsedMemoryRatio } {
+        // SAFETY: a function Redis gave, taking nothing.
+        Some(ratio) => (unsafe { ratio() }) > 1.0,
+        None => false,
+    }
 }
 
 /// Declares the keys of a decision whose `len` arguments start at `start`:
@@ -162,7 +180,7 @@ fn settle_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let rest: Vec<&[u8]> = rest.iter().map(RedisString::as_slice).collect();
-    let request = Settle::parse(&rest).map_err(|e| RedisError::String(e.0))?;
+    let request = Settle::parse(&rest).map_err(refused)?;
     if ctx.is_keys_position_request() {
         key_positions(ctx, 1, args.len(), request.keys);
         return Ok(RedisValue::NoReply);
@@ -203,6 +221,11 @@ fn on_keys<T>(
     let stored: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
     let (answer, writes) = act(&stored);
     drop(values);
+    if !writes.is_empty() && over_maxmemory() {
+        return Err(RedisError::Str(
+            "OOM command not allowed when used memory > 'maxmemory'",
+        ));
+    }
     for ((name, key), (value, ttl_ms)) in names.iter().zip(&keys).zip(&writes) {
         key.as_string_dma()?.write(value)?;
         key.set_expire(Duration::from_millis(*ttl_ms))?;
@@ -223,8 +246,8 @@ redis_module::redis_module! {
     allocator: (std::alloc::System, std::alloc::System),
     data_types: [],
     commands: [
-        ["limits.decide", decide_command, "write deny-oom getkeys-api", 1, 1, 1, ""],
-        ["limits.request", request_command, "write deny-oom getkeys-api", 1, 1, 1, ""],
-        ["limits.settle", settle_command, "write deny-oom getkeys-api", 1, 1, 1, ""],
+        ["limits.decide", decide_command, "write getkeys-api", 1, 1, 1, ""],
+        ["limits.request", request_command, "write getkeys-api", 1, 1, 1, ""],
+        ["limits.settle", settle_command, "write getkeys-api", 1, 1, 1, ""],
     ],
 }

@@ -485,6 +485,38 @@ async fn a_request_s_rules_in_one_call_are_decided_by_the_module_as_by_the_scrip
     assert!((24..=25).contains(&by_scripts), "{by_scripts}");
 }
 
+/// A Redis full under `maxmemory` refuses the module's writes as it
+/// refuses a script's: the store's own kind of failure, not an outage;
+/// a decision that writes nothing (a denial) is still answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_redis_refuses_the_module_s_writes_as_a_script_s_and_still_denies() {
+    let server =
+        RedisServer::start_with_module(&["--maxmemory", "3mb", "--maxmemory-policy", "noeviction"]);
+    let connection = connect(&server.url(), "o:", RedisModule::On).await;
+    let rule = Rule::new(Algorithm::TokenBucket, "3/min".parse().unwrap());
+    let store = RedisStore::new(&connection, rule, "full").unwrap();
+    for _ in 0..3 {
+        assert!(allowed(&store, "used").await);
+    }
+    assert!(
+        server.fill_until_oom() > 0,
+        "some values fit before it is full"
+    );
+    assert!(
+        !allowed(&store, "used").await,
+        "a denial writes nothing: answered"
+    );
+    let err = store.decide("fresh", 1, Mode::Record).await.unwrap_err();
+    assert_eq!(err.kind, limits::StoreErrorKind::Full, "{err}");
+    assert!(
+        connection.is_healthy(),
+        "Redis answered: the circuit stays closed"
+    );
+    server.command(&["FLUSHALL"]).unwrap();
+    assert!(allowed(&store, "fresh").await);
+    assert_eq!(calls_of(&server, "evalsha"), 0);
+}
+
 #[test]
 fn the_module_names_a_bad_argument() {
     let server = RedisServer::start_with_module(&[]);
