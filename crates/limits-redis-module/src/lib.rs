@@ -64,15 +64,12 @@ fn redis_micros() -> Result<u64, RedisError> {
 /// rate for the sliding log: the first, then the others after the rates).
 fn decide_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let args = &args[1..];
-    let request = read(args)?;
+    let request = read(args, Request::parse)?;
     if ctx.is_keys_position_request() {
         key_positions(ctx, 1, args.len(), request.keys);
         return Ok(RedisValue::NoReply);
     }
-    let now = match request.now {
-        Some(now) => now,
-        None => redis_micros()?,
-    };
+    let now = at_time(request.now)?;
     Ok(RedisValue::StringBuffer(run(ctx, args, &request, now)?))
 }
 
@@ -89,7 +86,7 @@ fn request_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let requests: Vec<Request> = many
         .decisions
         .iter()
-        .map(|range| read(at(range)))
+        .map(|range| read(at(range), Request::parse))
         .collect::<Result<_, _>>()?;
     if ctx.is_keys_position_request() {
         ctx.key_at_pos(1);
@@ -122,13 +119,22 @@ fn request_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     ))
 }
 
-/// A decision's request, read from its arguments (its key first).
-fn read(args: &[RedisString]) -> Result<Request, RedisError> {
+/// A command's request, read by `parse` from its arguments (its key
+/// first, which `parse` does not take).
+fn read<T>(
+    args: &[RedisString],
+    parse: impl Fn(&[&[u8]]) -> Result<T, BadArgument>,
+) -> Result<T, RedisError> {
     let Some((_, rest)) = args.split_first() else {
         return Err(RedisError::WrongArity);
     };
     let rest: Vec<&[u8]> = rest.iter().map(RedisString::as_slice).collect();
-    Request::parse(&rest).map_err(refused)
+    parse(&rest).map_err(refused)
+}
+
+/// The time a request names, or Redis's now.
+fn at_time(now: Option<u64>) -> Result<u64, RedisError> {
+    now.map_or_else(redis_micros, Ok)
 }
 
 /// A bad argument, as Redis answers it: an `ERR` error naming it.
@@ -176,19 +182,12 @@ fn run(
 /// [`settle`]), as `settle.lua` settles it; answers the time it settled at.
 fn settle_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let args = &args[1..];
-    let Some((_, rest)) = args.split_first() else {
-        return Err(RedisError::WrongArity);
-    };
-    let rest: Vec<&[u8]> = rest.iter().map(RedisString::as_slice).collect();
-    let request = Settle::parse(&rest).map_err(refused)?;
+    let request = read(args, Settle::parse)?;
     if ctx.is_keys_position_request() {
         key_positions(ctx, 1, args.len(), request.keys);
         return Ok(RedisValue::NoReply);
     }
-    let now = match request.now {
-        Some(now) => now,
-        None => redis_micros()?,
-    };
+    let now = at_time(request.now)?;
     let at = on_keys(ctx, args, request.keys, |stored| {
         let settled = settle(&request, stored, now);
         (settled.at, settled.writes)

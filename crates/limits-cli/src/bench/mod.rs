@@ -280,7 +280,7 @@ pub fn bench(args: BenchArgs, matches: Option<&ArgMatches>) -> Result<(), String
             Some(url) if limits_memcached::is_memcached_url(url) => {
                 "SystemClock (this host's: memcached has no clock)"
             }
-            Some(_) => "Redis's (the store's own clock, read in each call)",
+            Some(_) => "Redis's clock (the store's own, read in each call)",
         }
         .to_owned(),
         store: limits_redis::redact(&args.store),

@@ -282,7 +282,7 @@ fn the_redis_store_decides_reports_memory_and_leaves_no_keys() {
             outcome,
         ]);
         assert_eq!(report["store"], url.as_str());
-        assert!(report["clock"].as_str().unwrap().contains("Redis TIME"));
+        assert!(report["clock"].as_str().unwrap().contains("Redis's clock"));
         let rows = results(&report);
         assert_eq!(rows.len(), 5);
         for r in rows {
