@@ -17,6 +17,8 @@ pub struct Outcome {
     /// Each key's new value and its time to live in milliseconds, when the
     /// decision recorded something (else none).
     pub writes: Vec<(Vec<u8>, u64)>,
+    /// The decision, as the core made it (every rate's combined).
+    pub decision: Decision,
 }
 
 /// Decides `request` at `now` (microseconds) on its keys' `stored` values
@@ -68,6 +70,7 @@ pub fn decide(request: &Request, stored: &[Option<&[u8]>], now: u64) -> Outcome 
         return Outcome {
             answer,
             writes: Vec::new(),
+            decision,
         };
     }
     let writes = written(
@@ -77,7 +80,11 @@ pub fn decide(request: &Request, stored: &[Option<&[u8]>], now: u64) -> Outcome 
         (decision, &rows),
         request.ttl_floor_ms,
     );
-    Outcome { answer, writes }
+    Outcome {
+        answer,
+        writes,
+        decision,
+    }
 }
 
 /// Whether a decision that left `state` recorded anything, as the scripts

@@ -38,11 +38,13 @@ pub mod layout;
 
 mod decide;
 mod many;
+mod penalized;
 mod request;
 mod settle;
 
 pub use decide::{decide, Outcome};
 pub use many::{drive, How, Many};
+pub use penalized::{decide_penalized, Penalized, PenalizedOutcome};
 pub use request::{BadArgument, Request, DECIDED};
 pub use settle::{settle, Settle, Settled, Settling};
 
@@ -195,6 +197,57 @@ fn settle_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     Ok(RedisValue::Integer(i64::try_from(at).unwrap_or(i64::MAX)))
 }
 
+/// `LIMITS.PENALIZED KEY LIMITER ARG... AFTER WITHIN BAN ESCALATE LONGEST
+/// [KEY...] STANDING`: a decision under the rule's penalty
+/// ([`Penalized::parse`], [`decide_penalized`]), as `penalty.lua` decides
+/// it, the key's standing in the hash `STANDING`.
+fn penalized_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let args = &args[1..];
+    let penalized = read(args, Penalized::parse)?;
+    let (rule_args, standing_name) = args.split_at(args.len() - 1);
+    if ctx.is_keys_position_request() {
+        key_positions(ctx, 1, rule_args.len(), penalized.request.keys);
+        ctx.key_at_pos(args.len() as i32);
+        return Ok(RedisValue::NoReply);
+    }
+    let now = at_time(penalized.request.now)?;
+    let standing = ctx.open_key_writable(&standing_name[0]);
+    let mut fields: [Option<RedisString>; 4] = Default::default();
+    if !standing.is_empty() {
+        for (value, field) in fields.iter_mut().zip(penalized::FIELDS) {
+            *value = standing.hash_get(field)?;
+        }
+    }
+    let bytes = fields
+        .each_ref()
+        .map(|f| f.as_ref().map(RedisString::as_slice));
+    let state = penalized::read(&penalized.penalty, &bytes);
+    let outcome = on_keys(ctx, rule_args, penalized.request.keys, |stored| {
+        let outcome = decide_penalized(&penalized, stored, state, now);
+        let writes = outcome.rule.writes.clone();
+        (outcome, writes)
+    })?;
+    if let Some((values, ms)) = outcome.standing {
+        if over_maxmemory() {
+            return Err(RedisError::Str(OUT_OF_MEMORY));
+        }
+        let mut set: Vec<&[u8]> = vec![standing_name[0].as_slice()];
+        for (field, value) in penalized::FIELDS.iter().zip(&values) {
+            standing.hash_set(field, ctx.create_string(value.clone()));
+            set.extend([field.as_bytes(), value]);
+        }
+        standing.set_expire(Duration::from_millis(ms))?;
+        ctx.replicate("HSET", set.as_slice());
+        let ms = ms.to_string();
+        ctx.replicate("PEXPIRE", &[standing_name[0].as_slice(), ms.as_bytes()]);
+    }
+    Ok(RedisValue::StringBuffer(outcome.answer))
+}
+
+/// Redis's own answer to a write over `maxmemory`, which the store reads as
+/// a full Redis.
+const OUT_OF_MEMORY: &str = "OOM command not allowed when used memory > 'maxmemory'";
+
 /// Runs `act` on the values of a command's `keys` keys (its first
 /// argument, and the last `keys - 1`), and writes what it returns to write,
 /// replicated as `SET ... PX`: its answer.
@@ -221,9 +274,7 @@ fn on_keys<T>(
     let (answer, writes) = act(&stored);
     drop(values);
     if !writes.is_empty() && over_maxmemory() {
-        return Err(RedisError::Str(
-            "OOM command not allowed when used memory > 'maxmemory'",
-        ));
+        return Err(RedisError::Str(OUT_OF_MEMORY));
     }
     for ((name, key), (value, ttl_ms)) in names.iter().zip(&keys).zip(&writes) {
         key.as_string_dma()?.write(value)?;
@@ -248,5 +299,6 @@ redis_module::redis_module! {
         ["limits.decide", decide_command, "write getkeys-api", 1, 1, 1, ""],
         ["limits.request", request_command, "write getkeys-api", 1, 1, 1, ""],
         ["limits.settle", settle_command, "write getkeys-api", 1, 1, 1, ""],
+        ["limits.penalized", penalized_command, "write getkeys-api", 1, 1, 1, ""],
     ],
 }

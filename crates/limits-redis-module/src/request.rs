@@ -73,7 +73,17 @@ impl Request {
     /// assert!(err.0.contains("number of rates"), "{err}");
     /// ```
     pub fn parse(args: &[&[u8]]) -> Result<Request, BadArgument> {
-        let shared = Shared::parse("LIMITS.DECIDE", args, 0)?;
+        Request::parse_as("LIMITS.DECIDE", args, (0, 0))
+    }
+
+    /// [`parse`](Request::parse) for `command`, whose arguments go on
+    /// `after.0` past the rates, and which takes `after.1` keys more.
+    pub(crate) fn parse_as(
+        command: &str,
+        args: &[&[u8]],
+        after: (usize, usize),
+    ) -> Result<Request, BadArgument> {
+        let shared = Shared::parse(command, args, after)?;
         let arg = |at: usize| args[at];
         let cost = number(arg(2), "cost")?;
         let mode = match arg(3) {
@@ -82,9 +92,9 @@ impl Request {
             b"2" => Mode::RecordAlways,
             other => {
                 return Err(BadArgument(format!(
-                    "LIMITS.DECIDE: the mode is 0 (peek), 1 (record) or 2 (record a denial too), not {:?}",
-                    String::from_utf8_lossy(other)
-                )))
+                "{command}: the mode is 0 (peek), 1 (record) or 2 (record a denial too), not {:?}",
+                String::from_utf8_lossy(other)
+            )))
             }
         };
         Ok(Request {
@@ -100,8 +110,8 @@ impl Request {
 
 /// What the scripts' arguments hold for every command: the limiter (at
 /// 0), the time (1), two of the command's own (2, 3), the keys' least time
-/// to live (4), the rates (5 on), then `after` more of the command's own and
-/// the other keys.
+/// to live (4), the rates (5 on), then `after.0` more of the command's own,
+/// the rule's other keys, and `after.1` keys more.
 pub(crate) struct Shared {
     pub rule: Rc<Rule>,
     pub now: Option<u64>,
@@ -115,7 +125,7 @@ impl Shared {
     pub(crate) fn parse(
         command: &str,
         args: &[&[u8]],
-        after: usize,
+        (after, more): (usize, usize),
     ) -> Result<Shared, BadArgument> {
         let missing = |what: &str| BadArgument(format!("{command}: the {what} is missing"));
         let names = [
@@ -138,7 +148,7 @@ impl Shared {
         let rates_end = usize::try_from(count)
             .ok()
             .and_then(|n| n.checked_mul(3)?.checked_add(6))
-            .filter(|&end| end + after <= args.len());
+            .filter(|&end| end + after + more <= args.len());
         let Some(rates_end) = rates_end else {
             let given = args.len().saturating_sub(6) / 3 + 1;
             let field = ["limit", "window", "burst"][args.len().saturating_sub(6) % 3];
@@ -146,7 +156,7 @@ impl Shared {
         };
         let rule = RULES.with(|rules| rules.borrow_mut().get(args[0], &args[5..rates_end]))?;
         let keys = crate::layout::keys(&rule);
-        let more_keys = args.len() - rates_end - after;
+        let more_keys = args.len() - rates_end - after - more;
         if more_keys + 1 != keys {
             return Err(BadArgument(format!(
                 "{command}: {} of {count} rates keeps {keys} keys; {} given",

@@ -66,7 +66,7 @@ impl Settle {
     /// assert!(Settle::parse(&args[..9]).unwrap_err().0.contains("missing"));
     /// ```
     pub fn parse(args: &[&[u8]]) -> Result<Settle, BadArgument> {
-        let shared = Shared::parse("LIMITS.SETTLE", args, 1)?;
+        let shared = Shared::parse("LIMITS.SETTLE", args, (1, 0))?;
         let settling = match args[3] {
             b"refund" => Settling::Refund,
             b"charge" => Settling::Charge,

@@ -4,8 +4,7 @@
 //! script's arguments after the key and the limiter's name, answers what
 //! the script answers and keeps the state in the scripts' layout, so the
 //! two decide alike and a deployment moves between them without losing a
-//! count; what the module does not decide (penalties, settling, several
-//! decisions in one call) stays with the scripts, on the same keys.
+//! count.
 
 use crate::link::{Conn, Health};
 use limits::Algorithm;
@@ -39,6 +38,9 @@ const REQUEST: &str = "LIMITS.REQUEST";
 
 /// The module's command settling a request after its response.
 pub(crate) const SETTLE: &str = "LIMITS.SETTLE";
+
+/// The module's command deciding a request under its rule's penalty.
+pub(crate) const PENALIZED: &str = "LIMITS.PENALIZED";
 
 /// Whether the module decides `algorithm`: every limiter with a script.
 pub(crate) fn decides(algorithm: Algorithm) -> bool {

@@ -216,12 +216,9 @@ impl RedisStore {
     }
 
     /// Whether the limits module decides this store's requests: loaded (as
-    /// last found), deciding its limiter, and no penalty (whose script
-    /// decides around the limiter's).
+    /// last found) and deciding its limiter.
     pub(crate) fn in_module(&self) -> bool {
-        self.penalty.is_none()
-            && module::decides(self.rule.algorithm())
-            && self.connection.uses_module()
+        module::decides(self.rule.algorithm()) && self.connection.uses_module()
     }
 
     /// The command of one decision: the module's where it decides it, the
@@ -235,7 +232,11 @@ impl RedisStore {
         mode: Mode,
     ) -> Option<DecisionCommand> {
         let call = self.script_call(key, now, cost, mode)?;
-        Some(self.either(call, module::DECIDE))
+        let name = match self.penalty {
+            Some(_) => module::PENALIZED,
+            None => module::DECIDE,
+        };
+        Some(self.either(call, name))
     }
 
     /// The module's command `name` of `call`'s arguments where the module

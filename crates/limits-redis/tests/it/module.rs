@@ -8,7 +8,7 @@
 use crate::redis_server::{module_path, RedisCluster, RedisServer};
 
 use limits::{Algorithm, Mode, Rule, Store};
-use limits_conformance::{check_settle, run_suite, Config};
+use limits_conformance::{check_penalty, check_settle, run_suite, Config};
 use limits_redis::{BatchDecision, RedisConnection, RedisModule, RedisOptions, RedisStore};
 use std::future::Future;
 use std::pin::Pin;
@@ -74,6 +74,73 @@ fn settling_with_the_module_matches_the_models_for_every_limiter() {
         0,
         "no script decided or settled"
     );
+}
+
+#[test]
+fn penalties_with_the_module_ban_as_the_models_do() {
+    let server = RedisServer::start_with_module(&[]);
+    let make = stores_on(server.url());
+    let banning = |rule, penalty| {
+        let store = make(rule);
+        async move {
+            let store = store.await;
+            store
+                .with_penalty(penalty)
+                .expect("the suite's penalties fit Redis")
+        }
+    };
+    for algorithm in MODULE_DECIDES {
+        if let Err(failure) = check_penalty(banning, algorithm, &crate::conformance::config()) {
+            panic!("the store does not ban as the models do with the module: {failure}");
+        }
+    }
+    assert!(
+        calls_of(&server, "limits.penalized") > 1000,
+        "decided by LIMITS.PENALIZED"
+    );
+    assert_eq!(calls_of(&server, "evalsha"), 0, "no script decided");
+}
+
+/// A key's standing moves between the module and the scripts: denials
+/// counted by one start a ban the other keeps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ban_counted_by_the_module_is_kept_by_the_scripts_and_back() {
+    let server = RedisServer::start_with_module(&[]);
+    let penalty =
+        limits::Penalty::new(2, Duration::from_secs(3600), Duration::from_secs(600), None).unwrap();
+    let store = |connection: &RedisConnection| {
+        let rule = Rule::new(Algorithm::TokenBucket, "1/h".parse().unwrap());
+        let store = RedisStore::new(connection, rule, "login").unwrap();
+        store.with_penalty(penalty).unwrap()
+    };
+    let module = store(&connect(&server.url(), "b:", RedisModule::On).await);
+    let scripts = store(&connect(&server.url(), "b:", RedisModule::Off).await);
+    assert!(
+        module
+            .decide("mallory", 1, Mode::Record)
+            .await
+            .unwrap()
+            .decision
+            .allowed
+    );
+    let first = scripts.decide("mallory", 1, Mode::Record).await.unwrap();
+    assert!(
+        !first.decision.allowed && first.ban.is_none(),
+        "one denial: no ban yet"
+    );
+    let second = module.decide("mallory", 1, Mode::Record).await.unwrap();
+    let ban = second
+        .ban
+        .expect("the second denial within the hour starts a ban");
+    assert_eq!(ban.length, Duration::from_secs(600));
+    let kept = scripts.decide("mallory", 1, Mode::Record).await.unwrap();
+    assert_eq!(
+        kept.ban.map(|b| b.until),
+        Some(ban.until),
+        "the scripts read the module's ban"
+    );
+    let again = module.decide("mallory", 1, Mode::Record).await.unwrap();
+    assert_eq!(again.ban.map(|b| b.until), Some(ban.until));
 }
 
 #[test]
