@@ -7,7 +7,7 @@
 //! count.
 
 use crate::link::{Conn, Health};
-use limits::Algorithm;
+use limits::{Algorithm, Rule};
 use redis::Cmd;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -21,7 +21,8 @@ pub enum RedisModule {
     /// without it).
     #[default]
     Auto,
-    /// Always: a Redis without it answers every decision with an error.
+    /// Always, for every rule it decides: a Redis without it answers those
+    /// decisions with an error.
     On,
     /// Never: the Lua scripts only.
     Off,
@@ -42,16 +43,23 @@ pub(crate) const SETTLE: &str = "LIMITS.SETTLE";
 /// The module's command deciding a request under its rule's penalty.
 pub(crate) const PENALIZED: &str = "LIMITS.PENALIZED";
 
-/// Whether the module decides `algorithm`: every limiter with a script.
-pub(crate) fn decides(algorithm: Algorithm) -> bool {
-    matches!(
-        algorithm,
+/// The largest limit of a sliding log the store asks the module to
+/// decide: the module reads a log's whole ring into the core's entries on
+/// every decision, where the script reads a few of them, so past a few
+/// hundred entries the script costs Redis less (BENCHMARKS.md).
+const MOST_LOGGED: u64 = 512;
+
+/// Whether the store asks the module to decide `rule`: every limiter with
+/// a script, the sliding log while its limits keep its rings short.
+pub(crate) fn decides(rule: &Rule) -> bool {
+    match rule.algorithm() {
+        Algorithm::SlidingLog => rule.rates().iter().all(|r| r.limit() <= MOST_LOGGED),
         Algorithm::FixedWindow
-            | Algorithm::SlidingLog
-            | Algorithm::TokenBucket
-            | Algorithm::SlidingWindow
-            | Algorithm::LeakyBucket
-    )
+        | Algorithm::TokenBucket
+        | Algorithm::SlidingWindow
+        | Algorithm::LeakyBucket => true,
+        Algorithm::None | Algorithm::SmoothedRate => false,
+    }
 }
 
 /// A decision as the module takes it: a script call's keys and arguments,

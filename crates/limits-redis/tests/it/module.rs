@@ -584,6 +584,26 @@ async fn a_full_redis_refuses_the_module_s_writes_as_a_script_s_and_still_denies
     assert_eq!(calls_of(&server, "evalsha"), 0);
 }
 
+/// A sliding log whose limit lets its ring grow past a few hundred
+/// entries is left to its script, which reads a few of them where the
+/// module reads them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_sliding_log_is_left_to_its_script() {
+    let server = RedisServer::start_with_module(&[]);
+    let connection = connect(&server.url(), "l:", RedisModule::On).await;
+    let log = |rates: &str| {
+        let rule = Rule::new(Algorithm::SlidingLog, rates.parse().unwrap());
+        RedisStore::new(&connection, rule, rates).unwrap()
+    };
+    let (short, long) = (log("512/h"), log("10/s; 1000/h"));
+    for _ in 0..3 {
+        assert!(allowed(&short, "k").await);
+        assert!(allowed(&long, "k").await);
+    }
+    assert_eq!(calls_of(&server, "limits.decide"), 3);
+    assert!(calls_of(&server, "evalsha") >= 3);
+}
+
 #[test]
 fn the_module_names_a_bad_argument() {
     let server = RedisServer::start_with_module(&[]);
