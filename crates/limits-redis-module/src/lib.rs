@@ -222,12 +222,11 @@ fn penalized_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .each_ref()
         .map(|f| f.as_ref().map(RedisString::as_slice));
     let state = penalized::read(&penalized.penalty, &bytes);
-    let outcome = on_keys(ctx, rule_args, penalized.request.keys, |stored| {
+    let (answer, standing_change) = on_keys(ctx, rule_args, penalized.request.keys, |stored| {
         let outcome = decide_penalized(&penalized, stored, state, now);
-        let writes = outcome.rule.writes.clone();
-        (outcome, writes)
+        ((outcome.answer, outcome.standing), outcome.rule.writes)
     })?;
-    if let Some((values, ms)) = outcome.standing {
+    if let Some((values, ms)) = standing_change {
         if over_maxmemory() {
             return Err(RedisError::Str(OUT_OF_MEMORY));
         }
@@ -241,7 +240,7 @@ fn penalized_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         let ms = ms.to_string();
         ctx.replicate("PEXPIRE", &[standing_name[0].as_slice(), ms.as_bytes()]);
     }
-    Ok(RedisValue::StringBuffer(outcome.answer))
+    Ok(RedisValue::StringBuffer(answer))
 }
 
 /// Redis's own answer to a write over `maxmemory`, which the store reads as

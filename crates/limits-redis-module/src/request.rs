@@ -141,7 +141,7 @@ impl Shared {
         }
         let now = match args[1] {
             b"" => None,
-            given => Some(number(given, "time")?),
+            given => Some(below(number(given, "time")?, "time", TIMES)?),
         };
         let ttl_floor_ms = number(args[4], "time-to-live floor")?;
         let count = number(args[5], "number of rates")?;
@@ -225,7 +225,11 @@ fn build(name: &[u8], rates: &[&[u8]]) -> Result<Rule, BadArgument> {
     let mut bursts = Vec::with_capacity(rates.len() / 3);
     for (i, rate) in rates.chunks_exact(3).enumerate() {
         let i = i + 1;
-        let (limit, window) = (number(rate[0], "limit")?, number(rate[1], "window")?);
+        let in_rate = |at: usize, what: &str| {
+            let n = number(rate[at], what)?;
+            below(n, what, RATES).map_err(|e| BadArgument(format!("rate {i}: {e}")))
+        };
+        let (limit, window) = (in_rate(0, "limit")?, in_rate(1, "window")?);
         bursts.push(number(rate[2], "burst")?);
         let rate = Rate::new(limit, Duration::from_micros(window))
             .map_err(|e| BadArgument(format!("LIMITS.DECIDE: rate {i}: {e}")))?;
@@ -249,6 +253,22 @@ fn build(name: &[u8], rates: &[&[u8]]) -> Result<Rule, BadArgument> {
 
 fn text<'a>(arg: &'a [u8], what: &str) -> Result<&'a str, BadArgument> {
     std::str::from_utf8(arg).map_err(|_| BadArgument(format!("the {what} is not text")))
+}
+
+/// The scripts' layout keeps limits and windows (µs) below 2^48, so that
+/// a sliding log's ring entries are at most 6 bytes wide, and times below
+/// 2^52 µs, so that every number a double holds stays exact.
+const RATES: (u64, &str) = (1 << 48, "2^48");
+const TIMES: (u64, &str) = (1 << 52, "2^52");
+
+/// `n`, the `what`, if below the range `(most, named)`.
+fn below(n: u64, what: &str, (most, named): (u64, &str)) -> Result<u64, BadArgument> {
+    if n >= most {
+        return Err(BadArgument(format!(
+            "the {what} is {n}, past the Redis store's range (below {named})"
+        )));
+    }
+    Ok(n)
 }
 
 pub(crate) fn number(arg: &[u8], what: &str) -> Result<u64, BadArgument> {

@@ -72,3 +72,35 @@ proptest! {
         }
     }
 }
+
+/// The scripts' layout holds limits and windows below 2^48 (µs) and times
+/// below 2^52: past them a sliding log's ring could not be laid out (its
+/// widths would pass 8 bytes) or a double not hold the numbers, so such a
+/// request is refused by name rather than decided wrongly or panicking
+/// inside Redis.
+#[test]
+fn numbers_past_the_layouts_range_are_refused_not_a_panic() {
+    let refused = |text: &str| {
+        let args: Vec<&[u8]> = text
+            .split(' ')
+            .map(|a| if a == "''" { &b""[..] } else { a.as_bytes() })
+            .collect();
+        Request::parse(&args).unwrap_err().0
+    };
+    let huge = (1u64 << 62).to_string();
+    let err = refused(&format!("sliding-log '' 1 1 0 1 {huge} 1000000 0"));
+    assert!(err.contains("2^48") && err.contains("rate 1"), "{err}");
+    let err = refused(&format!("token-bucket '' 1 1 0 1 5 {} 0", 1u64 << 50));
+    assert!(err.contains("2^48"), "{err}");
+    let err = refused(&format!("fixed-window {} 1 1 0 1 5 1000000 0", 1u64 << 60));
+    assert!(err.contains("time"), "{err}");
+    // At the range's edge a log is decided.
+    let edge = ((1u64 << 48) - 1).to_string();
+    let args: Vec<String> = ["sliding-log", "", "1", "1", "0", "1", &edge, "1000000", "0"]
+        .map(String::from)
+        .to_vec();
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    let request = Request::parse(&args).unwrap();
+    let outcome = decide(&request, &[None], 1_700_000_000_000_000);
+    assert_eq!(outcome.writes.len(), 1);
+}

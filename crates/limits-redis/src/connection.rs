@@ -286,16 +286,11 @@ impl RedisConnection {
         });
     }
 
-    /// Whether decisions go to the limits module (where it decides them).
-    pub(crate) fn uses_module(&self) -> bool {
-        self.health.module.load(Ordering::Relaxed)
-    }
-
     /// Whether Redis has the limits module loaded and the store decides
     /// with it ([`RedisOptions::module`]), as last found: on each new
     /// connection, and until Redis answers that it does not know it.
     pub fn decides_in_module(&self) -> bool {
-        self.uses_module()
+        self.health.module.load(Ordering::Relaxed)
     }
 
     /// The options it was made with.

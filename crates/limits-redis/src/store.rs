@@ -218,7 +218,7 @@ impl RedisStore {
     /// Whether the limits module decides this store's requests: loaded (as
     /// last found) and deciding its limiter.
     pub(crate) fn in_module(&self) -> bool {
-        module::decides(&self.rule) && self.connection.uses_module()
+        module::decides(&self.rule) && self.connection.decides_in_module()
     }
 
     /// The command of one decision: the module's where it decides it, the
