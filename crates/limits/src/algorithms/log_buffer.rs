@@ -14,7 +14,7 @@
 //!
 //! [`Log`] is what the algorithm reads and writes of a log: implemented by
 //! the ring itself and by [`SlidingLogState`](super::SlidingLogState), which
-//! holds one entry inline or a ring. The algorithm's code is generic over
+//! holds up to two entries inline or a ring. The algorithm's code is generic over
 //! it, so that a decision chooses the state's shape once and then runs
 //! straight-line code for that shape.
 

@@ -1,15 +1,20 @@
-//! A sliding-log key's state: its one entry inline, or a ring. Most keys of
-//! most rules hold one entry in their window; inline it costs no
-//! allocation, and the state is 24 bytes either way: the ring's pointer is
-//! the shapes' tag, its null the inline shape, whose entry (its time and
-//! its cost) sits beside it.
+//! A sliding-log key's state: up to two entries inline, or a ring. Most keys
+//! of most rules hold one or two entries in their window; inline they cost
+//! no allocation (and no second cache line), and the state is 24 bytes
+//! either way: the ring's pointer is the shapes' tag, its null the inline
+//! shape, whose entries sit beside it.
 //!
-//! A second entry moves the log to a ring of 3 (`SlidingLog::grow`); a ring
-//! stays a ring (shrinking, down to none allocated) until the key
-//! is dropped, so a ring's path never changes shape. The algorithm asks for
-//! the ring once per decision ([`SlidingLogState::ring_mut`]) and runs the
-//! ring's own code; any other use reads through [`Log`] on the state, which
-//! chooses the shape at each read.
+//! Inline, the oldest entry's time and one word: zero for no entry, the
+//! entry's cost for one (any cost below 2^63), or, for two entries of cost
+//! 1 (the usual request), the second's time with the top bit set (a time
+//! below 2^63, as every clock's is until the year 2262). A third entry, or
+//! a second that does not fit so, moves the log to a ring
+//! (`SlidingLog::grow`, [`Log::push`]); a ring stays a ring (shrinking,
+//! down to none allocated) until the key is dropped, so a ring's path never
+//! changes shape. The algorithm asks for the ring once per decision
+//! ([`SlidingLogState::ring_mut`]) and runs the ring's own code; any other
+//! use reads through [`Log`] on the state, which chooses the shape at each
+//! read.
 
 use super::log_buffer::{Log, Ring};
 
@@ -20,19 +25,82 @@ pub struct SlidingLogState(Shape);
 
 #[derive(Clone, PartialEq, Eq)]
 enum Shape {
-    /// No entry (a cost of 0) or this one, no allocation.
-    One { at: u64, cost: u64 },
+    /// Up to two entries, no allocation: the oldest's time, and [`Word`].
+    Inline { at: u64, word: Word },
     /// Any number of entries in a ring.
     Ring(Ring),
 }
 
-// The inline entry costs no byte more than the ring's pointer, head and
+/// The inline shape's second word: no entry (0), one entry's cost, or a
+/// second entry of cost 1 at the time below [`SECOND`] (the first then
+/// costs 1 too).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Word(u64);
+
+/// The inline word's flag for a second entry.
+const SECOND: u64 = 1 << 63;
+
+impl Word {
+    const EMPTY: Word = Word(0);
+
+    /// Entries held: 0, 1 or 2.
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
+    #[inline(always)]
+    fn len(self) -> usize {
+        if self.0 & SECOND != 0 {
+            2
+        } else {
+            usize::from(self.0 != 0)
+        }
+    }
+
+    /// The second entry's time, if there is one.
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
+    #[inline(always)]
+    fn second(self) -> Option<u64> {
+        (self.0 & SECOND != 0).then_some(self.0 & !SECOND)
+    }
+
+    /// Units held.
+    // Written out: the log's loops run through it (as a hint, `check` cost more).
+    #[inline(always)]
+    fn units(self) -> u64 {
+        if self.0 & SECOND != 0 { 2 } else { self.0 }
+    }
+}
+
+/// The inline shape holding `entries` (time, cost; oldest first, none of
+/// cost 0), if they fit it.
+fn inline(entries: &[(u64, u64)]) -> Option<Shape> {
+    let (at, word) = match *entries {
+        [] => (0, Word::EMPTY),
+        [(at, cost)] if cost < SECOND => (at, Word(cost)),
+        [(at, 1), (second, 1)] if second < SECOND => (at, Word(second | SECOND)),
+        _ => return None,
+    };
+    Some(Shape::Inline { at, word })
+}
+
+/// The shape holding `entries` (oldest first, none of cost 0): inline if
+/// they fit, otherwise a ring of room for `capacity` (at least their
+/// number).
+fn shape_of(entries: &[(u64, u64)], capacity: usize) -> Shape {
+    match inline(entries) {
+        Some(shape) if capacity <= 2 => shape,
+        _ => Shape::Ring(Ring::with_entries(entries.iter().copied(), capacity)),
+    }
+}
+
+// The inline entries cost no byte more than the ring's pointer, head and
 // length (`tests/it/slot_layout.rs` pins the slot).
 const _: () = assert!(std::mem::size_of::<SlidingLogState>() == 24);
 
 impl Default for SlidingLogState {
     fn default() -> SlidingLogState {
-        SlidingLogState(Shape::One { at: 0, cost: 0 })
+        SlidingLogState(Shape::Inline {
+            at: 0,
+            word: Word::EMPTY,
+        })
     }
 }
 
@@ -54,8 +122,8 @@ impl SlidingLogState {
         Log::units(self)
     }
 
-    /// Entries the state can hold without allocating: 1 inline, or the
-    /// ring's size.
+    /// Entries the state can hold without allocating: 2 inline (of cost
+    /// 1; one of any other), or the ring's size.
     pub fn capacity(&self) -> usize {
         Log::capacity(self)
     }
@@ -84,11 +152,20 @@ impl SlidingLogState {
 
     /// The entries as (time, cost), oldest first.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (u64, u64)> + Clone + '_ {
-        let (one, ring) = match &self.0 {
-            Shape::One { at, cost } => (Some((*at, *cost)).filter(|_| *cost != 0), None),
-            Shape::Ring(ring) => (None, Some(ring.entries())),
-        };
-        Entries { one, ring }
+        match &self.0 {
+            Shape::Inline { at, word } => Entries {
+                inline: inline_entries(*at, *word),
+                next: 0,
+                end: word.len(),
+                ring: None,
+            },
+            Shape::Ring(ring) => Entries {
+                inline: [(0, 0); 2],
+                next: 0,
+                end: 0,
+                ring: Some(ring.entries()),
+            },
+        }
     }
 
     /// The ring, if the log is one: what a decision asks once to run the
@@ -98,7 +175,7 @@ impl SlidingLogState {
     pub(crate) fn ring_mut(&mut self) -> Option<&mut Ring> {
         match &mut self.0 {
             Shape::Ring(ring) => Some(ring),
-            Shape::One { .. } => None,
+            Shape::Inline { .. } => None,
         }
     }
 
@@ -108,7 +185,7 @@ impl SlidingLogState {
     pub(crate) fn ring(&self) -> Option<&Ring> {
         match &self.0 {
             Shape::Ring(ring) => Some(ring),
-            Shape::One { .. } => None,
+            Shape::Inline { .. } => None,
         }
     }
 
@@ -117,9 +194,22 @@ impl SlidingLogState {
     /// of its capacity.
     pub(crate) fn take_units_at(&mut self, at: u64, units: u64) {
         match &mut self.0 {
-            Shape::One { at: time, cost } => {
-                if *time == at {
-                    *cost -= units.min(*cost);
+            Shape::Inline { at: first, word } => {
+                let mut entries = inline_entries(*first, *word);
+                let mut left = units;
+                let mut kept = 0;
+                for i in 0..word.len() {
+                    let (t, cost) = entries[i];
+                    let take = if t == at { left.min(cost) } else { 0 };
+                    left -= take;
+                    if cost > take {
+                        entries[kept] = (t, cost - take);
+                        kept += 1;
+                    }
+                }
+                // Fewer units than an inline log held fit inline again.
+                if let Some(shape) = inline(&entries[..kept]) {
+                    self.0 = shape;
                 }
             }
             Shape::Ring(ring) => {
@@ -141,10 +231,24 @@ impl SlidingLogState {
         }
     }
 
+    /// An inline log with `(t, cost)` appended, in a ring of exactly its
+    /// entries: the entry does not fit inline.
+    #[cold]
+    #[inline(never)]
+    fn spill(&mut self, t: u64, cost: u64) {
+        let mut entries = [(t, cost); 3];
+        let held = self.len();
+        for (entry, e) in entries.iter_mut().zip(self.iter()) {
+            *entry = e;
+        }
+        let entries = &entries[..=held];
+        self.0 = Shape::Ring(Ring::with_entries(entries.iter().copied(), entries.len()));
+    }
+
     /// Bytes allocated for the entries (none inline).
     pub(crate) fn heap_bytes(&self) -> usize {
         match &self.0 {
-            Shape::One { .. } => 0,
+            Shape::Inline { .. } => 0,
             Shape::Ring(ring) => ring.heap_bytes(),
         }
     }
@@ -158,7 +262,7 @@ impl Log for SlidingLogState {
     #[inline(always)]
     fn len(&self) -> usize {
         match &self.0 {
-            Shape::One { cost, .. } => usize::from(*cost != 0),
+            Shape::Inline { word, .. } => word.len(),
             Shape::Ring(ring) => ring.len(),
         }
     }
@@ -167,7 +271,7 @@ impl Log for SlidingLogState {
     #[inline(always)]
     fn units(&self) -> u64 {
         match &self.0 {
-            Shape::One { cost, .. } => *cost,
+            Shape::Inline { word, .. } => word.units(),
             Shape::Ring(ring) => ring.units(),
         }
     }
@@ -176,7 +280,7 @@ impl Log for SlidingLogState {
     #[inline(always)]
     fn capacity(&self) -> usize {
         match &self.0 {
-            Shape::One { .. } => 1,
+            Shape::Inline { .. } => 2,
             Shape::Ring(ring) => ring.capacity(),
         }
     }
@@ -185,7 +289,12 @@ impl Log for SlidingLogState {
     #[inline(always)]
     fn unit(&self, k: u64) -> u64 {
         match &self.0 {
-            Shape::One { at, .. } => *at,
+            // The second entry's only unit is the second; any other is
+            // the first entry's.
+            Shape::Inline { at, word } => match word.second() {
+                Some(second) if k == 2 => second,
+                _ => *at,
+            },
             Shape::Ring(ring) => ring.unit(k),
         }
     }
@@ -194,7 +303,7 @@ impl Log for SlidingLogState {
     #[inline(always)]
     fn front(&self) -> Option<u64> {
         match &self.0 {
-            Shape::One { at, cost } => (*cost != 0).then_some(*at),
+            Shape::Inline { at, word } => (word.len() != 0).then_some(*at),
             Shape::Ring(ring) => ring.front(),
         }
     }
@@ -203,7 +312,11 @@ impl Log for SlidingLogState {
     #[inline(always)]
     fn back(&self) -> Option<u64> {
         match &self.0 {
-            Shape::One { at, cost } => (*cost != 0).then_some(*at),
+            Shape::Inline { at, word } => match word.len() {
+                0 => None,
+                1 => Some(*at),
+                _ => word.second(),
+            },
             Shape::Ring(ring) => ring.back(),
         }
     }
@@ -212,42 +325,69 @@ impl Log for SlidingLogState {
     #[inline(always)]
     fn pop_front(&mut self) {
         match &mut self.0 {
-            Shape::One { at, cost } => (*at, *cost) = (0, 0),
+            Shape::Inline { at, word } => {
+                (*at, *word) = match word.second() {
+                    Some(second) => (second, Word(1)),
+                    None => (0, Word::EMPTY),
+                }
+            }
             Shape::Ring(ring) => ring.pop_front(),
         }
     }
 
+    /// Inline, room for a second entry is room for one of cost 1 at a time
+    /// below 2^63 beside a first of cost 1: any other second entry moves
+    /// the log to a ring of exactly the two (the rare case; the next
+    /// growth is then the ring's).
     // Written out: the log's loops run through it (as a hint, `check` cost more).
     #[inline(always)]
     fn push(&mut self, t: u64, cost: u64) {
         match &mut self.0 {
-            // Room for one: the log is empty.
-            Shape::One { at, cost: held } => (*at, *held) = (t, cost),
+            Shape::Inline { at, word } => match (word.len(), *word) {
+                (0, _) if cost < SECOND => (*at, *word) = (t, Word(cost)),
+                (1, Word(1)) if cost == 1 && t < SECOND => *word = Word(t | SECOND),
+                _ => self.spill(t, cost),
+            },
             Shape::Ring(ring) => ring.push(t, cost),
         }
     }
 
-    /// Inline for a capacity of 1 or less; otherwise a ring of `capacity`
-    /// (at most `u32::MAX / 2`) holding the entries from its start.
+    /// Inline for a capacity of 2 or less when the entries fit there;
+    /// otherwise a ring of `capacity` (at most `u32::MAX / 2`) holding the
+    /// entries from its start.
     fn resize(&mut self, capacity: usize) {
-        if capacity.max(self.len()) <= 1 {
-            let (at, cost) = self.iter().next().unwrap_or((0, 0));
-            self.0 = Shape::One { at, cost };
-            return;
+        if let Shape::Ring(ring) = &mut self.0
+            && (capacity > 2 || ring.len() > 2)
+        {
+            return ring.resize(capacity);
         }
-        match &mut self.0 {
-            Shape::Ring(ring) => ring.resize(capacity),
-            // A key's second entry: the ring made at once (the one
-            // allocation is most of what this costs).
-            Shape::One { .. } => self.0 = Shape::Ring(Ring::with_entries(self.iter(), capacity)),
+        // At most two entries: a key's third entry's ring made at once
+        // (the one allocation is most of what this costs), or a ring
+        // shrunk back inline.
+        let mut entries = [(0, 0); 2];
+        let held = self.len();
+        for (entry, e) in entries.iter_mut().zip(self.iter()) {
+            *entry = e;
         }
+        self.0 = shape_of(&entries[..held], capacity.max(held));
     }
 }
 
-/// [`SlidingLogState::iter`]: the inline entry, or the ring's.
+/// The inline shape's entries (time, cost), oldest first; the first
+/// `word.len()` are held.
+fn inline_entries(at: u64, word: Word) -> [(u64, u64); 2] {
+    match word.second() {
+        Some(second) => [(at, 1), (second, 1)],
+        None => [(at, word.0), (0, 0)],
+    }
+}
+
+/// [`SlidingLogState::iter`]: the inline entries, or the ring's.
 #[derive(Clone)]
 struct Entries<I> {
-    one: Option<(u64, u64)>,
+    inline: [(u64, u64); 2],
+    next: usize,
+    end: usize,
     ring: Option<I>,
 }
 
@@ -255,16 +395,18 @@ impl<I: ExactSizeIterator<Item = (u64, u64)>> Iterator for Entries<I> {
     type Item = (u64, u64);
 
     fn next(&mut self) -> Option<(u64, u64)> {
-        match &mut self.ring {
-            Some(ring) => ring.next(),
-            None => self.one.take(),
+        if let Some(ring) = &mut self.ring {
+            return ring.next();
         }
+        let entry = self.inline[..self.end].get(self.next).copied();
+        self.next += 1;
+        entry
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         let n = match &self.ring {
             Some(ring) => ring.len(),
-            None => usize::from(self.one.is_some()),
+            None => self.end.saturating_sub(self.next),
         };
         (n, Some(n))
     }
@@ -278,24 +420,20 @@ impl std::fmt::Debug for SlidingLogState {
     }
 }
 
-/// A log of entries of cost 1 at these times, oldest first: inline for
-/// none or one, otherwise in a ring of exactly their number.
+/// A log of entries of cost 1 at these times, oldest first: inline for up
+/// to two, otherwise in a ring of exactly their number.
 impl FromIterator<u64> for SlidingLogState {
     fn from_iter<I: IntoIterator<Item = u64>>(times: I) -> SlidingLogState {
         times.into_iter().map(|t| (t, 1)).collect()
     }
 }
 
-/// A log of these entries (time, cost), oldest first: inline for none or
-/// one, otherwise in a ring of exactly their number. An entry of cost 0
-/// holds nothing and is left out.
+/// A log of these entries (time, cost), oldest first: inline where they
+/// fit (none, one, or two of cost 1), otherwise in a ring of exactly their
+/// number. An entry of cost 0 holds nothing and is left out.
 impl FromIterator<(u64, u64)> for SlidingLogState {
     fn from_iter<I: IntoIterator<Item = (u64, u64)>>(entries: I) -> SlidingLogState {
         let entries: Vec<(u64, u64)> = entries.into_iter().filter(|e| e.1 != 0).collect();
-        SlidingLogState(match *entries {
-            [] => Shape::One { at: 0, cost: 0 },
-            [(at, cost)] => Shape::One { at, cost },
-            _ => Shape::Ring(Ring::with_entries(entries.iter().copied(), entries.len())),
-        })
+        SlidingLogState(shape_of(&entries, entries.len()))
     }
 }

@@ -51,9 +51,9 @@ impl SlidingLog {
     /// entries. `8 (2^k + 1)` bytes and malloc's 8-byte header fill a
     /// 16-byte-aligned chunk exactly, and growing by less than double keeps
     /// a log of a few entries in a chunk near its size (the keyed table
-    /// holds most keys' logs). A first entry is held inline (capacity 1, no
-    /// allocation), so the second moves it to a ring of 3, the fourth to 5,
-    /// the sixth to 9 ([`Log::room_for`]). Out of line: most records fit.
+    /// holds most keys' logs). Two entries are held inline (capacity 2, no
+    /// allocation), so the third moves them to a ring of 3, the fourth to
+    /// 5, the sixth to 9 ([`Log::room_for`]). Out of line: most records fit.
     #[cold]
     #[inline(never)]
     fn grow<L: Log>(&self, log: &mut L, needed: usize) {

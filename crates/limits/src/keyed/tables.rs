@@ -9,7 +9,7 @@
 //! bucket, fixed window or sliding window whose states the rule bounds to
 //! 12 bytes gets a compact table (`keyed/compact.rs`,
 //! `keyed/compact_window.rs`: a 24-byte slot for a `u64` key); any other
-//! its whole state's (a sliding log's: one entry inline, or a ring).
+//! its whole state's (a sliding log's: up to two entries inline, or a ring).
 
 use super::Padded;
 use super::compact::{Compact, FixedPacking, LeakyPacking, PackedState, TokenPacking};

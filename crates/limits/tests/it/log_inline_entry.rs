@@ -1,9 +1,9 @@
-//! The sliding log keeps a key's first entry inline (most keys hold one),
-//! and a decision chooses the state's shape once, then runs that
-//! shape's own code. Checked here: each transition (first entry, second
-//! entry moving to a ring of 3, expiry in the ring down to one entry and to
-//! none, the inline entry expiring, drop) allocates and frees what it
-//! should, by an allocation-counting allocator; both shapes export and
+//! The sliding log keeps a key's first two entries inline (most keys hold
+//! one or two), and a decision chooses the state's shape once, then runs
+//! that shape's own code. Checked here: each transition (first and second
+//! entry, a third moving to a ring of 3, a second of another cost to a ring
+//! of two, expiry in the ring down to one entry and to none, the inline
+//! entries expiring, drop) allocates and frees what it should, by an allocation-counting allocator; both shapes export and
 //! import as themselves (one entry loads inline) and leak nothing; and every
 //! decision, through `check`, `allow` and a rule of two rates (which reads
 //! the state through its shape at each step), is the reference model's.
@@ -53,13 +53,17 @@ fn each_transition_allocates_and_frees_what_it_should() {
     // and the next entry is inline again.
     assert_eq!(step(&mut state, 1_000, 1), (0, 0, 0));
     assert_eq!(rule.heap_bytes(&state), 0);
-    // A second entry: a ring of 3 (24 bytes, a 32-byte malloc chunk).
-    assert_eq!(step(&mut state, 1_500, 1), (1, 0, 24));
+    // A second entry of cost 1: inline too.
+    assert_eq!(step(&mut state, 1_500, 1), (0, 0, 0));
+    assert_eq!(rule.heap_bytes(&state), 0);
+    // A third: a ring of 3 (24 bytes, a 32-byte malloc chunk).
+    assert_eq!(step(&mut state, 1_600, 1), (1, 0, 24));
     assert_eq!(rule.heap_bytes(&state), 24);
-    // The first expires (at 2000): one entry left in the ring, which stays
-    // (a ring's path never changes shape), then none.
+    // The first two expire (at 2000 and 2500): one entry left in the
+    // ring, which stays (a ring's path never changes shape), then none.
     assert_eq!(step(&mut state, 2_000, 0), (0, 0, 0));
     assert_eq!(step(&mut state, 2_500, 0), (0, 0, 0));
+    assert_eq!(step(&mut state, 2_600, 0), (0, 0, 0));
     assert_eq!(rule.heap_bytes(&state), 24);
     // An empty ring takes entries again without allocating.
     assert_eq!(step(&mut state, 2_600, 1), (0, 0, 0));
@@ -77,6 +81,25 @@ fn each_transition_allocates_and_frees_what_it_should() {
     let mut two = rule.new_state();
     let (_, n) = counted(|| rule.check(&mut two, 0, 10));
     assert_eq!((n, rule.heap_bytes(&two)), ((0, 0, 0), 0));
+    // A second entry beside one of another cost than 1, or of another
+    // cost itself: a ring of exactly the two, weighted (two times, two
+    // running counts and the count before them).
+    for costs in [(2, 1), (1, 2)] {
+        let mut state = rule.new_state();
+        rule.check(&mut state, 0, costs.0);
+        let (d, n) = counted(|| rule.check(&mut state, 1, costs.1));
+        assert!(d.allowed);
+        assert_eq!((n, rule.heap_bytes(&state)), ((1, 0, 40), 40), "{costs:?}");
+        // The next grows it as any ring: to 3.
+        let (_, n) = counted(|| rule.check(&mut state, 2, 1));
+        assert_eq!(n, (1, 1, 56 - 40), "{costs:?}");
+    }
+    // Two inline entries free nothing either.
+    let mut pair = rule.new_state();
+    rule.check(&mut pair, 0, 1);
+    rule.check(&mut pair, 1, 1);
+    let (_, n) = counted(|| drop(pair));
+    assert_eq!(n, (0, 0, 0));
     // L = 1: a log never holds more than its one inline entry.
     let rule = log(&[(1, 1_000)]);
     let mut state = rule.new_state();
@@ -98,12 +121,22 @@ fn both_shapes_export_and_import_as_themselves() {
         (rule.heap_bytes(&loaded), rule.encode_state(&loaded)),
         (0, words.clone())
     );
+    // Two entries of cost 1: inline, and they load inline.
+    let mut pair = rule.new_state();
+    rule.check(&mut pair, 3, 1);
+    rule.check(&mut pair, 5, 1);
+    let pair_words = rule.encode_state(&pair);
+    let (loaded, n) = counted(|| rule.decode_state(&pair_words).unwrap());
+    assert_eq!((rule.heap_bytes(&pair), rule.heap_bytes(&loaded)), (0, 0));
+    assert_eq!(n.0, n.1, "the load's own allocations, all freed: {n:?}");
+    assert_eq!(rule.encode_state(&loaded), pair_words);
     // A ring of 3 holding one entry after expiry: the same words as the
     // inline entry, and it loads inline.
     let mut ring = rule.new_state();
     rule.check(&mut ring, 0, 1);
+    rule.check(&mut ring, 3, 1);
     rule.check(&mut ring, 5, 1);
-    rule.peek(&mut ring, 1_000, 0);
+    rule.peek(&mut ring, 1_004, 0);
     assert_eq!(rule.heap_bytes(&ring), 24);
     let ring_words = rule.encode_state(&ring);
     assert_eq!(ring_words, words);
@@ -128,9 +161,9 @@ fn a_keyed_export_and_import_of_both_shapes_leak_nothing() {
     let (_, n) = counted(|| {
         let keyed: KeyedLimiter<u64, ManualClock> =
             KeyedLimiter::with_options(rule.clone(), ManualClock::new(0), options());
-        // Keys of 1 (inline), 2 and 3 entries (rings).
+        // Keys of 1 and 2 entries (inline), 3 and 4 (rings).
         for key in 0..60u64 {
-            for i in 0..=key % 3 {
+            for i in 0..=key % 4 {
                 assert!(keyed.check_at(&key, i, 1).allowed);
             }
         }
@@ -138,9 +171,9 @@ fn a_keyed_export_and_import_of_both_shapes_leak_nothing() {
         let again: KeyedLimiter<u64, ManualClock> =
             KeyedLimiter::with_options(rule.clone(), ManualClock::new(0), options());
         assert_eq!(again.import(exported.clone()), 60);
-        // Decided, the keys of 2 entries have rings of 3; loaded, of 2 (those
-        // of 3 have 3 either way, those of 1 are inline either way).
-        assert_eq!(again.memory().bytes + 20 * 8, keyed.memory().bytes);
+        // Decided, the keys of 4 entries have rings of 5; loaded, of 4 (those
+        // of 3 have 3 either way, those of 1 and 2 are inline either way).
+        assert_eq!(again.memory().bytes + 15 * 8, keyed.memory().bytes);
         let mut back = again.export();
         back.sort();
         let mut want = exported;

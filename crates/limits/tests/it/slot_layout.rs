@@ -150,7 +150,7 @@ fn each_algorithm_s_slot_is_sized_for_its_own_state() {
     // Likewise a sliding window's index and two counts (below 2^16 here;
     // `tests/it/compact_sliding_window.rs` pins the wider bounds).
     assert_eq!(per_key(Algorithm::SlidingWindow, "10/hour"), 24.0);
-    // The log's one entry inline (its time and cost beside the ring's null
+    // The log's inline entries (a time and a word beside the ring's null
     // pointer), or the ring's pointer, head and length: 24, so 40, and no
     // heap for its one request, whatever the limit.
     assert_eq!(per_key(Algorithm::SlidingLog, "10/hour"), 40.0);
