@@ -437,3 +437,116 @@ impl FromIterator<(u64, u64)> for SlidingLogState {
         SlidingLogState(shape_of(&entries, entries.len()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Log, SECOND, SlidingLogState};
+    use proptest::prelude::*;
+
+    /// What a log holds, as the plainest list.
+    fn model_units(model: &[(u64, u64)]) -> u64 {
+        model.iter().map(|e| e.1).sum()
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// An entry `gap` after the newest, of `cost` (at least 1).
+        Push {
+            gap: u64,
+            cost: u64,
+        },
+        PopFront,
+        /// `units` given back at the time of the `nth` entry (mod len).
+        Take {
+            nth: usize,
+            units: u64,
+        },
+        /// Room for `extra` more than held.
+        Resize {
+            extra: usize,
+        },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let gap = prop_oneof![4 => 0..3u64, 1 => Just(SECOND / 2), 1 => Just(SECOND)];
+        let cost = prop_oneof![8 => Just(1u64), 2 => 2..4u64, 1 => Just(SECOND)];
+        prop_oneof![
+            6 => (gap, cost).prop_map(|(gap, cost)| Op::Push { gap, cost }),
+            2 => Just(Op::PopFront),
+            1 => (0..4usize, 1..3u64).prop_map(|(nth, units)| Op::Take { nth, units }),
+            1 => (0..4usize).prop_map(|extra| Op::Resize { extra }),
+        ]
+    }
+
+    proptest! {
+        /// Every operation on either shape (inline with none, one or two
+        /// entries, or a ring, and the moves between them: a third entry,
+        /// a second of another cost or past 2^63, a ring resized down to
+        /// two) leaves the entries the list holds, read every way.
+        #[test]
+        fn the_state_holds_what_a_list_holds(ops in proptest::collection::vec(op(), 1..60)) {
+            let mut log = SlidingLogState::default();
+            let mut model: Vec<(u64, u64)> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Push { gap, cost } => {
+                        // Units held stay far below 2^64, as a limit's do.
+                        if model_units(&model).saturating_add(cost) > SECOND + 64 {
+                            continue;
+                        }
+                        let t = model.last().map_or(0, |e| e.0).saturating_add(gap);
+                        if Log::len(&log) + 1 > Log::capacity(&log) {
+                            let room = Log::room_for(&log, Log::len(&log) + 1, u64::MAX);
+                            log.resize(room);
+                        }
+                        log.push(t, cost);
+                        model.push((t, cost));
+                    }
+                    Op::PopFront => {
+                        if !model.is_empty() {
+                            Log::pop_front(&mut log);
+                            model.remove(0);
+                        }
+                    }
+                    Op::Take { nth, units } => {
+                        if let Some(&(at, _)) = model.get(nth % model.len().max(1)) {
+                            log.take_units_at(at, units);
+                            let mut left = units;
+                            for e in model.iter_mut().filter(|e| e.0 == at) {
+                                let take = left.min(e.1);
+                                left -= take;
+                                e.1 -= take;
+                            }
+                            model.retain(|e| e.1 != 0);
+                        }
+                    }
+                    Op::Resize { extra } => log.resize(model.len() + extra),
+                }
+                prop_assert_eq!(log.iter().collect::<Vec<_>>(), model.clone());
+                prop_assert_eq!(log.iter().len(), model.len());
+                prop_assert_eq!(Log::len(&log), model.len());
+                prop_assert_eq!(Log::units(&log), model_units(&model));
+                prop_assert_eq!(Log::front(&log), model.first().map(|e| e.0));
+                prop_assert_eq!(Log::back(&log), model.last().map(|e| e.0));
+                prop_assert!(Log::capacity(&log) >= model.len());
+                // The unit at each entry's first and last unit.
+                let mut before = 0u64;
+                for &(t, cost) in &model {
+                    prop_assert_eq!(Log::unit(&log, before + 1), t);
+                    prop_assert_eq!(Log::unit(&log, before + cost), t);
+                    before += cost;
+                }
+                // Two entries of cost 1 (times below 2^63) or one below
+                // 2^63 units are held without a ring, once built so.
+                let fits = match *model {
+                    [] => true,
+                    [(_, cost)] => cost < SECOND,
+                    [(_, 1), (t, 1)] => t < SECOND,
+                    _ => false,
+                };
+                let rebuilt: SlidingLogState = model.iter().copied().collect();
+                prop_assert_eq!(rebuilt.heap_bytes() == 0, fits);
+            }
+        }
+    }
+}
